@@ -1,0 +1,76 @@
+"""The `signaldesk` command line: one entry point, one verb per job.
+
+Each verb lives in a small module of this package; this module only assembles
+them and turns :class:`~signaldesk.errors.SignaldeskError` into a clean message
+and exit code.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.logging import RichHandler
+
+from pipeline.cli import feeds, index, intake, mcp, operate, setup, triage
+from pipeline.cli._context import AppContext
+from signaldesk import __version__
+from signaldesk.errors import SignaldeskError
+
+__all__ = ["cli", "main"]
+
+_COMMAND_MODULES = (setup, index, feeds, intake, triage, mcp, operate)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.option(
+    "--vault",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Vault folder (default: $SIGNALDESK_VAULT, then the config's vault.path).",
+)
+@click.option(
+    "--config",
+    "config_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Config file (default: $SIGNALDESK_CONFIG, then <vault>/signaldesk.toml).",
+)
+@click.option("-v", "--verbose", count=True, help="More log output (-vv for debug).")
+@click.version_option(__version__, prog_name="signaldesk")
+@click.pass_context
+def cli(ctx: click.Context, vault: Path | None, config_path: Path | None, verbose: int) -> None:
+    """signaldesk: intake, triage and hybrid search for a markdown vault."""
+    level = logging.WARNING - 10 * min(verbose, 2)
+    logging.basicConfig(
+        level=level,
+        format="%(message)s",
+        handlers=[RichHandler(console=Console(stderr=True), show_path=False)],
+    )
+    ctx.obj = AppContext(vault_option=vault, config_option=config_path)
+
+
+for _module in _COMMAND_MODULES:
+    for _command in _module.COMMANDS:
+        cli.add_command(_command)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Run the CLI; library errors become a message, a hint and exit code 1."""
+    try:
+        cli.main(args=argv, prog_name="signaldesk", standalone_mode=False)
+    except click.exceptions.Abort:
+        Console(stderr=True).print("[yellow]aborted[/]")
+        sys.exit(130)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(exc.exit_code)
+    except click.exceptions.Exit as exc:
+        sys.exit(exc.exit_code)
+    except SignaldeskError as exc:
+        console = Console(stderr=True)
+        console.print(f"[bold red]error:[/] {exc.message}", highlight=False)
+        if exc.hint:
+            console.print(f"[bold]hint:[/] {exc.hint}", highlight=False)
+        sys.exit(1)

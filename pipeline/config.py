@@ -1,0 +1,204 @@
+"""The one TOML configuration file: loading it, resolving the vault, writing the
+commented default.
+
+Each layer owns its section's model; this module only composes them, so a
+setting is declared (with its help text) exactly once, next to the code that
+uses it.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, Field, ValidationError
+
+from mcp_server.settings import McpSettings
+from pipeline.settings import PipelineSettings, VaultSettings
+from retrieval.settings import IndexSettings, SearchSettings
+from scoring.settings import ScoringSettings
+from signaldesk.errors import SignaldeskError
+from signaldesk.settings import SettingsModel
+from signaldesk.vault import STATE_DIR
+from sources.settings import (
+    ClipperSettings,
+    HttpSettings,
+    NewsletterSettings,
+    RssSettings,
+    ToolOutputSettings,
+)
+
+CONFIG_FILENAME = "signaldesk.toml"
+ENV_VAULT = "SIGNALDESK_VAULT"
+ENV_CONFIG = "SIGNALDESK_CONFIG"
+
+
+class ConfigError(SignaldeskError):
+    """The configuration file is missing, unreadable or invalid."""
+
+
+class Config(SettingsModel):
+    """Everything signaldesk can be told, one section per TOML table."""
+
+    vault: VaultSettings = Field(default_factory=VaultSettings, description="The vault.")
+    index: IndexSettings = Field(default_factory=IndexSettings, description="The search index.")
+    search: SearchSettings = Field(default_factory=SearchSettings, description="How search results are ranked.")
+    http: HttpSettings = Field(default_factory=HttpSettings, description="Fetching from the web.")
+    rss: RssSettings = Field(default_factory=RssSettings, description="Feed polling.")
+    clipper: ClipperSettings = Field(default_factory=ClipperSettings, description="Web Clipper.")
+    newsletter: NewsletterSettings = Field(
+        default_factory=NewsletterSettings, description="E-mail newsletters."
+    )
+    tool_output: ToolOutputSettings = Field(
+        default_factory=ToolOutputSettings, description="Captured AI tool output."
+    )
+    scoring: ScoringSettings = Field(
+        default_factory=ScoringSettings, description="Scoring and routing."
+    )
+    pipeline: PipelineSettings = Field(
+        default_factory=PipelineSettings, description="The intake pipeline."
+    )
+    mcp: McpSettings = Field(default_factory=McpSettings, description="The MCP server.")
+
+
+@dataclass(frozen=True, slots=True)
+class Workspace:
+    """A resolved vault and the configuration that applies to it."""
+
+    vault: Path
+    config: Config
+    config_path: Path | None
+
+    def resolve(self, relative: str) -> Path:
+        """A configured path: absolute as given, otherwise relative to the vault root."""
+        path = Path(relative).expanduser()
+        return path if path.is_absolute() else self.vault / path
+
+    @property
+    def state_dir(self) -> Path:
+        return self.vault / STATE_DIR
+
+
+def load_config(path: Path | None) -> Config:
+    """Read and validate a config file; ``None`` gives the defaults.
+
+    :raises ConfigError: the file cannot be read, is not TOML, or has an invalid value.
+    """
+    if path is None:
+        return Config()
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError as exc:
+        raise ConfigError(f"config file not found: {path}", hint="run `signaldesk init`") from exc
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"cannot read config file {path}: {exc}") from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path} is not valid TOML: {exc}") from exc
+    try:
+        return Config.model_validate(data)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}" for err in exc.errors()
+        )
+        raise ConfigError(f"invalid setting in {path}: {problems}") from exc
+
+
+def resolve_workspace(
+    vault: Path | None = None,
+    config_path: Path | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> Workspace:
+    """Find the vault and its config.
+
+    The vault comes from ``vault`` (``--vault``), then ``SIGNALDESK_VAULT``, then the
+    config's ``vault.path``. The config comes from ``config_path`` (``--config``),
+    then ``SIGNALDESK_CONFIG``, then ``<vault>/signaldesk.toml`` when it exists.
+
+    :raises ConfigError: no vault could be found, or the config is invalid.
+    """
+    env = os.environ if environ is None else environ
+    if vault is None and env.get(ENV_VAULT):
+        vault = Path(env[ENV_VAULT])
+    if config_path is None and env.get(ENV_CONFIG):
+        config_path = Path(env[ENV_CONFIG])
+    if config_path is None and vault is not None and (vault / CONFIG_FILENAME).is_file():
+        config_path = vault / CONFIG_FILENAME
+    config = load_config(config_path)
+    if vault is None and config.vault.path:
+        vault = Path(config.vault.path)
+    if vault is None:
+        raise ConfigError(
+            "no vault given",
+            hint="pass --vault PATH, set SIGNALDESK_VAULT, or run `signaldesk init PATH`",
+        )
+    vault = vault.expanduser().resolve()
+    if not vault.is_dir():
+        raise ConfigError(
+            f"vault folder does not exist: {vault}", hint=f"run `signaldesk init {vault}`"
+        )
+    return Workspace(vault=vault, config=config, config_path=config_path)
+
+
+def render_default_config(overrides: Mapping[str, Mapping[str, Any]] | None = None) -> str:
+    """The commented default config file, generated from the settings models.
+
+    Every setting appears with its help text and default, so the file documents
+    itself and cannot drift from the code. ``overrides`` sets values per section
+    (``{"vault": {"path": "/x"}}``).
+    """
+    overrides = overrides or {}
+    lines = [
+        "# signaldesk configuration.",
+        "# Every setting is listed with its default; delete a line to go back to the default.",
+        "",
+    ]
+    for section, field in Config.model_fields.items():
+        model = field.annotation
+        assert isinstance(model, type) and issubclass(model, BaseModel)
+        lines.append(f"# {field.description}")
+        lines.append(f"[{section}]")
+        defaults = model()
+        section_overrides = overrides.get(section, {})
+        for name, sub in model.model_fields.items():
+            for text_line in (sub.description or "").splitlines():
+                lines.append(f"# {text_line}")
+            value = section_overrides.get(name, getattr(defaults, name))
+            rendered = _toml_value(value)
+            if rendered is None:
+                lines.append(f"# {name} =")
+            elif name in section_overrides:
+                lines.append(f"{name} = {rendered}")
+            else:
+                lines.append(f"# {name} = {rendered}")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def _toml_value(value: Any) -> str | None:
+    """Render a default as TOML; ``None`` for "not set" (TOML has no null)."""
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return repr(value)
+    if isinstance(value, str):
+        escaped = value.replace("\\", "\\\\").replace('"', '\\"')
+        return f'"{escaped}"'
+    if isinstance(value, BaseModel):
+        value = value.model_dump(mode="json")
+    if isinstance(value, list | tuple):
+        items = [_toml_value(v) for v in value]
+        return "[" + ", ".join(i for i in items if i is not None) + "]"
+    if isinstance(value, dict):
+        items = [f"{_toml_key(k)} = {_toml_value(v)}" for k, v in value.items() if v is not None]
+        return "{ " + ", ".join(items) + " }" if items else "{}"
+    raise TypeError(f"cannot render {type(value).__name__} as TOML")
+
+
+def _toml_key(key: str) -> str:
+    return key if key.replace("-", "").replace("_", "").isalnum() else _toml_value(key) or '""'

@@ -1,0 +1,75 @@
+"""The vault's layout and the one safe way to write a file into it."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from pathlib import Path
+
+# Numbers group the folders, they do not rank them (SPEC section 2).
+VAULT_FOLDERS: tuple[str, ...] = (
+    "00-inbox",
+    "01-projects",
+    "02-areas",
+    "03-resources",
+    "04-archive",
+    "05-signals",
+    "06-daily",
+    "07-templates",
+    "08-attachments",
+)
+
+DOMAINS: tuple[str, ...] = (
+    "ai-tooling",
+    "security",
+    "systems",
+    "programming",
+    "web",
+    "data",
+    "devops",
+    "design",
+    "mobile",
+    "career",
+    "research",
+    "other",
+)
+
+# Where signaldesk keeps its own databases inside the vault.
+STATE_DIR = ".signaldesk"
+
+# Never chunked, embedded or returned, whatever `.indexignore` says.
+ALWAYS_EXCLUDED: tuple[str, ...] = (
+    ".obsidian/",
+    "07-templates/",
+    "08-attachments/",
+    ".git/",
+    ".trash/",
+    f"{STATE_DIR}/",
+)
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` so that readers see the old file or the new one, never half.
+
+    The temporary file lives in the same folder so the final ``os.replace`` is a
+    rename on one filesystem; it is fsynced first so a crash after the rename
+    cannot leave an empty file.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp_name, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp_name)
+        raise
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    """Write UTF-8 ``text`` atomically (see :func:`atomic_write_bytes`)."""
+    atomic_write_bytes(path, text.encode("utf-8"))

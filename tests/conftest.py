@@ -1,0 +1,49 @@
+"""Shared fixtures. Every test runs with the network closed except loopback."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+SHARED_DATA = REPO_ROOT.parent / "shared" / "data"
+
+# A closed loopback port: any request that slips past NO_PROXY towards a public
+# host fails at once instead of reaching the network.
+_CLOSED_PROXY = "http://127.0.0.1:9"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    for name in ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy", "ALL_PROXY"):
+        os.environ[name] = _CLOSED_PROXY
+    os.environ["NO_PROXY"] = os.environ["no_proxy"] = "127.0.0.1,localhost"
+    os.environ["HF_HUB_OFFLINE"] = "1"
+    os.environ["TRANSFORMERS_OFFLINE"] = "1"
+    os.environ.pop("SIGNALDESK_VAULT", None)
+    os.environ.pop("SIGNALDESK_CONFIG", None)
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture
+def shared_data() -> Path:
+    """`../shared/data`; tests that need it skip with a reason when it is absent."""
+    if not SHARED_DATA.is_dir():
+        pytest.skip(f"shared data not found at {SHARED_DATA}")
+    return SHARED_DATA
+
+
+@pytest.fixture
+def vault(tmp_path: Path) -> Iterator[Path]:
+    """An initialised empty vault in a temporary folder."""
+    from pipeline.vault_setup import init_vault
+
+    path = tmp_path / "vault"
+    init_vault(path)
+    yield path

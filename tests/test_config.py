@@ -1,0 +1,79 @@
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+
+import pytest
+from pydantic import BaseModel
+
+from pipeline.config import (
+    Config,
+    ConfigError,
+    load_config,
+    render_default_config,
+    resolve_workspace,
+)
+from pipeline.vault_setup import init_vault
+
+
+def _all_settings() -> list[tuple[str, str, object]]:
+    found = []
+    for section, field in Config.model_fields.items():
+        found.append(("", section, field))
+        model = field.annotation
+        assert isinstance(model, type) and issubclass(model, BaseModel)
+        found.extend((section, name, sub) for name, sub in model.model_fields.items())
+    return found
+
+
+@pytest.mark.parametrize(("section", "name", "field"), _all_settings())
+def test_every_setting_has_help_text(section: str, name: str, field: object) -> None:
+    description = getattr(field, "description", None)
+    assert description and len(description) > 8, f"[{section}] {name} needs a description"
+    rendered = render_default_config()
+    assert description.splitlines()[0] in rendered
+
+
+def test_default_config_round_trips() -> None:
+    text = render_default_config({"vault": {"path": "/tmp/some vault"}})
+    data = tomllib.loads(text)
+    assert data["vault"]["path"] == "/tmp/some vault"
+    config = Config.model_validate(data)
+    assert config == Config(vault={"path": "/tmp/some vault"})
+
+
+def test_init_creates_layout_and_keeps_existing_files(tmp_path: Path) -> None:
+    vault = tmp_path / "v"
+    report = init_vault(vault)
+    assert (vault / "05-signals" / "security").is_dir()
+    assert (vault / ".indexignore").is_file()
+    assert "signaldesk.toml" in report.created
+    (vault / ".indexignore").write_text("mine/\n")
+    again = init_vault(vault)
+    assert ".indexignore" in again.kept
+    assert (vault / ".indexignore").read_text() == "mine/\n"
+
+
+def test_vault_resolution_order(tmp_path: Path) -> None:
+    a, b = tmp_path / "a", tmp_path / "b"
+    init_vault(a)
+    init_vault(b)
+    assert resolve_workspace(a, environ={"SIGNALDESK_VAULT": str(b)}).vault == a.resolve()
+    assert resolve_workspace(None, environ={"SIGNALDESK_VAULT": str(b)}).vault == b.resolve()
+    from_config = resolve_workspace(None, a / "signaldesk.toml", environ={})
+    assert from_config.vault == a.resolve()
+    with pytest.raises(ConfigError, match="no vault"):
+        resolve_workspace(None, None, environ={})
+
+
+def test_invalid_config_is_a_clear_error(tmp_path: Path) -> None:
+    path = tmp_path / "c.toml"
+    path.write_text("[index]\nbatch_size = -3\n")
+    with pytest.raises(ConfigError, match="index.batch_size"):
+        load_config(path)
+    path.write_text("[index\n")
+    with pytest.raises(ConfigError, match="not valid TOML"):
+        load_config(path)
+    path.write_text("[index]\nno_such_setting = 1\n")
+    with pytest.raises(ConfigError, match="no_such_setting"):
+        load_config(path)
