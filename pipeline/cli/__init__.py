@@ -15,14 +15,14 @@ import click
 from rich.console import Console
 from rich.logging import RichHandler
 
-from pipeline.cli import feeds, index, intake, mcp, operate, setup, triage
+from pipeline.cli import feeds, index, intake, mcp, operate, search, setup, triage
 from pipeline.cli._context import AppContext
 from signaldesk import __version__
 from signaldesk.errors import SignaldeskError
 
 __all__ = ["cli", "main"]
 
-_COMMAND_MODULES = (setup, index, feeds, intake, triage, mcp, operate)
+_COMMAND_MODULES = (setup, index, search, feeds, intake, triage, mcp, operate)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})

@@ -1,0 +1,95 @@
+"""The index database's schema: every table, index and trigger, in one place.
+
+Migrations are explicit: ``MIGRATIONS[n]`` takes a database from version ``n``
+to ``n + 1`` and ``PRAGMA user_version`` records where it is. The index is a
+cache of the vault, so a migration may also simply clear it (the indexer then
+rebuilds from the notes).
+"""
+
+from __future__ import annotations
+
+SCHEMA_VERSION = 1
+
+_V1 = """
+CREATE TABLE meta (
+    key   TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+);
+
+-- One row per indexed note; the stat fields drive the cheap incremental scan.
+CREATE TABLE notes (
+    id           INTEGER PRIMARY KEY,
+    path         TEXT NOT NULL UNIQUE,          -- vault-relative, '/'-separated
+    title        TEXT NOT NULL,
+    type         TEXT,
+    domain       TEXT,
+    status       TEXT,
+    tags         TEXT NOT NULL DEFAULT '[]',    -- JSON array
+    created      TEXT,
+    updated      TEXT,
+    frontmatter  TEXT NOT NULL DEFAULT '{}',    -- JSON object, scrubbed
+    mtime_ns     INTEGER NOT NULL,
+    size         INTEGER NOT NULL,
+    content_hash TEXT NOT NULL,
+    indexed_at   TEXT NOT NULL
+);
+CREATE INDEX notes_updated ON notes(updated);
+CREATE INDEX notes_domain ON notes(domain);
+
+-- One row per chunk. `embed_hash` identifies the exact text that was embedded,
+-- so an unchanged chunk keeps its vector when its note is edited elsewhere.
+CREATE TABLE chunks (
+    id           INTEGER PRIMARY KEY,
+    note_id      INTEGER NOT NULL REFERENCES notes(id) ON DELETE CASCADE,
+    ordinal      INTEGER NOT NULL,
+    section      TEXT NOT NULL,                 -- the chunk's own heading ('' before any)
+    heading_path TEXT NOT NULL,                 -- JSON array, outermost heading first
+    text         TEXT NOT NULL,                 -- scrubbed text as shown to a reader
+    start_line   INTEGER NOT NULL,
+    embed_hash   TEXT NOT NULL,
+    UNIQUE (note_id, ordinal)
+);
+CREATE INDEX chunks_embed_hash ON chunks(embed_hash);
+
+-- Keyword index. Contentless: the indexed text is prepared for the tokenizer
+-- (CJK runs split into overlapping bigrams), which differs from what is shown,
+-- and keeping a second copy would double the database. Columns are weighted
+-- text 1.0, section 0.5, context (title, tags, heading path) 0.3 at query time.
+CREATE VIRTUAL TABLE chunks_fts USING fts5(
+    text, section, context,
+    content = '',
+    contentless_delete = 1,
+    tokenize = 'unicode61 remove_diacritics 2'
+);
+
+-- Keep the keyword index in step with chunks whichever way a chunk goes.
+CREATE TRIGGER chunks_fts_delete AFTER DELETE ON chunks BEGIN
+    DELETE FROM chunks_fts WHERE rowid = old.id;
+END;
+"""
+
+MIGRATIONS: tuple[str, ...] = (_V1,)
+
+# The vector table depends on the model's dimension, so it is created (and
+# re-created on a model change) by the indexer rather than by a migration.
+VECTOR_TABLE = "chunk_vectors"
+
+
+def vector_table_ddl(dimensions: int, element_type: str = "float") -> str:
+    """DDL for the sqlite-vec table holding one embedding per chunk (rowid = chunks.id).
+
+    :param element_type: ``"float"`` (float32) or ``"int8"`` (quantised).
+    """
+    if element_type not in {"float", "int8"}:
+        raise ValueError(f"unsupported vector element type {element_type!r}")
+    return (
+        f"CREATE VIRTUAL TABLE IF NOT EXISTS {VECTOR_TABLE} USING vec0("
+        f"embedding {element_type}[{int(dimensions)}] distance_metric=cosine)"
+    )
+
+
+VECTOR_DELETE_TRIGGER = f"""
+CREATE TRIGGER IF NOT EXISTS chunks_vec_delete AFTER DELETE ON chunks BEGIN
+    DELETE FROM {VECTOR_TABLE} WHERE rowid = old.id;
+END;
+"""
