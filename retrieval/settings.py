@@ -17,7 +17,24 @@ class IndexSettings(SettingsModel):
             "cached) the model bundled with signaldesk is used; the index records which."
         ),
     )
+    allow_download: bool = Field(
+        False,
+        description=(
+            "Let the embedding library download `model` from the Hugging Face hub when it is "
+            "not cached. Off by default: signaldesk makes no network calls of its own."
+        ),
+    )
     batch_size: int = Field(64, ge=1, description="Chunks embedded per batch.")
+    chunk_max_chars: int = Field(
+        1800,
+        ge=200,
+        description="Sections longer than this are split at paragraph boundaries.",
+    )
+    chunk_min_chars: int = Field(
+        200,
+        ge=0,
+        description="Fragments shorter than this are merged into a neighbouring chunk.",
+    )
     db_path: str = Field(
         ".signaldesk/index.db",
         description="Index database, relative to the vault root (or absolute).",
