@@ -8,7 +8,66 @@ from signaldesk.settings import SettingsModel
 
 
 class McpSettings(SettingsModel):
-    """How the MCP server is reached."""
+    """How the MCP server is reached and how much it may return."""
 
-    host: str = Field("127.0.0.1", description="Address the HTTP transport binds to.")
-    port: int = Field(8765, ge=1, le=65535, description="Port the HTTP transport listens on.")
+    host: str = Field(default="127.0.0.1", description="Address the HTTP transport binds to.")
+    port: int = Field(
+        default=8765, ge=0, le=65535, description="Port the HTTP transport listens on."
+    )
+    path: str = Field(
+        default="/mcp", pattern=r"^/[A-Za-z0-9/_.-]*$", description="URL path of the HTTP endpoint."
+    )
+    token_env: str | None = Field(
+        default=None,
+        description=(
+            "Name of an environment variable that holds the bearer token HTTP clients must "
+            "send (`Authorization: Bearer <token>`). Required to bind a non-loopback address. "
+            "Put the name here, never the token itself."
+        ),
+    )
+    allowed_hosts: list[str] = Field(
+        default_factory=list,
+        description=(
+            "Extra Host header values the HTTP transport accepts besides loopback and the "
+            'bound address ("name:port", or "name:*" for any port). DNS-rebinding protection.'
+        ),
+    )
+    allowed_origins: list[str] = Field(
+        default_factory=list,
+        description=(
+            "Extra browser Origin values the HTTP transport accepts besides loopback origins "
+            '("https://example.org", or "http://name:*"). Requests without Origin are allowed.'
+        ),
+    )
+    search_max_tokens: int = Field(
+        default=8000,
+        ge=100,
+        description=(
+            "Upper bound a client may ask for in `search` / `get_context` max_tokens "
+            "(about 4 characters a token)."
+        ),
+    )
+    read_max_tokens: int = Field(
+        default=8000,
+        ge=100,
+        description=(
+            "Most text `read_note` returns in one call; longer notes are returned a page at a "
+            "time with the line to continue from."
+        ),
+    )
+    list_max_tokens: int = Field(
+        default=6000,
+        ge=100,
+        description="Most text `list_notes` and `recent_signals` return in one call.",
+    )
+    report_max_tokens: int = Field(
+        default=6000, ge=100, description="Most text `latest_report` returns in one call."
+    )
+    tool_timeout_seconds: float = Field(
+        default=30.0,
+        gt=0,
+        description="A tool call that takes longer than this fails with a timeout.",
+    )
+    max_note_bytes: int = Field(
+        default=5_000_000, ge=1024, description="Notes larger than this are refused by `read_note`."
+    )

@@ -9,6 +9,7 @@ uses it.
 from __future__ import annotations
 
 import os
+import textwrap
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -18,7 +19,7 @@ from typing import Any
 from pydantic import BaseModel, Field, ValidationError
 
 from mcp_server.settings import McpSettings
-from pipeline.settings import PipelineSettings, VaultSettings
+from pipeline.settings import CaptainsLogSettings, PipelineSettings, VaultSettings
 from retrieval.settings import IndexSettings, SearchSettings
 from scoring.settings import ScoringSettings
 from signaldesk.errors import SignaldeskError
@@ -63,6 +64,9 @@ class Config(SettingsModel):
         default_factory=PipelineSettings, description="The intake pipeline."
     )
     mcp: McpSettings = Field(default_factory=McpSettings, description="The MCP server.")
+    captains_log: CaptainsLogSettings = Field(
+        default_factory=CaptainsLogSettings, description="The daily captain's log."
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -164,7 +168,7 @@ def render_default_config(overrides: Mapping[str, Mapping[str, Any]] | None = No
         defaults = model()
         section_overrides = overrides.get(section, {})
         for name, sub in model.model_fields.items():
-            for text_line in (sub.description or "").splitlines():
+            for text_line in textwrap.wrap(sub.description or "", width=86):
                 lines.append(f"# {text_line}")
             value = section_overrides.get(name, getattr(defaults, name))
             rendered = _toml_value(value)
@@ -192,8 +196,8 @@ def _toml_value(value: Any) -> str | None:
     if isinstance(value, BaseModel):
         value = value.model_dump(mode="json")
     if isinstance(value, list | tuple):
-        items = [_toml_value(v) for v in value]
-        return "[" + ", ".join(i for i in items if i is not None) + "]"
+        rendered = [_toml_value(v) for v in value]
+        return "[" + ", ".join(r for r in rendered if r is not None) + "]"
     if isinstance(value, dict):
         items = [f"{_toml_key(k)} = {_toml_value(v)}" for k, v in value.items() if v is not None]
         return "{ " + ", ".join(items) + " }" if items else "{}"

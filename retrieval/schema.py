@@ -8,7 +8,7 @@ rebuilds from the notes).
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 _V1 = """
 CREATE TABLE meta (
@@ -68,7 +68,29 @@ CREATE TRIGGER chunks_fts_delete AFTER DELETE ON chunks BEGIN
 END;
 """
 
-MIGRATIONS: tuple[str, ...] = (_V1,)
+# v2: files the indexer looked at and deliberately left out (Excalidraw and
+# Kanban boards, unreadable files). Remembering their stat keeps the incremental
+# scan from reading them again on every run.
+_V2 = """
+CREATE TABLE skipped (
+    path     TEXT PRIMARY KEY,
+    mtime_ns INTEGER NOT NULL,
+    size     INTEGER NOT NULL,
+    reason   TEXT NOT NULL
+) WITHOUT ROWID;
+"""
+
+MIGRATIONS: tuple[str, ...] = (_V1, _V2)
+
+# Used by a full rebuild, which empties the keyword index in one statement and
+# re-creates the triggers it dropped to delete the chunks in bulk.
+FTS_TABLE = "chunks_fts"
+FTS_DELETE_ALL = f"INSERT INTO {FTS_TABLE}({FTS_TABLE}) VALUES ('delete-all')"
+FTS_DELETE_TRIGGER = f"""
+CREATE TRIGGER IF NOT EXISTS chunks_fts_delete AFTER DELETE ON chunks BEGIN
+    DELETE FROM {FTS_TABLE} WHERE rowid = old.id;
+END;
+"""
 
 # The vector table depends on the model's dimension, so it is created (and
 # re-created on a model change) by the indexer rather than by a migration.

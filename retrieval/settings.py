@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import Field
 
 from signaldesk.settings import SettingsModel
@@ -47,4 +49,39 @@ class SearchSettings(SettingsModel):
     limit: int = Field(5, ge=1, description="Results returned when no limit is given.")
     max_tokens: int = Field(
         2000, ge=50, description="Token budget for returned text (about 4 characters a token)."
+    )
+    mode: Literal["hybrid", "bm25", "vector"] = Field(
+        "hybrid",
+        description=(
+            "Default search mode: keyword and semantic lists fused (hybrid), or one list alone."
+        ),
+    )
+    fusion: Literal["blend", "rrf"] = Field(
+        "blend",
+        description=(
+            "How the keyword and vector lists are fused: `blend` mixes normalised scores "
+            "(measured best, see docs/ranking.md); `rrf` is weighted Reciprocal Rank Fusion."
+        ),
+    )
+    bm25_weight: float = Field(
+        0.7, ge=0.0, description="Weight of the keyword (BM25) list in fusion."
+    )
+    vector_weight: float = Field(
+        0.3, ge=0.0, description="Weight of the vector (semantic) list in fusion."
+    )
+    rrf_k: int = Field(
+        60, ge=1, description="RRF constant k: larger flattens the difference between ranks."
+    )
+    candidates: int = Field(
+        100,
+        ge=1,
+        description="Candidates taken from each list before fusion (the fusion depth).",
+    )
+    column_weights: tuple[float, float, float] = Field(
+        (1.0, 0.5, 0.3),
+        description="BM25 weights of the chunk text, its section heading and its context "
+        "(title, tags, heading path).",
+    )
+    context_results: int = Field(
+        8, ge=1, description="Chunks considered when building a `context` block for a topic."
     )

@@ -1,15 +1,178 @@
-"""Settings for scoring and routing (the `[scoring]` TOML section)."""
+"""Settings for scoring and routing (the `[scoring]` TOML section).
+
+The long default lists (the interest profile, the site reputation list, the domain
+keyword rules) ship as data files in ``scoring/data/``; the settings here only
+extend or override them, so that the generated default config stays short.
+"""
 
 from __future__ import annotations
 
-from pydantic import Field
+from pydantic import Field, field_validator, model_validator
 
 from signaldesk.settings import SettingsModel
+from signaldesk.vault import DOMAINS
+
+__all__ = ["DomainRuleSettings", "ScoreWeights", "ScoringSettings", "TopicSettings"]
+
+
+class TopicSettings(SettingsModel):
+    """One interest (or muted) topic: the words that name it and a sentence that describes it."""
+
+    name: str = Field(min_length=1, description="Short name shown in the reasons.")
+    keywords: tuple[str, ...] = Field(
+        (),
+        description=(
+            "Words and phrases that mark the topic (case-insensitive, whole words; "
+            "a trailing `*` matches any ending, e.g. `vulnerabilit*`)."
+        ),
+    )
+    description: str = Field(
+        "", description="One or two sentences about the topic, compared with items by embedding."
+    )
+    weight: float = Field(
+        1.0, ge=0.0, le=1.0, description="How much a perfect match with this topic counts."
+    )
+
+
+class DomainRuleSettings(SettingsModel):
+    """Extra routing rules for one domain folder."""
+
+    keywords: dict[str, float] = Field(
+        default_factory=dict,
+        description="Keyword or phrase -> weight (a negative weight pulls items away).",
+    )
+    description: str | None = Field(
+        None, description="Replaces the shipped description used for routing by embedding."
+    )
+    replace: bool = Field(
+        False, description="Drop the shipped keywords of this domain instead of extending them."
+    )
+
+
+class ScoreWeights(SettingsModel):
+    """Weights of the four dimensions in the composite (divided by their sum)."""
+
+    relevance: float = Field(0.35, ge=0.0, description="Weight of relevance.")
+    actionability: float = Field(0.25, ge=0.0, description="Weight of actionability.")
+    depth: float = Field(0.25, ge=0.0, description="Weight of depth.")
+    authority: float = Field(0.15, ge=0.0, description="Weight of authority.")
+
+    @model_validator(mode="after")
+    def _not_all_zero(self) -> ScoreWeights:
+        if self.relevance + self.actionability + self.depth + self.authority <= 0:
+            raise ValueError("at least one scoring weight must be above zero")
+        return self
 
 
 class ScoringSettings(SettingsModel):
-    """The composite score and the filing threshold."""
+    """The four scores, the composite, the filing threshold and domain routing."""
 
     threshold: float = Field(
-        0.55, ge=0, le=1, description="Items whose composite score is above this are filed."
+        0.55,
+        ge=0,
+        le=1,
+        description="Items whose composite score is above this are filed.",
     )
+    weights: ScoreWeights = Field(
+        default_factory=ScoreWeights,
+        description=(
+            "Weights of relevance, actionability, depth and authority in the composite "
+            "(divided by their sum, so the composite stays in 0..1)."
+        ),
+    )
+    default_profile: bool = Field(
+        True,
+        description=(
+            "Start from the developer/researcher interest profile shipped in "
+            "scoring/data/profile.toml; `topics` and `muted_*` extend it."
+        ),
+    )
+    topics: tuple[TopicSettings, ...] = Field(
+        (),
+        description=(
+            "Interest topics, e.g. [{ name = \"rust\", keywords = [\"rust\", \"cargo\"], "
+            'description = "The Rust language" }]; one named like a shipped topic replaces it.'
+        ),
+    )
+    muted_words: tuple[str, ...] = Field(
+        (), description="Words and phrases that pull relevance down (added to the shipped ones)."
+    )
+    muted_topics: tuple[TopicSettings, ...] = Field(
+        (), description="Topics that pull relevance down (same shape as `topics`)."
+    )
+    default_reputation: bool = Field(
+        True,
+        description=(
+            "Use the site reputation list shipped in scoring/data/reputation.toml (official "
+            "docs, standards bodies, vendor advisories, papers, aggregators)."
+        ),
+    )
+    reputation: dict[str, float] = Field(
+        default_factory=dict,
+        description=(
+            'Site reputation 0..1 by host or host/path prefix, e.g. { "example.com" = 0.9 }; '
+            "overrides the shipped list."
+        ),
+    )
+    unknown_site_reputation: float = Field(
+        0.45, ge=0.0, le=1.0, description="Reputation of a site that no list and no prior names."
+    )
+    default_domains: bool = Field(
+        True,
+        description="Use the domain keyword rules shipped in scoring/data/domains.toml.",
+    )
+    domains: dict[str, DomainRuleSettings] = Field(
+        default_factory=dict,
+        description=(
+            'Routing rules by domain, e.g. { security = { keywords = { "sigstore" = 2.0 } } }; '
+            "extends the shipped rules."
+        ),
+    )
+    route_min_confidence: float = Field(
+        0.3,
+        ge=0.0,
+        le=1.0,
+        description="Below this routing confidence an item goes to `other`.",
+    )
+    embedding_share: float = Field(
+        0.5,
+        ge=0.0,
+        le=1.0,
+        description=(
+            "Share of embedding similarity (versus keyword hits) in relevance and routing; "
+            "ignored when no embedder is given."
+        ),
+    )
+    similarity_range: tuple[float, float] = Field(
+        (0.1, 0.5),
+        description=(
+            "Cosine similarities mapped to 0 and 1 (model-dependent: the spread of the "
+            "embedding model's similarities)."
+        ),
+    )
+    max_chars: int = Field(
+        20_000, ge=500, description="Characters of an item's text that are analysed."
+    )
+
+    @field_validator("domains")
+    @classmethod
+    def _known_domains(cls, value: dict[str, DomainRuleSettings]) -> dict[str, DomainRuleSettings]:
+        unknown = sorted(set(value) - set(DOMAINS))
+        if unknown:
+            raise ValueError(f"unknown domain(s) {unknown}; known: {', '.join(DOMAINS)}")
+        return value
+
+    @field_validator("reputation")
+    @classmethod
+    def _reputation_range(cls, value: dict[str, float]) -> dict[str, float]:
+        bad = sorted(site for site, score in value.items() if not 0.0 <= score <= 1.0)
+        if bad:
+            raise ValueError(f"reputation must be within 0..1 (check {bad})")
+        return value
+
+    @field_validator("similarity_range")
+    @classmethod
+    def _ordered_range(cls, value: tuple[float, float]) -> tuple[float, float]:
+        if not -1.0 <= value[0] < value[1] <= 1.0:
+            raise ValueError("similarity_range must be two cosines, low < high, within -1..1")
+        return value

@@ -1,7 +1,181 @@
-"""CLI verbs (filled in by the issue that owns them)."""
+"""`signaldesk index`: bring the search index up to date (or show what is in it)."""
 
 from __future__ import annotations
 
-import click
+import signal
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from types import FrameType
 
-COMMANDS: list[click.Command] = []
+import anyio
+import click
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    SpinnerColumn,
+    TextColumn,
+    TimeElapsedColumn,
+)
+from rich.table import Table
+
+from pipeline.cli._context import AppContext
+from pipeline.cli._output import print_json
+from retrieval.embedder import LazyEmbedder
+from retrieval.indexer import Indexer, IndexProgress
+from retrieval.records import IndexReport, IndexStatus
+from retrieval.status import index_status
+
+INTERRUPTED_MESSAGE = "interrupted — index is consistent; run `signaldesk index` to continue"
+
+
+@click.command()
+@click.option("--full", is_flag=True, help="Empty the index and rebuild it from the vault.")
+@click.option(
+    "--status", "show_status", is_flag=True, help="Show what is in the index; change nothing."
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the report (or status) as JSON.")
+@click.pass_obj
+def index(app: AppContext, full: bool, show_status: bool, as_json: bool) -> None:
+    """Index the vault for search: incremental by default (only what changed)."""
+    workspace = app.workspace()
+    settings = workspace.config.index
+    if show_status:
+        status = index_status(workspace.vault, settings)
+        if as_json:
+            print_json(status)
+        else:
+            _print_status(app.console, status)
+        return
+    indexer = Indexer(workspace.vault, settings, LazyEmbedder(settings))
+    err = Console(stderr=True)
+    with _stop_on_sigint(indexer.stop):
+        if as_json:
+            report = anyio.run(lambda: indexer.run(full=full))
+        else:
+            report = _run_with_progress(indexer, full, err)
+    if as_json:
+        print_json(report)
+    else:
+        _print_report(app.console, report, index_status(workspace.vault, settings))
+    if report.interrupted:
+        err.print(f"[yellow]{INTERRUPTED_MESSAGE}[/]", highlight=False)
+        raise click.exceptions.Exit(130)
+
+
+def _run_with_progress(indexer: Indexer, full: bool, console: Console) -> IndexReport:
+    with Progress(
+        SpinnerColumn(),
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("files · {task.fields[chunks]} chunks embedded"),
+        TimeElapsedColumn(),
+        console=console,
+        transient=True,
+    ) as bar:
+        task = bar.add_task("scanning", total=None, chunks=0)
+
+        def on_progress(p: IndexProgress) -> None:
+            description = "rebuilding" if p.rebuild_reason else p.phase
+            total = p.files_total if p.phase != "scanning" else None
+            bar.update(
+                task,
+                description=description,
+                total=total,
+                completed=p.files_done,
+                chunks=p.chunks_embedded,
+            )
+
+        return anyio.run(lambda: indexer.run(full=full, progress=on_progress))
+
+
+@contextmanager
+def _stop_on_sigint(stop: Callable[[], None]) -> Iterator[None]:
+    """First Ctrl-C: finish the transaction in flight and stop. Second: stop now.
+
+    The indexer's transactions make even the hard stop safe; the soft one just
+    ends with a report instead of a traceback.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.getsignal(signal.SIGINT)
+
+    def handler(signum: int, frame: FrameType | None) -> None:
+        stop()
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+    signal.signal(signal.SIGINT, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def _print_report(console: Console, report: IndexReport, status: IndexStatus) -> None:
+    table = Table(title="index", show_header=False, title_justify="left")
+    table.add_column(style="bold")
+    table.add_column(justify="right")
+    rows: list[tuple[str, str]] = [
+        ("added", str(report.added)),
+        ("changed", str(report.changed)),
+        ("deleted", str(report.deleted)),
+        ("unchanged", str(report.unchanged)),
+        ("chunks embedded", str(report.chunks_embedded)),
+        ("chunks reused", str(report.chunks_reused)),
+        ("seconds", f"{report.seconds:.2f}"),
+        ("model", _model_text(status)),
+        ("notes / chunks in index", f"{status.notes} / {status.chunks}"),
+    ]
+    if report.rebuild_reason:
+        rows.append(("full rebuild", report.rebuild_reason))
+    for label, value in rows:
+        table.add_row(label, value)
+    console.print(table)
+    for error in report.errors:
+        console.print(f"[yellow]warning:[/] {error}", highlight=False)
+    for note in status.degraded:
+        console.print(f"[yellow]degraded:[/] {note}", highlight=False)
+
+
+def _print_status(console: Console, status: IndexStatus) -> None:
+    table = Table(title="index status", show_header=False, title_justify="left")
+    table.add_column(style="bold")
+    table.add_column()
+    table.add_row("database", status.db_path)
+    table.add_row("exists", "yes" if status.exists else "no")
+    if status.exists:
+        table.add_row("notes", str(status.notes))
+        table.add_row("chunks", str(status.chunks))
+        table.add_row("vectors", str(status.vectors))
+        table.add_row("size", _size_text(status.db_bytes))
+        table.add_row("model", _model_text(status))
+        last = status.last_indexed.isoformat(timespec="seconds") if status.last_indexed else "-"
+        table.add_row("last indexed", last)
+        if status.folders:
+            table.add_row(
+                "folders", ", ".join(f"{name} {count}" for name, count in status.folders.items())
+            )
+    table.add_row("search", "; ".join(status.degraded) if status.degraded else "hybrid (BM25 + vectors)")
+    console.print(table)
+
+
+def _model_text(status: IndexStatus) -> str:
+    if not status.model:
+        return "none (keyword search only)"
+    return f"{status.model} ({status.dimensions} dims)" if status.dimensions else status.model
+
+
+def _size_text(size: int) -> str:
+    value = float(size)
+    for unit in ("B", "KB", "MB", "GB"):
+        if value < 1024 or unit == "GB":
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{size} B"  # pragma: no cover
+
+
+COMMANDS: list[click.Command] = [index]

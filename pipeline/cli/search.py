@@ -1,7 +1,288 @@
-"""CLI verbs (filled in by the issue that owns them)."""
+"""`signaldesk search` and `signaldesk context`: hybrid search from the shell."""
 
 from __future__ import annotations
 
-import click
+import json
+import re
+from collections.abc import Callable
+from datetime import datetime
+from pathlib import Path
+from typing import Any, TypeVar
 
-COMMANDS: list[click.Command] = []
+import anyio
+import click
+from rich.console import Console
+from rich.panel import Panel
+from rich.table import Table
+from rich.text import Text
+
+from pipeline.cli._context import AppContext
+from pipeline.cli._output import print_json, to_jsonable
+from pipeline.config import Workspace
+from retrieval.context_block import source_label
+from retrieval.errors import RetrievalError
+from retrieval.explanation import SearchExplanation
+from retrieval.records import SearchFilters, SearchMode, SearchResult
+from retrieval.retriever import Retriever
+from signaldesk.errors import SignaldeskError
+
+__all__ = ["COMMANDS", "context", "search"]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+_DATE = click.DateTime(formats=["%Y-%m-%d"])
+
+
+def _filter_options(fn: F) -> F:
+    options = [
+        click.option("--folder", help="Only notes under this vault folder."),
+        click.option("--type", "note_type", help="Only notes of this `type`."),
+        click.option("--domain", help="Only notes of this domain."),
+        click.option("--tag", "tags", multiple=True, help="Only notes with this tag (repeatable: all)."),
+        click.option("--status", help="Only notes with this `status`."),
+        click.option("--since", type=_DATE, help="Only notes updated on or after YYYY-MM-DD."),
+        click.option("--until", type=_DATE, help="Only notes updated on or before YYYY-MM-DD."),
+    ]
+    for option in reversed(options):
+        fn = option(fn)
+    return fn
+
+
+def _filters(
+    folder: str | None,
+    note_type: str | None,
+    domain: str | None,
+    tags: tuple[str, ...],
+    status: str | None,
+    since: datetime | None,
+    until: datetime | None,
+) -> SearchFilters | None:
+    filters = SearchFilters(
+        folder=folder,
+        type=note_type,
+        domain=domain,
+        tags=tuple(tags),
+        status=status,
+        since=since.date() if since else None,
+        until=until.date() if until else None,
+    )
+    return None if filters == SearchFilters() else filters
+
+
+async def _open(workspace: Workspace) -> Retriever:
+    # Imported here: loading the embedding stack is only worth it for a search.
+    from retrieval.embedder import LazyEmbedder
+
+    embedder = LazyEmbedder(workspace.config.index)
+    return await Retriever.open(
+        workspace.vault, workspace.config.index, workspace.config.search, embedder
+    )
+
+
+def _result_json(result: SearchResult) -> dict[str, Any]:
+    data: dict[str, Any] = to_jsonable(result)
+    data["source"] = source_label(result)
+    return data
+
+
+def _explain_json(exp: SearchExplanation) -> dict[str, Any]:
+    data: dict[str, Any] = to_jsonable(exp)
+    data.pop("results", None)
+    data.pop("query", None)
+    return data
+
+
+def _snippet(text: str, width: int = 220) -> str:
+    flat = re.sub(r"\s+", " ", text).strip()
+    return flat if len(flat) <= width else flat[: width - 3].rstrip() + "..."
+
+
+def _print_results(console: Console, query: str, results: list[SearchResult]) -> None:
+    if not results:
+        console.print(f"No results for [bold]{query}[/].", highlight=False)
+        return
+    table = Table(title=f"Results for “{query}”", show_lines=True, expand=True)
+    table.add_column("#", justify="right", no_wrap=True)
+    table.add_column("score", justify="right", no_wrap=True)
+    table.add_column("source", ratio=2, overflow="fold")
+    table.add_column("snippet", ratio=3)
+    for rank, r in enumerate(results, start=1):
+        table.add_row(
+            str(rank), f"{r.score:.3f}", Text(source_label(r)), Text(_snippet(r.text))
+        )
+    console.print(table)
+
+
+def _fmt(value: float | int | None, spec: str = "") -> str:
+    return "–" if value is None else format(value, spec)
+
+
+def _print_explain(console: Console, exp: SearchExplanation, rows_shown: int) -> None:
+    lines = [
+        f"[bold]mode[/]: {exp.mode} (asked: {exp.requested_mode})   [bold]fusion[/]: {exp.fusion}",
+        f"[bold]weights[/]: bm25 {exp.weights['bm25']}, vector {exp.weights['vector']}   "
+        f"[bold]rrf k[/]: {exp.rrf_k}   [bold]candidates/list[/]: {exp.candidates}",
+        f"[bold]bm25 column weights[/] (text, section, context): {exp.column_weights}",
+        f"[bold]MATCH[/]: {exp.match if exp.match is not None else '(none)'}",
+        "[bold]timings[/]: "
+        + ", ".join(f"{k} {v:.1f} ms" for k, v in exp.timings_ms.items()),
+    ]
+    if exp.degraded:
+        lines.append("[bold yellow]degraded[/]: " + "; ".join(exp.degraded))
+    console.print(Panel("\n".join(lines), title="explain", expand=False), highlight=False)
+    table = Table(title="candidates (fused order)", expand=True)
+    for name, justify in (
+        ("#", "right"),
+        ("fused", "right"),
+        ("bm25 rank", "right"),
+        ("bm25", "right"),
+        ("vec rank", "right"),
+        ("cosine", "right"),
+    ):
+        table.add_column(name, justify=justify, no_wrap=True)  # type: ignore[arg-type]
+    table.add_column("source", overflow="fold")
+    for rank, row in enumerate(exp.rows[:rows_shown], start=1):
+        label = row.path + (f" › {row.section}" if row.section else "")
+        table.add_row(
+            str(rank),
+            f"{row.score:.4f}",
+            _fmt(row.bm25_rank),
+            _fmt(row.bm25_score, ".3f"),
+            _fmt(row.vector_rank),
+            _fmt(row.vector_score, ".3f"),
+            Text(label),
+        )
+    console.print(table)
+
+
+async def _batch(retriever: Retriever, path: Path, kwargs: dict[str, Any]) -> None:
+    with path.open(encoding="utf-8") as handle:
+        for number, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            try:
+                item = json.loads(line)
+                query_id, query = item.get("id", number), item["query"]
+            except (ValueError, KeyError, AttributeError) as exc:
+                raise SignaldeskError(
+                    f"{path}:{number}: not a {{\"id\", \"query\"}} JSON object ({exc})",
+                    hint='one JSON object per line, e.g. {"id": "q1", "query": "vector search"}',
+                ) from exc
+            try:
+                results = await retriever.search(str(query), **kwargs)
+            except RetrievalError as exc:
+                print_json({"id": query_id, "error": exc.message}, lines=True)
+                continue
+            print_json({"id": query_id, "results": [_result_json(r) for r in results]}, lines=True)
+
+
+@click.command("search")
+@click.argument("query", required=False)
+@click.option("--limit", type=click.IntRange(min=1), help="Number of results (default: config).")
+@click.option(
+    "--mode",
+    type=click.Choice(["hybrid", "bm25", "vector"]),
+    help="Keyword and semantic fused (default), or one of them alone.",
+)
+@_filter_options
+@click.option("--max-tokens", type=click.IntRange(min=1), help="Token budget for result text.")
+@click.option("--explain", is_flag=True, help="Show both lists' ranks and scores and the MATCH used.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
+@click.option(
+    "--batch",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help='Run every {"id", "query"} line of a JSONL file; print one JSON line per query.',
+)
+@click.pass_obj
+def search(
+    app: AppContext,
+    query: str | None,
+    limit: int | None,
+    mode: SearchMode | None,
+    folder: str | None,
+    note_type: str | None,
+    domain: str | None,
+    tags: tuple[str, ...],
+    status: str | None,
+    since: datetime | None,
+    until: datetime | None,
+    max_tokens: int | None,
+    explain: bool,
+    as_json: bool,
+    batch: Path | None,
+) -> None:
+    """Search the vault's index (keyword + semantic) for QUERY."""
+    if (query is None) == (batch is None):
+        raise click.UsageError("give either a QUERY or --batch FILE")
+    filters = _filters(folder, note_type, domain, tags, status, since, until)
+    kwargs: dict[str, Any] = {
+        "limit": limit,
+        "filters": filters,
+        "mode": mode,
+        "max_tokens": max_tokens,
+    }
+    workspace = app.workspace()
+
+    async def run() -> None:
+        async with await _open(workspace) as retriever:
+            if batch is not None:
+                await _batch(retriever, batch, kwargs)
+                return
+            assert query is not None
+            if explain:
+                exp = await retriever.explain(query, **kwargs)
+                results = list(exp.results)
+            else:
+                exp = None
+                results = await retriever.search(query, **kwargs)
+            if as_json:
+                payload: dict[str, Any] = {
+                    "query": query,
+                    "results": [_result_json(r) for r in results],
+                }
+                if exp is not None:
+                    payload["explain"] = _explain_json(exp)
+                print_json(payload)
+                return
+            if exp is not None:
+                _print_explain(app.console, exp, max(10, len(results) * 2))
+            _print_results(app.console, query, results)
+
+    anyio.run(run)
+
+
+@click.command("context")
+@click.argument("query")
+@click.option("--max-tokens", type=click.IntRange(min=1), help="Token budget for the block.")
+@_filter_options
+@click.option("--json", "as_json", is_flag=True, help='Print {"query", "context"} as JSON.')
+@click.pass_obj
+def context(
+    app: AppContext,
+    query: str,
+    max_tokens: int | None,
+    folder: str | None,
+    note_type: str | None,
+    domain: str | None,
+    tags: tuple[str, ...],
+    status: str | None,
+    since: datetime | None,
+    until: datetime | None,
+    as_json: bool,
+) -> None:
+    """Print a markdown block of vault excerpts about QUERY, each with its source."""
+    filters = _filters(folder, note_type, domain, tags, status, since, until)
+    workspace = app.workspace()
+
+    async def run() -> str:
+        async with await _open(workspace) as retriever:
+            return await retriever.context(query, max_tokens=max_tokens, filters=filters)
+
+    block = anyio.run(run)
+    if as_json:
+        print_json({"query": query, "context": block})
+    else:
+        click.echo(block, nl=False)
+
+
+COMMANDS: list[click.Command] = [search, context]

@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from pipeline.cli._context import AppContext
+from pipeline.cli._doctor import doctor
 from pipeline.cli._output import print_json
 from pipeline.vault_setup import init_vault
 
@@ -31,4 +32,4 @@ def init(app: AppContext, path: Path, as_json: bool) -> None:
     )
 
 
-COMMANDS: list[click.Command] = [init]
+COMMANDS: list[click.Command] = [init, doctor]

@@ -1,0 +1,1 @@
+"""Benchmarks and the retrieval-quality harness (``python -m bench.<name>``)."""

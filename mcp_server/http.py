@@ -1,0 +1,190 @@
+"""The streamable HTTP transport: loopback by default, Host/Origin checked, a bearer
+token required to listen anywhere else.
+
+Threat model: a web page in the user's browser must not reach the server (DNS
+rebinding: a foreign ``Host`` or ``Origin`` is refused by the SDK's transport
+security), and nothing on the network may reach it without the token. The
+token is read from an environment variable whose *name* is configured, so it
+never sits in the config file.
+"""
+
+from __future__ import annotations
+
+import hmac
+import logging
+import socket
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import anyio
+import uvicorn
+from anyio.abc import TaskStatus
+from mcp.server.mcpserver import MCPServer
+from mcp.server.transport_security import TransportSecuritySettings
+from starlette.datastructures import Headers
+from starlette.responses import JSONResponse
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from mcp_server.binding import check_binding, is_loopback, read_token
+from mcp_server.errors import TransportConfigError
+from mcp_server.settings import McpSettings
+
+__all__ = [
+    "BearerTokenGuard",
+    "HttpEndpoint",
+    "build_http_app",
+    "is_loopback",
+    "read_token",
+    "serve_http",
+    "transport_security",
+]
+
+_log = logging.getLogger(__name__)
+
+_LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
+_WILDCARD = ("0.0.0.0", "::", "")
+
+
+def _host_for_header(host: str) -> str:
+    return f"[{host}]" if ":" in host and not host.startswith("[") else host
+
+
+def transport_security(host: str, port: int, settings: McpSettings) -> TransportSecuritySettings:
+    """The Host and Origin values the server accepts (DNS-rebinding protection)."""
+    hosts: list[str] = []
+    for name in _LOOPBACK_NAMES:
+        hosts += [name, f"{name}:*"]
+    if host not in _WILDCARD and not is_loopback(host):
+        bound = _host_for_header(host)
+        hosts += [bound, f"{bound}:{port}"]
+    hosts += settings.allowed_hosts
+    origins = [f"http://{name}:*" for name in _LOOPBACK_NAMES]
+    origins += [f"http://{name}" for name in _LOOPBACK_NAMES]
+    origins += settings.allowed_origins
+    return TransportSecuritySettings(
+        enable_dns_rebinding_protection=True, allowed_hosts=hosts, allowed_origins=origins
+    )
+
+
+class BearerTokenGuard:
+    """ASGI middleware: every HTTP request must carry ``Authorization: Bearer <token>``.
+
+    The comparison is constant-time; a missing or wrong token gets 401 with a
+    ``WWW-Authenticate`` challenge and a JSON body that says what to send.
+    """
+
+    def __init__(self, app: ASGIApp, token: str) -> None:
+        self._app = app
+        self._token = token.encode()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self._app(scope, receive, send)
+            return
+        scheme, _, given = Headers(scope=scope).get("authorization", "").partition(" ")
+        if scheme.lower() != "bearer" or not hmac.compare_digest(
+            given.strip().encode(), self._token
+        ):
+            response = JSONResponse(
+                {
+                    "error": "unauthorized",
+                    "message": "missing or wrong bearer token",
+                    "hint": "send 'Authorization: Bearer <token>' with the token the server "
+                    "was started with",
+                },
+                status_code=401,
+                headers={"WWW-Authenticate": 'Bearer realm="signaldesk"'},
+            )
+            await response(scope, receive, send)
+            return
+        await self._app(scope, receive, send)
+
+
+def build_http_app(
+    server: MCPServer, *, host: str, port: int, settings: McpSettings, token: str | None
+) -> ASGIApp:
+    """The ASGI app serving ``server`` at ``settings.path``.
+
+    :raises TransportConfigError: ``host`` is not loopback and there is no token.
+    """
+    check_binding(host, token)
+    app: ASGIApp = server.streamable_http_app(
+        streamable_http_path=settings.path,
+        transport_security=transport_security(host, port, settings),
+        host=host,
+    )
+    if token is not None:
+        app = BearerTokenGuard(app, token)
+    return app
+
+
+@dataclass(frozen=True, slots=True)
+class HttpEndpoint:
+    """Where a started HTTP server listens, and how to stop it."""
+
+    url: str
+    host: str
+    port: int
+    stop: Callable[[], None]
+
+
+class _Uvicorn(uvicorn.Server):
+    """uvicorn that says when it is accepting requests (lifespan done, sockets served)."""
+
+    def __init__(self, config: uvicorn.Config, on_started: Callable[[], None]) -> None:
+        super().__init__(config)
+        self._on_started = on_started
+
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        await super().startup(sockets)
+        if not self.should_exit:
+            self._on_started()
+
+
+def _bind(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host.strip("[]") else socket.AF_INET
+    try:
+        return socket.create_server((host.strip("[]"), port), family=family, backlog=256)
+    except OSError as exc:
+        raise TransportConfigError(
+            f"cannot listen on {host}:{port}: {exc.strerror or exc}",
+            hint="choose another --port (0 picks a free one) or stop what is using it",
+        ) from exc
+
+
+async def serve_http(
+    app: ASGIApp,
+    *,
+    host: str,
+    port: int,
+    path: str = "/mcp",
+    task_status: TaskStatus[HttpEndpoint] = anyio.TASK_STATUS_IGNORED,
+) -> None:
+    """Serve ``app`` until stopped (SIGINT/SIGTERM, or ``HttpEndpoint.stop``).
+
+    The socket is bound before uvicorn starts, so ``port=0`` picks a free port and
+    the endpoint handed to ``task_status`` has the real one; it is handed over once
+    uvicorn accepts requests.
+
+    :raises TransportConfigError: the address cannot be bound.
+    """
+    sock = _bind(host, port)
+    bound_port = sock.getsockname()[1]
+    url = f"http://{_host_for_header(host.strip('[]'))}:{bound_port}{path}"
+    config = uvicorn.Config(
+        app, log_level="warning", access_log=False, lifespan="on", timeout_graceful_shutdown=5
+    )
+
+    def started() -> None:
+        _log.info("MCP server listening on %s", url)
+        task_status.started(HttpEndpoint(url=url, host=host, port=bound_port, stop=stop))
+
+    server = _Uvicorn(config, started)
+
+    def stop() -> None:
+        server.should_exit = True
+
+    try:
+        await server.serve(sockets=[sock])
+    finally:
+        sock.close()

@@ -1,0 +1,187 @@
+"""Reading notes for the tools: text, titles, signal scores, the latest report."""
+
+from __future__ import annotations
+
+import difflib
+import math
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from mcp_server.errors import NoteNotFoundError
+from mcp_server.paths import ExcludedPredicate
+from mcp_server.scrubbing import scrub_text
+from retrieval.frontmatter import parse_note
+from retrieval.ignore import excluded_by_frontmatter
+
+__all__ = [
+    "DIMENSIONS",
+    "REPORT_FOLDER",
+    "ExcludedPredicate",
+    "drop_excluded_context",
+    "find_latest_report",
+    "is_board_or_drawing",
+    "read_note_text",
+    "scrub_preserving_lines",
+    "signal_scores",
+    "split_lines",
+    "title_of",
+]
+
+DIMENSIONS: tuple[str, ...] = ("relevance", "actionability", "depth", "authority")
+REPORT_FOLDER = "06-daily"
+_REPORT_GLOB = "*-triage.md"
+_H1 = re.compile(r"^#\s+(.+?)\s*#*\s*$", re.MULTILINE)
+# The `### <path> \u203a <heading>` line that opens each excerpt of a context block.
+_SOURCE_LINE = re.compile(
+    r"^### (?P<path>[^\n]+?\.(?:md|markdown))(?: \u203a [^\n]*)?$", re.MULTILINE
+)
+
+
+def read_note_text(path: Path) -> str:
+    """A note's text: UTF-8 (undecodable bytes replaced), no BOM, ``\\n`` line ends."""
+    text = path.read_bytes().decode("utf-8", errors="replace")
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
+def split_lines(text: str) -> list[str]:
+    """The lines of ``text`` as an editor numbers them (a final newline adds no line)."""
+    if not text:
+        return []
+    lines = text.split("\n")
+    if lines[-1] == "":
+        lines.pop()
+    return lines
+
+
+def is_board_or_drawing(text: str) -> bool:
+    """Excalidraw drawings and Kanban boards are markdown files but not notes."""
+    return excluded_by_frontmatter(parse_note(text[:20_000]).frontmatter)
+
+
+def title_of(text: str, relative: str) -> str:
+    """The frontmatter title, else the first H1, else the file name."""
+    parsed = parse_note(text[:50_000])
+    title = parsed.frontmatter.get("title")
+    if isinstance(title, str) and title.strip():
+        return title.strip()
+    heading = _H1.search(parsed.body)
+    if heading:
+        return heading.group(1)
+    return Path(relative).stem
+
+
+def scrub_preserving_lines(text: str) -> str:
+    """``text`` scrubbed, with the same number of lines as before.
+
+    A redaction that swallows line breaks (a private key block) would shift every
+    later line number away from what the editor shows. Where that happens, the
+    redacted lines are padded back to the original count with empty lines.
+    """
+    scrubbed = scrub_text(text)
+    if scrubbed.count("\n") == text.count("\n"):
+        return scrubbed
+    before, after = text.split("\n"), scrubbed.split("\n")
+    out: list[str] = []
+    matcher = difflib.SequenceMatcher(a=before, b=after, autojunk=False)
+    for tag, a0, a1, b0, b1 in matcher.get_opcodes():
+        if tag == "equal":
+            out.extend(after[b0:b1])
+            continue
+        replaced = after[b0:b1]
+        width = a1 - a0
+        if len(replaced) > width and width > 0:
+            # More lines than before cannot come from a redaction; keep the count anyway.
+            replaced = [*replaced[: width - 1], " ".join(replaced[width - 1 :])]
+        out.extend(replaced + [""] * (width - len(replaced)))
+    return "\n".join(out)
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int | float):
+        number = float(value)
+    elif isinstance(value, str):
+        try:
+            number = float(value.strip())
+        except ValueError:
+            return None
+    elif isinstance(value, Mapping):
+        for key in ("score", "value"):
+            if key in value:
+                return _number(value[key])
+        return None
+    else:
+        return None
+    return number if math.isfinite(number) else None
+
+
+def signal_scores(frontmatter: Mapping[str, Any]) -> dict[str, float]:
+    """The composite and the four dimension scores a signal's frontmatter records.
+
+    Tolerant of shape: top-level keys (``composite: 0.7``, ``relevance: 0.8``), a
+    ``scores:`` mapping, and ``{score: 0.8, why: ...}`` values all work; ``score``
+    stands for the composite when ``composite`` is absent.
+    """
+    nested = frontmatter.get("scores")
+    sources: list[Mapping[str, Any]] = [frontmatter]
+    if isinstance(nested, Mapping):
+        sources.append(nested)
+    found: dict[str, float] = {}
+    for name, keys in (("composite", ("composite", "score")), *((d, (d,)) for d in DIMENSIONS)):
+        for source in sources:
+            for key in keys:
+                number = _number(source.get(key))
+                if number is not None:
+                    found[name] = number
+                    break
+            if name in found:
+                break
+    return found
+
+
+def find_latest_report(vault: Path, excluded: ExcludedPredicate | None = None) -> str:
+    """The vault-relative path of the newest triage report (by dated name, then mtime).
+
+    :raises NoteNotFoundError: there is no report yet.
+    """
+    folder = vault / REPORT_FOLDER
+    candidates: list[tuple[str, float, str]] = []
+    if folder.is_dir():
+        for path in folder.rglob(_REPORT_GLOB):
+            relative = path.relative_to(vault).as_posix()
+            if not path.is_file() or (excluded is not None and excluded(relative)):
+                continue
+            candidates.append((path.name, path.stat().st_mtime, relative))
+    if not candidates:
+        raise NoteNotFoundError(
+            f"no triage report in {REPORT_FOLDER}/ yet",
+            hint="`signaldesk report` writes one (the scheduler does it daily)",
+        )
+    return max(candidates)[2]
+
+
+def drop_excluded_context(block: str, excluded: ExcludedPredicate) -> tuple[str, list[str]]:
+    """Remove excerpts of excluded notes from a context block; list the sources kept.
+
+    An index built before a path was added to ``.indexignore`` may still hold it; the
+    next index run drops it, and until then the server must not return it.
+    """
+    matches = list(_SOURCE_LINE.finditer(block))
+    if not matches:
+        return block, []
+    pieces = [block[: matches[0].start()]]
+    sources: list[str] = []
+    for i, match in enumerate(matches):
+        end = matches[i + 1].start() if i + 1 < len(matches) else len(block)
+        path = match.group("path")
+        if excluded(path):
+            continue
+        pieces.append(block[match.start() : end])
+        if path not in sources:
+            sources.append(path)
+    return "".join(pieces), sources

@@ -1,0 +1,126 @@
+"""Running the server: open and warm the retriever, build the server, serve a transport.
+
+Readiness comes last on purpose: the embedding model is loaded, the index
+opened and a first query run *before* the transport accepts anything, so a
+client's first call is as fast as any other and never times out on a cold
+model.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import time
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import anyio
+from mcp.server.mcpserver import MCPServer
+
+from mcp_server.backend import RetrieverLike
+from mcp_server.binding import check_binding, read_token
+from mcp_server.http import HttpEndpoint, build_http_app, serve_http
+from mcp_server.server import build_server
+from mcp_server.settings import McpSettings
+from retrieval.embedder import LazyEmbedder
+from retrieval.errors import IndexUnavailableError
+from retrieval.retriever import Retriever
+from retrieval.settings import IndexSettings, SearchSettings
+
+__all__ = ["prepared_server", "run_http", "run_stdio"]
+
+_log = logging.getLogger(__name__)
+
+
+@asynccontextmanager
+async def prepared_server(
+    vault: Path,
+    index: IndexSettings,
+    search: SearchSettings,
+    settings: McpSettings,
+) -> AsyncIterator[MCPServer]:
+    """A server over ``vault``'s index, warmed up; the retriever is closed on exit.
+
+    A vault without an index still gets a server: its index-backed tools answer
+    "run `signaldesk index`" and it opens the index as soon as one exists.
+    """
+    embedder = LazyEmbedder(index)
+    opened: list[RetrieverLike] = []
+
+    async def opener() -> RetrieverLike:
+        retriever = await Retriever.open(vault, index, search, embedder)
+        try:
+            started = time.perf_counter()
+            await retriever.warm_up()
+            _log.info("warmed up in %.0f ms", (time.perf_counter() - started) * 1000)
+        except BaseException:
+            await retriever.aclose()
+            raise
+        opened.append(retriever)
+        return retriever
+
+    retriever: RetrieverLike | None = None
+    unavailable: IndexUnavailableError | None = None
+    try:
+        retriever = await opener()
+    except IndexUnavailableError as exc:
+        unavailable = exc
+        _log.warning("%s; %s", exc.message, exc.hint or "run `signaldesk index`")
+    try:
+        status = await retriever.status() if retriever is not None else None
+        yield build_server(
+            retriever,
+            vault=vault,
+            settings=settings,
+            status=status,
+            opener=opener,
+            unavailable=unavailable,
+        )
+    finally:
+        with anyio.CancelScope(shield=True):
+            for item in opened:
+                await item.aclose()
+
+
+async def run_stdio(
+    vault: Path, index: IndexSettings, search: SearchSettings, settings: McpSettings
+) -> None:
+    """Serve over stdin/stdout until the client closes the pipe. Logs go to stderr only."""
+    async with prepared_server(vault, index, search, settings) as server:
+        _log.info("MCP server ready on stdio for %s", vault)
+        await server.run_stdio_async()
+
+
+async def run_http(
+    vault: Path,
+    index: IndexSettings,
+    search: SearchSettings,
+    settings: McpSettings,
+    *,
+    host: str | None = None,
+    port: int | None = None,
+    token_env: str | None = None,
+    on_ready: Callable[[HttpEndpoint], None] | None = None,
+) -> None:
+    """Serve streamable HTTP until SIGINT/SIGTERM.
+
+    :param host: overrides ``settings.host``; a non-loopback address needs a token.
+    :param port: overrides ``settings.port`` (0: any free port).
+    :param token_env: overrides ``settings.token_env``: the variable holding the token.
+    :param on_ready: called once requests are accepted, with the real URL.
+    :raises TransportConfigError: unsafe binding, missing token, or the port is taken.
+    """
+    host = settings.host if host is None else host
+    port = settings.port if port is None else port
+    token = read_token(token_env if token_env is not None else settings.token_env)
+    # Refuse an unsafe binding before paying for the warm-up.
+    check_binding(host, token)
+    async with prepared_server(vault, index, search, settings) as server:
+        app = build_http_app(server, host=host, port=port, settings=settings, token=token)
+        async with anyio.create_task_group() as tg:
+            endpoint: HttpEndpoint = await tg.start(
+                functools.partial(serve_http, app, host=host, port=port, path=settings.path)
+            )
+            if on_ready is not None:
+                on_ready(endpoint)

@@ -1,0 +1,644 @@
+"""The tools: each one validates its arguments, asks the retriever or reads a note,
+and returns a scrubbed, budgeted result.
+
+Every tool returns a ``CallToolResult``: on success the readable text plus the
+structured content (validated against the tool's output model); on failure an
+``isError`` result whose structured content is an :class:`~mcp_server.models.ErrorInfo`
+saying what to do. Nothing a tool raises reaches the protocol layer.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import re
+from collections.abc import Awaitable, Callable
+from datetime import date, datetime, timedelta
+from pathlib import Path
+from typing import Annotated, Literal, ParamSpec, TypeVar
+
+import anyio
+import anyio.to_thread
+from mcp_types import CallToolResult, TextContent
+from pydantic import BaseModel, Field
+
+from mcp_server.backend import RetrieverSlot
+from mcp_server.budget import cap_text, token_chars
+from mcp_server.errors import InvalidArgumentError, McpServerError, NoteNotFoundError
+from mcp_server.models import (
+    ContextOutput,
+    ErrorInfo,
+    IndexStatusOutput,
+    NoteEntry,
+    NoteListOutput,
+    ReadNoteOutput,
+    ReportOutput,
+    SearchHit,
+    SearchOutput,
+    SignalEntry,
+    SignalListOutput,
+)
+from mcp_server.notes import (
+    ExcludedPredicate,
+    drop_excluded_context,
+    find_latest_report,
+    is_board_or_drawing,
+    read_note_text,
+    scrub_preserving_lines,
+    signal_scores,
+    split_lines,
+    title_of,
+)
+from mcp_server.paths import normalise_folder, resolve_note_path
+from mcp_server.rendering import (
+    render_error,
+    render_notes,
+    render_read,
+    render_report,
+    render_search,
+    render_signals,
+    render_status,
+)
+from mcp_server.scrubbing import scrub_data, scrub_text
+from mcp_server.settings import McpSettings
+from retrieval.errors import (
+    IndexLockedError,
+    IndexUnavailableError,
+    ModelError,
+    QueryError,
+    RetrievalError,
+)
+from retrieval.records import SearchFilters
+from signaldesk.errors import SignaldeskError
+
+__all__ = ["Toolbox"]
+
+_log = logging.getLogger(__name__)
+
+_P = ParamSpec("_P")
+_M = TypeVar("_M", bound=BaseModel)
+
+SIGNALS_FOLDER = "05-signals"
+# Signals read from the index per call, to sort by filing date and apply min_score.
+_SIGNAL_SCAN = 5000
+_RELATIVE_DAYS = re.compile(r"^(\d{1,4})([dw])$")
+_NO_INDEX_HINT = "run `signaldesk index` to build the index, then call this tool again"
+
+# -- argument types (their descriptions and bounds become the input schema) -----
+
+Query = Annotated[
+    str,
+    Field(
+        min_length=1,
+        max_length=1000,
+        description="What to look for, in natural language or keywords (any punctuation is safe).",
+    ),
+]
+Limit = Annotated[int, Field(ge=1, le=50, description="Most results to return (1-50).")]
+MaxTokens = Annotated[
+    int,
+    Field(
+        ge=50,
+        le=32000,
+        description="Budget for returned text, about 4 characters a token; long excerpts are "
+        "cut with '...' rather than dropped.",
+    ),
+]
+Folder = Annotated[
+    str | None,
+    Field(
+        max_length=300,
+        description="Only notes under this vault-relative folder, e.g. '05-signals/security'.",
+    ),
+]
+NoteType = Annotated[
+    str | None,
+    Field(
+        max_length=40,
+        description="Only notes of this frontmatter type: note, signal, project, moc or daily.",
+    ),
+]
+Domain = Annotated[
+    str | None,
+    Field(
+        max_length=40,
+        description="Only this signal domain, e.g. ai-tooling, security, "
+        "systems, programming, web, data, devops, design, mobile, career, research, other.",
+    ),
+]
+Tag = Annotated[
+    str | None,
+    Field(
+        max_length=200,
+        description="Only notes with this tag (several: comma-separated, "
+        "all required; 'ai' also matches 'ai/llm').",
+    ),
+]
+Status = Annotated[
+    str | None,
+    Field(max_length=40, description="Only notes with this status: active, archived or draft."),
+]
+Day = Annotated[
+    str | None,
+    Field(
+        max_length=40,
+        description="A day as YYYY-MM-DD, or a span back from today such as '7d' or '2w'.",
+    ),
+]
+Mode = Annotated[
+    Literal["hybrid", "bm25", "vector"] | None,
+    Field(description="Ranking: hybrid (default), bm25 (keywords only) or vector (meaning only)."),
+]
+
+
+# -- results ----------------------------------------------------------------------
+
+
+def _error_info(exc: BaseException) -> ErrorInfo:
+    if isinstance(exc, McpServerError):
+        return ErrorInfo(code=exc.code, message=exc.message, hint=exc.hint)
+    if isinstance(exc, IndexUnavailableError):
+        return ErrorInfo(
+            code="index_unavailable", message=exc.message, hint=exc.hint or _NO_INDEX_HINT
+        )
+    if isinstance(exc, IndexLockedError):
+        return ErrorInfo(
+            code="index_busy", message=exc.message, hint=exc.hint or "try again shortly"
+        )
+    if isinstance(exc, QueryError):
+        return ErrorInfo(
+            code="invalid_query", message=exc.message, hint=exc.hint or "rephrase the query"
+        )
+    if isinstance(exc, ModelError):
+        return ErrorInfo(code="model_unavailable", message=exc.message, hint=exc.hint)
+    if isinstance(exc, RetrievalError | SignaldeskError):
+        return ErrorInfo(code="retrieval_error", message=exc.message, hint=exc.hint)
+    return ErrorInfo(
+        code="internal_error",
+        message="the server failed unexpectedly; the details are in its log",
+        hint="try again; if it keeps failing, run `signaldesk doctor`",
+    )
+
+
+def error_result(exc: BaseException) -> CallToolResult:
+    """An ``isError`` result for ``exc``, scrubbed (an error message may quote a note)."""
+    info = ErrorInfo.model_validate(scrub_data(_error_info(exc).model_dump(mode="json")))
+    return CallToolResult(
+        content=[TextContent(type="text", text=render_error(info))],
+        structured_content={"error": info.model_dump(mode="json")},
+        is_error=True,
+    )
+
+
+def success_result(model: _M, render: Callable[[_M], str], max_chars: int) -> CallToolResult:
+    """The text rendering and structured content of ``model``, both scrubbed; the text capped."""
+    clean = type(model).model_validate(scrub_data(model.model_dump(mode="json")))
+    text = cap_text(scrub_text(render(clean)), max_chars)
+    return CallToolResult(
+        content=[TextContent(type="text", text=text)],
+        structured_content=clean.model_dump(mode="json"),
+    )
+
+
+def _guarded(
+    fn: Callable[_P, Awaitable[CallToolResult]],
+) -> Callable[_P, Awaitable[CallToolResult]]:
+    """Run a tool under its timeout and turn every failure into an error result."""
+
+    @functools.wraps(fn)
+    async def wrapper(*args: _P.args, **kwargs: _P.kwargs) -> CallToolResult:
+        toolbox = args[0]
+        assert isinstance(toolbox, Toolbox)
+        try:
+            with anyio.fail_after(toolbox.settings.tool_timeout_seconds):
+                return await fn(*args, **kwargs)
+        except SignaldeskError as exc:
+            _log.info("tool %s refused: %s", fn.__name__, exc.message)
+            return error_result(exc)
+        except TimeoutError:
+            _log.warning("tool %s timed out", fn.__name__)
+            return error_result(
+                McpServerError(
+                    f"{fn.__name__} took longer than {toolbox.settings.tool_timeout_seconds:g} s",
+                    hint="try a smaller limit or max_tokens, or try again",
+                )
+            )
+        except Exception as exc:
+            _log.exception("tool %s failed", fn.__name__)
+            return error_result(exc)
+
+    return wrapper
+
+
+# -- argument helpers -------------------------------------------------------------------
+
+
+def _parse_day(value: str | None, name: str, *, today: date | None = None) -> date | None:
+    if value is None or not value.strip():
+        return None
+    value = value.strip()
+    relative = _RELATIVE_DAYS.match(value)
+    if relative:
+        amount = int(relative.group(1)) * (7 if relative.group(2) == "w" else 1)
+        return (today or date.today()) - timedelta(days=amount)
+    try:
+        # A full timestamp is accepted too; only its day matters.
+        return datetime.fromisoformat(value).date() if "T" in value else date.fromisoformat(value)
+    except ValueError as exc:
+        raise InvalidArgumentError(
+            f"{name} must be a day like 2026-11-30 or a span like 7d (got {value!r})",
+            hint="send YYYY-MM-DD, or Nd / Nw for N days / weeks back from today",
+        ) from exc
+
+
+def _tags(value: str | None) -> tuple[str, ...]:
+    if not value:
+        return ()
+    return tuple(t.strip().lstrip("#") for t in value.split(",") if t.strip().lstrip("#"))
+
+
+def _filters(
+    *,
+    folder: str | None = None,
+    note_type: str | None = None,
+    domain: str | None = None,
+    tag: str | None = None,
+    status: str | None = None,
+    since: str | None = None,
+    until: str | None = None,
+) -> SearchFilters:
+    start = _parse_day(since, "since")
+    end = _parse_day(until, "until")
+    if start and end and start > end:
+        raise InvalidArgumentError(f"since ({start}) is after until ({end})")
+    return SearchFilters(
+        folder=normalise_folder(folder),
+        type=(note_type or "").strip() or None,
+        domain=(domain or "").strip() or None,
+        tags=_tags(tag),
+        status=(status or "").strip() or None,
+        since=start,
+        until=end,
+    )
+
+
+class Toolbox:
+    """The tool implementations, sharing the retriever slot, the vault and the settings.
+
+    :param slot: where the retriever is (or will be, once the index exists).
+    :param vault: the vault root; ``read_note`` and ``latest_report`` read files under it.
+    :param excluded: ``True`` for a vault-relative path that must never be returned
+        (``.indexignore`` and the always-excluded folders).
+    """
+
+    def __init__(
+        self,
+        slot: RetrieverSlot,
+        *,
+        vault: Path,
+        settings: McpSettings,
+        excluded: ExcludedPredicate,
+    ) -> None:
+        self.slot = slot
+        self.vault = vault.resolve()
+        self.settings = settings
+        self.excluded = excluded
+
+    # -- search ------------------------------------------------------------------
+
+    @_guarded
+    async def search(
+        self,
+        query: Query,
+        limit: Limit = 5,
+        max_tokens: MaxTokens = 2000,
+        folder: Folder = None,
+        type: NoteType = None,
+        domain: Domain = None,
+        tag: Tag = None,
+        status: Status = None,
+        since: Day = None,
+        until: Day = None,
+        mode: Mode = None,
+    ) -> Annotated[CallToolResult, SearchOutput]:
+        """Search the vault (hybrid keyword + semantic ranking) and return the best excerpts.
+
+        Each result has the note's path (pass it to read_note for the whole note), the
+        section heading, the excerpt, the fused score and its rank in the keyword and
+        vector lists. Filters narrow by folder, frontmatter type/domain/tag/status and
+        date (since/until on the note's updated or created day).
+        """
+        filters = _filters(
+            folder=folder,
+            note_type=type,
+            domain=domain,
+            tag=tag,
+            status=status,
+            since=since,
+            until=until,
+        )
+        budget = min(max_tokens, self.settings.search_max_tokens)
+        retriever = await self.slot.get()
+        # Room for the per-result header lines of the text rendering.
+        text_budget = max(50, budget - 30 * limit)
+        results = await retriever.search(
+            query, limit=limit, filters=filters, mode=mode, max_tokens=text_budget
+        )
+        hits = [
+            SearchHit(
+                path=r.path,
+                title=r.title,
+                section=r.section,
+                heading_path=list(r.heading_path),
+                text=r.text,
+                score=round(r.score, 6),
+                rank=rank,
+                bm25_rank=r.bm25_rank,
+                vector_rank=r.vector_rank,
+                start_line=r.start_line,
+                note_type=r.note_type,
+                domain=r.domain,
+                tags=list(r.tags),
+                updated=r.updated,
+            )
+            for rank, r in enumerate((r for r in results if not self.excluded(r.path)), start=1)
+        ]
+        out = SearchOutput(
+            query=query,
+            count=len(hits),
+            results=hits,
+            message=None
+            if hits
+            else f"No notes match {query!r}. Try broader or different words, or fewer filters.",
+        )
+        return success_result(out, render_search, token_chars(budget))
+
+    @_guarded
+    async def get_context(
+        self,
+        topic: Query,
+        max_tokens: MaxTokens = 2000,
+        folder: Folder = None,
+        domain: Domain = None,
+        tag: Tag = None,
+    ) -> Annotated[CallToolResult, ContextOutput]:
+        """One markdown block of the vault's most relevant excerpts about a topic.
+
+        Each excerpt is headed by its source (note path and heading), in rank order; the
+        block keeps to max_tokens and the last excerpt is cut with '...' rather than
+        dropped. Use it to ground an answer; use search to see scores and ranks.
+        """
+        filters = _filters(folder=folder, domain=domain, tag=tag)
+        budget = min(max_tokens, self.settings.search_max_tokens)
+        retriever = await self.slot.get()
+        block = await retriever.context(topic, max_tokens=budget, filters=filters)
+        block, sources = drop_excluded_context(block, self.excluded)
+        out = ContextOutput(topic=topic, context=block, sources=sources)
+        return success_result(out, lambda o: o.context, token_chars(budget))
+
+    # -- notes -------------------------------------------------------------------
+
+    @_guarded
+    async def read_note(
+        self,
+        path: Annotated[
+            str,
+            Field(
+                min_length=1,
+                max_length=1024,
+                description="Vault-relative path of the note, as given by search or list_notes.",
+            ),
+        ],
+        start_line: Annotated[
+            int | None, Field(ge=1, description="First line to return (1-based; default 1).")
+        ] = None,
+        line_count: Annotated[
+            int | None,
+            Field(ge=1, le=20000, description="How many lines to return (default: to the end)."),
+        ] = None,
+    ) -> Annotated[CallToolResult, ReadNoteOutput]:
+        """Read a note from the vault (credentials redacted), whole or a range of lines.
+
+        Long notes come a page at a time: when the answer is cut, next_start_line says
+        where to continue. Only markdown notes inside the vault can be read; excluded
+        folders (.obsidian, templates, attachments, .indexignore matches) are refused.
+        """
+        note = resolve_note_path(
+            self.vault, path, excluded=self.excluded, max_bytes=self.settings.max_note_bytes
+        )
+        raw = await anyio.to_thread.run_sync(read_note_text, note.absolute)
+        if is_board_or_drawing(raw):
+            raise NoteNotFoundError(
+                f"{note.relative!r} is an Excalidraw drawing or a Kanban board, not a note",
+                hint="these files are excluded from the index; open them in Obsidian",
+            )
+        # Scrub the whole note before taking a range: a range could start inside a
+        # private key block, whose middle lines no pattern would recognise alone.
+        lines = split_lines(await anyio.to_thread.run_sync(scrub_preserving_lines, raw))
+        total = len(lines)
+        start = start_line or 1
+        if total and start > total:
+            raise InvalidArgumentError(
+                f"start_line {start} is past the end of {note.relative!r} ({total} lines)",
+                hint=f"use a start_line between 1 and {total}",
+            )
+        stop = total if line_count is None else min(total, start - 1 + line_count)
+        budget = token_chars(self.settings.read_max_tokens)
+        taken: list[str] = []
+        used = 0
+        for line in lines[start - 1 : stop]:
+            if used + len(line) + 1 > budget:
+                if not taken:
+                    taken.append(cap_text(line, budget))
+                break
+            taken.append(line)
+            used += len(line) + 1
+        end = start - 1 + len(taken)
+        truncated = end < stop
+        out = ReadNoteOutput(
+            path=note.relative,
+            title=title_of(raw, note.relative),
+            text="\n".join(taken),
+            start_line=start,
+            end_line=end,
+            total_lines=total,
+            truncated=truncated,
+            next_start_line=end + 1 if end < total and (truncated or line_count is None) else None,
+        )
+        return success_result(out, render_read, budget + 400)
+
+    @_guarded
+    async def list_notes(
+        self,
+        folder: Folder = None,
+        tag: Tag = None,
+        type: NoteType = None,
+        domain: Domain = None,
+        status: Status = None,
+        since: Day = None,
+        until: Day = None,
+        limit: Annotated[int, Field(ge=1, le=500, description="Most notes to list.")] = 50,
+    ) -> Annotated[CallToolResult, NoteListOutput]:
+        """List indexed notes matching the filters, most recently updated first.
+
+        Returns paths, titles, types, domains, tags and dates (no note text): use it to
+        explore a folder or a period, then read_note or search.
+        """
+        filters = _filters(
+            folder=folder,
+            note_type=type,
+            domain=domain,
+            tag=tag,
+            status=status,
+            since=since,
+            until=until,
+        )
+        retriever = await self.slot.get()
+        notes = await retriever.list_notes(filters, limit=limit + 1)
+        entries = [
+            NoteEntry(
+                path=n.path,
+                title=n.title,
+                note_type=n.note_type,
+                domain=n.domain,
+                tags=list(n.tags),
+                status=n.status,
+                created=n.created,
+                updated=n.updated,
+            )
+            for n in notes
+            if not self.excluded(n.path)
+        ]
+        kept, truncated = _fit(entries, limit, token_chars(self.settings.list_max_tokens))
+        out = NoteListOutput(count=len(kept), notes=kept, truncated=truncated)
+        return success_result(out, render_notes, token_chars(self.settings.list_max_tokens))
+
+    @_guarded
+    async def recent_signals(
+        self,
+        domain: Domain = None,
+        since: Day = None,
+        min_score: Annotated[
+            float | None,
+            Field(
+                ge=0.0, le=1.0, description="Only signals whose composite score is at least this."
+            ),
+        ] = None,
+        limit: Annotated[int, Field(ge=1, le=100, description="Most signals to return.")] = 10,
+    ) -> Annotated[CallToolResult, SignalListOutput]:
+        """The latest filed signals (scored intake under 05-signals/), newest first.
+
+        Each has its title, domain, composite score and the four dimension scores
+        (relevance, actionability, depth, authority), the source URL and the note's path.
+        """
+        # `since` applies to the filing day (`created`); the index's date filter would
+        # also let through old signals whose file was merely touched.
+        start = _parse_day(since, "since")
+        filters = SearchFilters(
+            folder=SIGNALS_FOLDER, type="signal", domain=(domain or "").strip() or None
+        )
+        retriever = await self.slot.get()
+        # The index orders by `updated` (a file's mtime when the frontmatter has none);
+        # a signal's age is when it was filed (`created`), so sort here, over enough of them.
+        notes = await retriever.list_notes(filters, limit=_SIGNAL_SCAN)
+        notes.sort(key=lambda n: ((n.created or n.updated or "")[:19], n.path), reverse=True)
+        entries: list[SignalEntry] = []
+        for n in notes:
+            filed = (n.created or n.updated or "")[:10]
+            if self.excluded(n.path) or (start is not None and filed < start.isoformat()):
+                continue
+            scores = signal_scores(n.frontmatter)
+            composite = scores.get("composite")
+            if min_score is not None and (composite is None or composite < min_score):
+                continue
+            source = n.frontmatter.get("source") or n.frontmatter.get("url")
+            entries.append(
+                SignalEntry(
+                    path=n.path,
+                    title=n.title,
+                    domain=n.domain,
+                    score=composite,
+                    relevance=scores.get("relevance"),
+                    actionability=scores.get("actionability"),
+                    depth=scores.get("depth"),
+                    authority=scores.get("authority"),
+                    source=source if isinstance(source, str) else None,
+                    created=n.created or n.updated,
+                    tags=list(n.tags),
+                )
+            )
+            if len(entries) > limit:
+                break
+        kept, truncated = _fit(entries, limit, token_chars(self.settings.list_max_tokens))
+        out = SignalListOutput(count=len(kept), signals=kept, truncated=truncated)
+        return success_result(out, render_signals, token_chars(self.settings.list_max_tokens))
+
+    @_guarded
+    async def latest_report(self) -> Annotated[CallToolResult, ReportOutput]:
+        """The newest daily triage report (06-daily/*-triage.md): what arrived per source
+        and domain, what was filed with its scores, what was rejected near the threshold,
+        inbox items waiting, failing feeds and parked errors."""
+        relative = await anyio.to_thread.run_sync(find_latest_report, self.vault, self.excluded)
+        note = resolve_note_path(
+            self.vault, relative, excluded=self.excluded, max_bytes=self.settings.max_note_bytes
+        )
+        raw = await anyio.to_thread.run_sync(read_note_text, note.absolute)
+        budget = token_chars(self.settings.report_max_tokens)
+        text = cap_text(await anyio.to_thread.run_sync(scrub_text, raw), budget)
+        out = ReportOutput(
+            path=note.relative,
+            text=text,
+            total_lines=len(split_lines(raw)),
+            truncated=len(text) < len(raw),
+        )
+        return success_result(out, render_report, budget + 200)
+
+    # -- index -------------------------------------------------------------------
+
+    @_guarded
+    async def index_status(self) -> Annotated[CallToolResult, IndexStatusOutput]:
+        """What is indexed: note, chunk and vector counts, the embedding model, when the
+        index was last updated, notes per folder, and any degraded search mode."""
+        try:
+            retriever = await self.slot.get()
+        except IndexUnavailableError as exc:
+            out = IndexStatusOutput(
+                exists=False,
+                notes=0,
+                chunks=0,
+                vectors=0,
+                model=None,
+                dimensions=None,
+                last_indexed=None,
+                degraded=[],
+                folders={},
+                hint=f"{exc.message}; {exc.hint or _NO_INDEX_HINT}",
+            )
+            return success_result(out, render_status, token_chars(self.settings.list_max_tokens))
+        status = await retriever.status()
+        last = status.last_indexed
+        out = IndexStatusOutput(
+            exists=status.exists,
+            notes=status.notes,
+            chunks=status.chunks,
+            vectors=status.vectors,
+            model=status.model,
+            dimensions=status.dimensions,
+            last_indexed=last.isoformat() if isinstance(last, datetime) else None,
+            degraded=list(status.degraded),
+            folders=dict(status.folders),
+        )
+        return success_result(out, render_status, token_chars(self.settings.list_max_tokens))
+
+
+def _fit(entries: list[_M], limit: int, max_chars: int) -> tuple[list[_M], bool]:
+    """The first ``limit`` entries whose JSON fits ``max_chars``; and whether any were left."""
+    kept: list[_M] = []
+    used = 0
+    for entry in entries[:limit]:
+        size = len(entry.model_dump_json()) + 2
+        if kept and used + size > max_chars:
+            return kept, True
+        kept.append(entry)
+        used += size
+    return kept, len(entries) > len(kept)

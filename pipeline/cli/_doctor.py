@@ -1,0 +1,192 @@
+"""`signaldesk doctor`: check everything search depends on, and say how to fix what fails."""
+
+from __future__ import annotations
+
+import sqlite3
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+import click
+from rich.table import Table
+
+from pipeline.cli._context import AppContext
+from pipeline.cli._output import print_json
+from pipeline.config import Workspace
+from retrieval.embedder import Embedder, load_embedder
+from retrieval.settings import IndexSettings
+from retrieval.status import index_status
+from retrieval.store import capabilities, connect, get_meta, index_db_path, sqlite_module
+from signaldesk.errors import SignaldeskError
+from signaldesk.vault import VAULT_FOLDERS
+
+Outcome = Literal["ok", "warn", "fail"]
+_MARK = {"ok": "[green]✓[/]", "warn": "[yellow]![/]", "fail": "[red]✗[/]"}
+
+
+@dataclass(frozen=True, slots=True)
+class Check:
+    """One line of the doctor's table. ``fail`` on an essential check means exit code 1."""
+
+    name: str
+    outcome: Outcome
+    detail: str
+    fix: str = ""
+
+
+def run_checks(app: AppContext) -> list[Check]:
+    """Every check, in the order a person would fix them."""
+    checks = [_python()]
+    checks.extend(_sqlite())
+    workspace: Workspace | None = None
+    try:
+        workspace = app.workspace()
+        source = str(workspace.config_path) if workspace.config_path else "built-in defaults"
+        checks.append(Check("config", "ok", f"valid ({source})"))
+    except SignaldeskError as exc:
+        checks.append(Check("config", "fail", exc.message, exc.hint or "fix the config file"))
+    settings = workspace.config.index if workspace else IndexSettings()
+    embedder, model_check = _model(settings)
+    checks.append(model_check)
+    if workspace is not None:
+        checks.append(_vault(workspace))
+        checks.append(_index(workspace, settings, embedder))
+    else:
+        checks.append(
+            Check("vault", "fail", "no vault resolved", "pass --vault PATH or run `signaldesk init`")
+        )
+    return checks
+
+
+def _python() -> Check:
+    version = ".".join(str(v) for v in sys.version_info[:3])
+    if sys.version_info >= (3, 11):
+        return Check("python", "ok", f"{version} ({sys.executable})")
+    return Check("python", "fail", f"{version}: signaldesk needs 3.11+", "install Python 3.11 or newer")
+
+
+def _sqlite() -> list[Check]:
+    can_load = hasattr(sqlite3.Connection, "enable_load_extension")
+    stdlib = f"stdlib sqlite3 {sqlite3.sqlite_version}, " + (
+        "can load extensions" if can_load else "cannot load extensions"
+    )
+    try:
+        module = sqlite_module()
+        with tempfile.TemporaryDirectory(prefix="signaldesk-doctor-") as tmp:
+            conn = connect(Path(tmp) / "probe.db")
+            try:
+                caps = capabilities(conn)
+            finally:
+                conn.close()
+    except Exception as exc:
+        return [Check("sqlite", "fail", f"{stdlib}; no usable SQLite: {exc}", "pip install sqlean-py")]
+    used = "stdlib sqlite3" if module is sqlite3 else f"sqlean-py ({module.__name__})"
+    checks = [Check("sqlite", "ok", f"{stdlib}; using {used}, SQLite {caps.sqlite_version}")]
+    checks.append(
+        Check("fts5", "ok", "available")
+        if caps.fts5
+        else Check(
+            "fts5",
+            "fail",
+            "this SQLite has no FTS5: keyword search is off",
+            "pip install sqlean-py (its SQLite includes FTS5)",
+        )
+    )
+    checks.append(
+        Check("sqlite-vec", "ok", f"{caps.vec_version} loaded")
+        if caps.vec
+        else Check(
+            "sqlite-vec",
+            "warn",
+            f"cannot load ({caps.vec_error}): search falls back to BM25 only",
+            "pip install sqlite-vec sqlean-py",
+        )
+    )
+    return checks
+
+
+def _model(settings: IndexSettings) -> tuple[Embedder | None, Check]:
+    try:
+        embedder = load_embedder(settings)
+        embedder.encode(["doctor"])
+    except Exception as exc:
+        message = exc.message if isinstance(exc, SignaldeskError) else str(exc)
+        return None, Check(
+            "model",
+            "warn",
+            f"no embedding model loads ({message}): search falls back to BM25 only",
+            "reinstall signaldesk (it ships a model) or set [index] model to a Model2Vec folder",
+        )
+    detail = f"{embedder.name}, {embedder.dimensions} dims"
+    if embedder.name not in (settings.model, str(Path(settings.model).expanduser().resolve())):
+        detail += f" ({settings.model} is not available offline; using the bundled model)"
+    return embedder, Check("model", "ok", detail)
+
+
+def _vault(workspace: Workspace) -> Check:
+    missing = [f for f in VAULT_FOLDERS if not (workspace.vault / f).is_dir()]
+    if missing:
+        return Check(
+            "vault",
+            "warn",
+            f"{workspace.vault}: missing folders {', '.join(missing)}",
+            f"signaldesk init {workspace.vault}  (adds folders, keeps every file)",
+        )
+    return Check("vault", "ok", f"{workspace.vault} (all {len(VAULT_FOLDERS)} folders present)")
+
+
+def _index(workspace: Workspace, settings: IndexSettings, embedder: Embedder | None) -> Check:
+    status = index_status(workspace.vault, settings)
+    if not status.exists:
+        return Check("index", "warn", f"no index at {status.db_path}", "signaldesk index")
+    if status.notes == 0 and status.degraded:
+        return Check("index", "fail", "; ".join(status.degraded), "signaldesk index --full")
+    detail = f"{status.notes} notes, {status.chunks} chunks, {status.vectors} vectors"
+    if embedder is not None and status.model:
+        try:
+            conn = connect(index_db_path(workspace.vault, settings), readonly=True)
+            try:
+                stored = get_meta(conn, "model_fingerprint")
+            finally:
+                conn.close()
+        except Exception:
+            stored = None
+        if stored and stored != embedder.fingerprint:
+            return Check(
+                "index",
+                "warn",
+                f"{detail}; built with {status.model}, not the current model {embedder.name}",
+                "signaldesk index  (rebuilds for the new model by itself)",
+            )
+        detail += f"; model {status.model} matches"
+    if status.degraded:
+        return Check("index", "warn", f"{detail}; {'; '.join(status.degraded)}", "signaldesk index")
+    return Check("index", "ok", detail)
+
+
+# An index, a model or sqlite-vec that is missing degrades search; these break it.
+_ESSENTIAL = {"python", "sqlite", "fts5", "config", "vault"}
+
+
+@click.command()
+@click.option("--json", "as_json", is_flag=True, help="Print the checks as JSON.")
+@click.pass_obj
+def doctor(app: AppContext, as_json: bool) -> None:
+    """Check Python's SQLite, FTS5, sqlite-vec, the model, the config, the vault and the index."""
+    checks = run_checks(app)
+    failed = any(c.outcome == "fail" and c.name in _ESSENTIAL for c in checks)
+    if as_json:
+        print_json({"ok": not failed, "checks": checks})
+    else:
+        table = Table(title="signaldesk doctor", title_justify="left")
+        table.add_column("")
+        table.add_column("check", style="bold")
+        table.add_column("result")
+        table.add_column("fix")
+        for check in checks:
+            table.add_row(_MARK[check.outcome], check.name, check.detail, check.fix)
+        app.console.print(table)
+    if failed:
+        raise click.exceptions.Exit(1)

@@ -1,0 +1,60 @@
+"""Writing notes that signaldesk generates (reports, logs) without ever clobbering a person's edits.
+
+A generated note records a hash of the body it was written with. Regenerating
+replaces it only while that hash still matches; once someone has edited the
+note, it is kept and the run says so.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+
+from retrieval.frontmatter import parse_note
+from signaldesk.vault import atomic_write_text
+
+logger = logging.getLogger(__name__)
+
+HASH_KEY = "signaldesk_hash"
+
+WriteOutcome = Literal["created", "updated", "unchanged", "kept_edited"]
+
+
+@dataclass(frozen=True, slots=True)
+class GeneratedNote:
+    """Where a generated note went and what happened to it."""
+
+    path: Path
+    outcome: WriteOutcome
+
+
+def _body_hash(body: str) -> str:
+    return hashlib.sha256(body.strip().encode("utf-8")).hexdigest()[:16]
+
+
+def render_note(frontmatter: dict[str, Any], body: str) -> str:
+    """A note with YAML frontmatter; the body hash is added so later runs can tell edits."""
+    meta = {**frontmatter, HASH_KEY: _body_hash(body)}
+    header = yaml.safe_dump(meta, sort_keys=False, allow_unicode=True, width=1000).strip()
+    return f"---\n{header}\n---\n\n{body.strip()}\n"
+
+
+def write_generated_note(path: Path, frontmatter: dict[str, Any], body: str) -> GeneratedNote:
+    """Create or refresh a generated note, keeping it if a person has edited it since."""
+    if path.exists():
+        current = parse_note(path.read_text(encoding="utf-8", errors="replace"))
+        recorded = current.frontmatter.get(HASH_KEY)
+        if recorded != _body_hash(current.body):
+            logger.warning("%s was edited by hand; not overwritten (delete it to regenerate)", path)
+            return GeneratedNote(path, "kept_edited")
+        if recorded == _body_hash(body):
+            return GeneratedNote(path, "unchanged")
+        atomic_write_text(path, render_note(frontmatter, body))
+        return GeneratedNote(path, "updated")
+    atomic_write_text(path, render_note(frontmatter, body))
+    return GeneratedNote(path, "created")

@@ -1,0 +1,98 @@
+"""Preparing notes in parallel: chunking and scrubbing are pure-Python CPU work.
+
+The GIL keeps threads from helping, so a large run (a first build, a full
+rebuild) spreads :func:`~retrieval._prepare.prepare_many` over worker
+processes while the indexer's own thread embeds and writes what is already
+prepared. Small incremental runs stay in-process: starting workers costs more
+than a few dozen notes.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import signal
+from collections import deque
+from collections.abc import Iterator, Sequence
+from concurrent.futures import Future, ProcessPoolExecutor
+from contextlib import contextmanager
+
+from retrieval._prepare import FileJob, Outcome, prepare_file, prepare_many
+
+__all__ = ["POOL_MIN_FILES", "default_workers", "prepared"]
+
+# Below this many files the in-process path is faster than starting workers.
+POOL_MIN_FILES = 600
+# Files per task sent to a worker, and tasks in flight per worker: enough to
+# keep every worker busy, few enough that memory stays flat on any vault size.
+_TASK_FILES = 48
+_IN_FLIGHT_PER_WORKER = 3
+
+
+def default_workers() -> int:
+    """Worker processes for a large run: the CPUs this process may use, at most 4."""
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not Linux
+        cpus = os.cpu_count() or 1
+    return max(1, min(4, cpus))
+
+
+@contextmanager
+def prepared(
+    vault: str,
+    jobs: Sequence[FileJob],
+    max_chars: int,
+    min_chars: int,
+    *,
+    workers: int,
+) -> Iterator[Iterator[Outcome]]:
+    """The outcome of every job, in job order; leaving the block cancels what is pending."""
+    if workers <= 1 or len(jobs) < POOL_MIN_FILES:
+        yield (prepare_file(vault, job, max_chars, min_chars) for job in jobs)
+        return
+    # "spawn": the indexer runs in a thread of a process that may hold locks
+    # (the event loop, SQLite); forking such a process can deadlock the child.
+    pool = ProcessPoolExecutor(
+        max_workers=workers,
+        mp_context=multiprocessing.get_context("spawn"),
+        initializer=_worker_init,
+    )
+    try:
+        yield _ordered(pool, vault, jobs, max_chars, min_chars, workers * _IN_FLIGHT_PER_WORKER)
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _ordered(
+    pool: ProcessPoolExecutor,
+    vault: str,
+    jobs: Sequence[FileJob],
+    max_chars: int,
+    min_chars: int,
+    window: int,
+) -> Iterator[Outcome]:
+    pending: deque[Future[list[Outcome]]] = deque()
+    starts = iter(range(0, len(jobs), _TASK_FILES))
+    for start in starts:
+        pending.append(
+            pool.submit(prepare_many, vault, list(jobs[start : start + _TASK_FILES]), max_chars, min_chars)
+        )
+        if len(pending) >= window:
+            break
+    while pending:
+        outcomes = pending.popleft().result()
+        start = next(starts, None)
+        if start is not None:
+            pending.append(
+                pool.submit(
+                    prepare_many, vault, list(jobs[start : start + _TASK_FILES]), max_chars, min_chars
+                )
+            )
+        yield from outcomes
+
+
+def _worker_init() -> None:
+    # Ctrl-C reaches the whole process group; the parent decides how to stop
+    # (finish the transaction in flight), so the workers must not die first.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)

@@ -1,0 +1,146 @@
+"""The cheap part of an incremental run: stat the vault and compare with the index.
+
+Only ``mtime_ns`` and ``size`` are compared here; a file whose stat changed is
+read and hashed later, and only re-chunked when its content hash changed too.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import stat as _stat
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from retrieval.ignore import VaultFilter, iter_vault_notes
+
+__all__ = ["Known", "ScanPlan", "load_known", "normalise_path", "plan_paths", "plan_vault"]
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class Known:
+    """What the index remembers about one file."""
+
+    mtime_ns: int
+    size: int
+    content_hash: str
+    skipped: bool
+
+
+@dataclass(slots=True)
+class ScanPlan:
+    """The work an indexing run has to do.
+
+    :param candidates: files that are new, or whose stat (or the index format) changed.
+    :param deleted: indexed files that are gone or now excluded.
+    """
+
+    scanned: int = 0
+    unchanged: int = 0
+    candidates: list[tuple[str, os.stat_result]] = field(default_factory=list)
+    deleted: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+
+
+def load_known(conn: Any) -> dict[str, Known]:
+    """Every file the index knows, indexed or deliberately skipped."""
+    known: dict[str, Known] = {}
+    for path, mtime_ns, size, digest in conn.execute(
+        "SELECT path, mtime_ns, size, content_hash FROM notes"
+    ):
+        known[path] = Known(mtime_ns, size, digest, False)
+    for path, mtime_ns, size, reason in conn.execute(
+        "SELECT path, mtime_ns, size, reason FROM skipped"
+    ):
+        # A skipped row's reason column stands in for the hash: the stat decides.
+        known[path] = Known(mtime_ns, size, reason, True)
+    return known
+
+
+def plan_vault(vault: Path, known: dict[str, Known], *, force: bool) -> ScanPlan:
+    """Compare the whole vault with ``known``; ``force`` makes every file a candidate."""
+    plan = ScanPlan()
+    vault_filter = VaultFilter(vault)
+    seen: set[str] = set()
+    for rel, stat in iter_vault_notes(vault, vault_filter):
+        plan.scanned += 1
+        seen.add(rel)
+        entry = known.get(rel)
+        if (
+            not force
+            and entry is not None
+            and entry.mtime_ns == stat.st_mtime_ns
+            and entry.size == stat.st_size
+        ):
+            plan.unchanged += 1
+        else:
+            plan.candidates.append((rel, stat))
+    plan.deleted = [path for path in known if path not in seen]
+    return plan
+
+
+def plan_paths(
+    vault: Path, known: dict[str, Known], paths: Iterable[str], *, force: bool
+) -> ScanPlan:
+    """Like :func:`plan_vault` but only for ``paths`` (vault-relative or absolute inside it).
+
+    A listed path that no longer exists, or is excluded, is removed from the index.
+    """
+    plan = ScanPlan()
+    vault_filter = VaultFilter(vault)
+    done: set[str] = set()
+    for raw in paths:
+        rel = normalise_path(vault, raw)
+        if rel is None:
+            plan.errors.append(f"{raw}: not a path inside the vault")
+            continue
+        if rel in done:
+            continue
+        done.add(rel)
+        entry = known.get(rel)
+        try:
+            stat = (vault / rel).stat()
+        except FileNotFoundError:
+            stat = None
+        except OSError as exc:
+            plan.errors.append(f"{rel}: {exc.strerror or exc}")
+            continue
+        excluded = not rel.lower().endswith(".md") or vault_filter.excluded(rel)
+        if stat is None or excluded or not _is_regular(stat):
+            if entry is not None:
+                plan.deleted.append(rel)
+            continue
+        plan.scanned += 1
+        if (
+            not force
+            and entry is not None
+            and entry.mtime_ns == stat.st_mtime_ns
+            and entry.size == stat.st_size
+        ):
+            plan.unchanged += 1
+        else:
+            plan.candidates.append((rel, stat))
+    return plan
+
+
+def normalise_path(vault: Path, raw: str | os.PathLike[str]) -> str | None:
+    """``raw`` as a '/'-separated vault-relative path, or ``None`` when it is outside."""
+    path = Path(raw)
+    if path.is_absolute():
+        try:
+            path = path.resolve().relative_to(vault.resolve())
+        except ValueError:
+            return None
+    parts = PurePosixPath(path.as_posix()).parts
+    if not parts or any(part in {"..", ""} for part in parts):
+        return None
+    cleaned = [part for part in parts if part != "."]
+    return "/".join(cleaned) if cleaned else None
+
+
+def _is_regular(stat: os.stat_result) -> bool:
+    return _stat.S_ISREG(stat.st_mode)

@@ -1,0 +1,40 @@
+"""The markdown block :meth:`Retriever.context` returns: excerpts with their sources."""
+
+from __future__ import annotations
+
+from retrieval.budget import CHARS_PER_TOKEN, ELLIPSIS, MIN_EXCERPT_CHARS, cut
+from retrieval.records import SearchResult
+
+__all__ = ["render_context", "source_label"]
+
+
+def source_label(result: SearchResult) -> str:
+    """``path › heading › subheading`` (just the path for text before any heading)."""
+    headings = [h for h in result.heading_path if h] or ([result.section] if result.section else [])
+    return " › ".join([result.path, *headings])
+
+
+def render_context(topic: str, results: list[SearchResult], max_tokens: int) -> str:
+    """Excerpts in rank order under ``### source`` headings, within ``max_tokens``.
+
+    The budget counts the whole block, headings included. The first excerpt
+    always appears; the first one that does not fit is cut with ``...`` and
+    ends the block.
+    """
+    if not results:
+        return f"_No notes in the index match “{topic}”._\n"
+    budget = max(1, max_tokens) * CHARS_PER_TOKEN
+    parts: list[str] = []
+    for result in results:
+        header = f"### {source_label(result)}\n\n"
+        body = result.text.strip()
+        block = header + body + "\n\n"
+        if len(block) <= budget:
+            parts.append(block)
+            budget -= len(block)
+            continue
+        room = budget - len(header) - 2
+        if not parts or room >= MIN_EXCERPT_CHARS:
+            parts.append(header + cut(body, max(room, len(ELLIPSIS) + 1)) + "\n\n")
+        break
+    return "".join(parts).rstrip() + "\n"

@@ -1,0 +1,85 @@
+"""Turning a user's query into a safe FTS5 ``MATCH`` expression.
+
+A query never reaches ``MATCH`` as typed: FTS5 gives meaning to quotes, ``*``,
+``-``, ``:``, ``^``, parentheses and the words ``AND``/``OR``/``NOT``/``NEAR``,
+and a stray one raises a syntax error. Instead the query is cut into word
+tokens (the same CJK bigram preparation as the indexed side), each token is
+written as a double-quoted string (FTS5's literal form, with ``"`` doubled) and
+the tokens are joined with ``OR``: ranked any-word BM25. Requiring every word
+("AND") loses badly on natural-language queries (SciFact nDCG@10 0.05-0.53
+against 0.68, see docs/ranking.md); BM25 already ranks notes that have more of
+the words, and the rarer ones, first.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+
+from retrieval.errors import QueryError
+from retrieval.fts_text import index_text
+
+__all__ = ["MAX_QUERY_CHARS", "MAX_TERMS", "build_match", "query_terms"]
+
+# Bounds that keep a pasted page from turning into a 5,000-term OR (slow, and
+# no better ranked). The first words carry the intent of a query.
+MAX_QUERY_CHARS = 2000
+MAX_TERMS = 64
+
+
+def _is_token_char(ch: str) -> bool:
+    # unicode61 keeps letters, numbers and private-use characters together;
+    # combining marks are kept too so that Devanagari or Thai words are not
+    # cut in the middle (FTS5 re-tokenises inside the quotes anyway).
+    if ch.isalnum():
+        return True
+    return unicodedata.category(ch)[0] == "M"
+
+
+def query_terms(query: str) -> list[str]:
+    """The distinct word tokens of ``query``, in order, lower-cased.
+
+    CJK runs become overlapping bigrams, exactly as :func:`index_text` prepares
+    the indexed text, so a Chinese, Japanese or Korean phrase finds its note.
+    """
+    text = index_text(query[:MAX_QUERY_CHARS])
+    terms: list[str] = []
+    seen: set[str] = set()
+    current: list[str] = []
+
+    def flush() -> None:
+        if current:
+            term = "".join(current).casefold()
+            current.clear()
+            if term not in seen:
+                seen.add(term)
+                terms.append(term)
+
+    for ch in text:
+        if _is_token_char(ch):
+            current.append(ch)
+        else:
+            flush()
+        if len(terms) >= MAX_TERMS:
+            break
+    flush()
+    return terms[:MAX_TERMS]
+
+
+def _quote(term: str) -> str:
+    return '"' + term.replace('"', '""') + '"'
+
+
+def build_match(query: str) -> str | None:
+    """A ``MATCH`` expression for ``query``: its terms quoted and joined with ``OR``.
+
+    :returns: ``None`` when the query has no searchable word (only symbols or
+        emoji): the keyword list is then empty, while the vector list may still
+        find something.
+    :raises QueryError: the query is empty or only whitespace.
+    """
+    if not query or not query.strip():
+        raise QueryError("the search query is empty", hint="give a few words to search for")
+    terms = query_terms(query)
+    if not terms:
+        return None
+    return " OR ".join(_quote(t) for t in terms)

@@ -1,0 +1,181 @@
+"""Which files of a vault are notes the index may see.
+
+Three things keep a file out: the paths signaldesk always excludes
+(:data:`signaldesk.vault.ALWAYS_EXCLUDED`: app settings, templates,
+attachments, git and trash folders, the service's own state), the user's
+``.indexignore`` at the vault root (``.gitignore`` syntax), and drawings or
+boards that are markdown only in name (Excalidraw, Kanban).
+
+Patterns follow git's rule that a file inside an excluded folder cannot be
+re-included by a later ``!pattern``: the walker never enters an excluded
+folder (that is what makes listing a large vault fast), so
+:meth:`VaultFilter.excluded` applies the same rule to keep the two in agreement.
+To keep one file of a folder, exclude the folder's contents (``drafts/*``)
+rather than the folder (``drafts/``), then re-include the file.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import stat as _stat
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import pathspec
+
+from retrieval.errors import RetrievalError
+from signaldesk.vault import ALWAYS_EXCLUDED
+
+__all__ = [
+    "INDEXIGNORE_FILE",
+    "IndexIgnoreError",
+    "VaultFilter",
+    "excluded_by_frontmatter",
+    "iter_vault_notes",
+]
+
+_log = logging.getLogger(__name__)
+
+INDEXIGNORE_FILE = ".indexignore"
+
+# Frontmatter keys the Excalidraw and Kanban plugins write on their files.
+_PLUGIN_KEYS = frozenset({"excalidraw-plugin", "kanban-plugin"})
+_EXCALIDRAW_SUFFIX = ".excalidraw.md"
+
+
+class IndexIgnoreError(RetrievalError):
+    """The vault's ``.indexignore`` exists but cannot be read."""
+
+
+class VaultFilter:
+    """Decides whether a vault-relative path is kept out of the index."""
+
+    def __init__(self, vault: Path) -> None:
+        """Read ``<vault>/.indexignore`` (if any) on top of the always-excluded paths.
+
+        :raises IndexIgnoreError: the file exists but cannot be read. Indexing
+            anyway could expose exactly what the user asked to hide.
+        """
+        self.vault = vault
+        self.user_patterns: tuple[str, ...] = _read_patterns(vault / INDEXIGNORE_FILE)
+        self._spec = pathspec.GitIgnoreSpec.from_lines([*ALWAYS_EXCLUDED, *self.user_patterns])
+        # The always-excluded entries are folders only; with no user patterns a
+        # file can be excluded only through its folder, which the walk prunes.
+        self._files_need_check = any(
+            line.strip() and not line.lstrip().startswith("#") for line in self.user_patterns
+        )
+        self._dir_cache: dict[str, bool] = {}
+
+    def excluded(self, rel_path: str) -> bool:
+        """True when ``rel_path`` (vault-relative, '/'-separated; a folder may end in '/')
+        must not be indexed: it, or a folder it lies in, is excluded or hidden,
+        or it is an Excalidraw drawing by name."""
+        rel = _normalise(rel_path)
+        if not rel:
+            return False
+        is_dir = rel.endswith("/")
+        parts = rel.rstrip("/").split("/")
+        prefix = ""
+        for name in parts[:-1]:
+            prefix += name + "/"
+            if self._dir_excluded(prefix, name):
+                return True
+        if is_dir:
+            return self._dir_excluded(rel, parts[-1])
+        return self._file_excluded(rel, parts[-1])
+
+    def _dir_excluded(self, rel_dir: str, name: str) -> bool:
+        cached = self._dir_cache.get(rel_dir)
+        if cached is None:
+            cached = name.startswith(".") or self._spec.match_file(rel_dir)
+            self._dir_cache[rel_dir] = cached
+        return cached
+
+    def _file_excluded(self, rel_file: str, name: str) -> bool:
+        if name.lower().endswith(_EXCALIDRAW_SUFFIX):
+            return True
+        return self._files_need_check and self._spec.match_file(rel_file)
+
+
+def excluded_by_frontmatter(frontmatter: Mapping[str, Any]) -> bool:
+    """True for Excalidraw drawings and Kanban boards, recognised by their plugin's key."""
+    return any(str(key).strip().lower() in _PLUGIN_KEYS for key in frontmatter)
+
+
+def iter_vault_notes(
+    vault: Path, vault_filter: VaultFilter
+) -> Iterator[tuple[str, os.stat_result]]:
+    """Yield ``(vault-relative path, stat)`` for every note (``*.md``, any case) to index.
+
+    Excluded and hidden folders are never entered, and symbolic links are never
+    followed. Why that loses nothing: a link whose target lies inside the vault
+    reaches a file the walk lists anyway under its real path (or one the user
+    excluded, which a link must not bring back), and a link that leads outside
+    the vault must not pull foreign files (or a loop back to the root) into the
+    index. Entries that cannot be read are logged and skipped. Order is stable:
+    depth-first, a folder's notes (by name) before its subfolders (by name).
+    """
+    root = os.path.realpath(vault)  # the vault folder itself may be a link
+    file_excluded = vault_filter._file_excluded
+    dir_excluded = vault_filter._dir_excluded
+    stack: list[tuple[str, str]] = [(root, "")]
+    while stack:
+        folder, rel_folder = stack.pop()
+        try:
+            with os.scandir(folder) as listing:
+                entries = sorted(listing, key=_entry_name)
+        except OSError as exc:
+            _log.warning("skipping unreadable folder %s: %s", rel_folder or ".", exc)
+            continue
+        subfolders: list[tuple[str, str]] = []
+        for entry in entries:
+            name = entry.name
+            try:
+                if entry.is_symlink():
+                    _log.debug("not following link %s%s", rel_folder, name)
+                    continue
+                if entry.is_dir(follow_symlinks=False):
+                    rel_dir = f"{rel_folder}{name}/"
+                    if not dir_excluded(rel_dir, name):
+                        subfolders.append((entry.path, rel_dir))
+                    continue
+                if name[-3:].lower() != ".md":
+                    continue
+                rel = rel_folder + name
+                if file_excluded(rel, name):
+                    continue
+                info = entry.stat(follow_symlinks=False)
+            except OSError as exc:
+                _log.warning("skipping unreadable entry %s%s: %s", rel_folder, name, exc)
+                continue
+            if _stat.S_ISREG(info.st_mode):
+                yield rel, info
+        # Reversed so that popping the stack visits sibling folders in name order.
+        stack.extend(reversed(subfolders))
+
+
+def _entry_name(entry: os.DirEntry[str]) -> str:
+    return entry.name
+
+
+def _read_patterns(path: Path) -> tuple[str, ...]:
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return ()
+    except OSError as exc:
+        raise IndexIgnoreError(
+            f"cannot read {path}: {exc.strerror or exc}",
+            hint="fix the file's permissions, or delete it to index everything",
+        ) from exc
+    text = raw.decode("utf-8", errors="replace").lstrip("\ufeff")
+    return tuple(text.splitlines())
+
+
+def _normalise(rel_path: str) -> str:
+    rel = rel_path.replace("\\", "/")
+    while rel.startswith("./"):
+        rel = rel[2:]
+    return rel.lstrip("/")

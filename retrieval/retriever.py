@@ -1,0 +1,620 @@
+"""Hybrid search over the index: BM25 (FTS5) and vector KNN, fused, filtered, budgeted.
+
+The retriever only reads. It keeps a small pool of its own SQLite connections
+(the database is in WAL mode, so reads go on while the indexer writes) and
+runs each search's SQL in a worker thread inside one read transaction. Many
+searches may run concurrently (the MCP server serves several requests at once):
+connections are never shared between two searches at the same time, the query
+embedding is serialised by a lock, and the in-memory vector matrix is an
+immutable object swapped under a lock when the index's ``generation`` changes.
+
+Ranking design and measurements: docs/ranking.md.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from dataclasses import replace
+from datetime import datetime
+from pathlib import Path
+from types import TracebackType
+from typing import Any, TypeVar, get_args
+
+import anyio
+import anyio.to_thread
+import numpy as np
+import numpy.typing as npt
+
+from retrieval import search_legs
+from retrieval.budget import take
+from retrieval.context_block import render_context
+from retrieval.embedder import Embedder
+from retrieval.errors import (
+    IndexUnavailableError,
+    ModelError,
+    QueryError,
+    RetrievalError,
+)
+from retrieval.explanation import ExplainRow, SearchExplanation
+from retrieval.filters import filters_sql
+from retrieval.fts_query import build_match
+from retrieval.fusion import Candidate, FusionParams, fuse, sort_key
+from retrieval.records import IndexStatus, NoteInfo, SearchFilters, SearchMode, SearchResult
+from retrieval.schema import VECTOR_TABLE
+from retrieval.settings import IndexSettings, SearchSettings
+from retrieval.store import capabilities, connect, get_meta, index_db_path, sqlite_module
+from retrieval.vector_matrix import VectorMatrix, load_matrix, query_blob
+
+__all__ = ["Retriever"]
+
+logger = logging.getLogger(__name__)
+
+_POOL_SIZE = 4
+_MODES: tuple[str, ...] = get_args(SearchMode)
+_NO_INDEX_HINT = "run `signaldesk index` to build it"
+T = TypeVar("T")
+
+
+class Retriever:
+    """Read-only hybrid search over one vault's index. Create with :meth:`open`."""
+
+    def __init__(
+        self,
+        db_path: Path,
+        index: IndexSettings,
+        search: SearchSettings,
+        embedder: Embedder | None,
+        *,
+        fts_ok: bool,
+        vec_ext_ok: bool,
+        static_degraded: tuple[str, ...],
+    ) -> None:
+        self._db_path = db_path
+        self._index = index
+        self._settings = search
+        self._embedder = embedder
+        self._fts_ok = fts_ok
+        self._vec_ext_ok = vec_ext_ok
+        self._static_degraded = static_degraded
+        self._idle: list[Any] = []
+        self._slots = anyio.Semaphore(_POOL_SIZE)
+        self._matrix: VectorMatrix | None = None
+        self._matrix_lock = threading.Lock()
+        self._embed_lock = threading.Lock()
+        self._model_problem: str | None = None
+        self._model_checked = False
+        self._closed = False
+
+    # -- lifecycle ---------------------------------------------------------
+
+    @classmethod
+    async def open(
+        cls,
+        vault: Path,
+        index: IndexSettings,
+        search: SearchSettings,
+        embedder: Embedder | None,
+    ) -> Retriever:
+        """Open the index of ``vault`` for searching.
+
+        :raises IndexUnavailableError: there is no index (hint: `signaldesk index`).
+        """
+        db_path = index_db_path(vault, index)
+        if not db_path.is_file():
+            raise IndexUnavailableError(f"no index at {db_path}", hint=_NO_INDEX_HINT)
+        conn = await anyio.to_thread.run_sync(cls._connect_checked, db_path)
+        try:
+            fts_ok, vec_ext_ok, degraded = await anyio.to_thread.run_sync(cls._probe, conn)
+        except BaseException:
+            conn.close()
+            raise
+        if embedder is None:
+            degraded = (*degraded, "no embedding model: keyword (BM25) search only")
+        if not fts_ok and (embedder is None or not vec_ext_ok):
+            conn.close()
+            raise IndexUnavailableError(
+                "the index can be searched neither by keyword nor by vector: "
+                + "; ".join(degraded),
+                hint="check `signaldesk doctor`, then run `signaldesk index --full`",
+            )
+        retriever = cls(
+            db_path,
+            index,
+            search,
+            embedder,
+            fts_ok=fts_ok,
+            vec_ext_ok=vec_ext_ok,
+            static_degraded=degraded,
+        )
+        retriever._idle.append(conn)
+        return retriever
+
+    @staticmethod
+    def _connect_checked(db_path: Path) -> Any:
+        conn = connect(db_path, readonly=True)
+        try:
+            tables = {
+                r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+            }
+        except Exception as exc:
+            conn.close()
+            raise IndexUnavailableError(
+                f"the index at {db_path} cannot be read: {exc}",
+                hint="delete it and run `signaldesk index --full`",
+            ) from exc
+        if not {"notes", "chunks", "meta"} <= tables:
+            conn.close()
+            raise IndexUnavailableError(f"the index at {db_path} is empty", hint=_NO_INDEX_HINT)
+        return conn
+
+    @staticmethod
+    def _probe(conn: Any) -> tuple[bool, bool, tuple[str, ...]]:
+        caps = capabilities(conn)
+        tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
+        degraded: list[str] = []
+        fts_ok = caps.fts5 and "chunks_fts" in tables
+        if not fts_ok:
+            degraded.append("no FTS5 keyword index: vector search only")
+        vec_ext_ok = caps.vec and VECTOR_TABLE in tables
+        if not caps.vec:
+            degraded.append(f"sqlite-vec not loadable ({caps.vec_error}): keyword search only")
+        elif VECTOR_TABLE not in tables:
+            degraded.append("the index holds no vectors: keyword search only")
+        return fts_ok, vec_ext_ok, tuple(degraded)
+
+    async def aclose(self) -> None:
+        """Close every connection. Searches after this raise :class:`RetrievalError`."""
+        self._closed = True
+        async with self._slots:
+            idle, self._idle = self._idle, []
+        for conn in idle:
+            conn.close()
+
+    async def __aenter__(self) -> Retriever:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    @asynccontextmanager
+    async def _connection(self) -> AsyncIterator[Any]:
+        if self._closed:
+            raise RetrievalError("the retriever is closed")
+        async with self._slots:
+            conn = self._idle.pop() if self._idle else None
+            if conn is None:
+                conn = await anyio.to_thread.run_sync(connect, self._db_path, True)
+            try:
+                yield conn
+            finally:
+                if self._closed:
+                    conn.close()
+                else:
+                    self._idle.append(conn)
+
+    async def _run(self, fn: Callable[[Any], T]) -> T:
+        """Run ``fn(conn)`` in a worker thread inside one read transaction."""
+
+        def in_snapshot(conn: Any) -> T:
+            db_error = sqlite_module().Error
+            try:
+                conn.execute("BEGIN")
+                try:
+                    return fn(conn)
+                finally:
+                    conn.execute("COMMIT")
+            except db_error as exc:
+                if "no such table" in str(exc):
+                    raise IndexUnavailableError(
+                        f"the index at {self._db_path} is incomplete: {exc}", hint=_NO_INDEX_HINT
+                    ) from exc
+                raise RetrievalError(f"index query failed: {exc}") from exc
+
+        async with self._connection() as conn:
+            return await anyio.to_thread.run_sync(in_snapshot, conn)
+
+    async def warm_up(self) -> None:
+        """Load the model, open the database, load the vector matrix and run one query."""
+        await self.search("warm up", limit=1)
+
+    # -- vectors -----------------------------------------------------------
+
+    def _check_model(self, conn: Any) -> str | None:
+        """Why the vector list cannot be used right now (``None``: it can)."""
+        if self._embedder is None:
+            return "no embedding model: keyword (BM25) search only"
+        if not self._vec_ext_ok:
+            return "vectors unavailable: keyword (BM25) search only"
+        if self._model_problem is not None and self._model_checked:
+            return self._model_problem
+        try:
+            fingerprint = self._embedder.fingerprint
+            dims = self._embedder.dimensions
+        except Exception as exc:  # a model that cannot load means BM25 only, not a crash
+            logger.warning("embedding model unavailable: %s", exc, exc_info=True)
+            self._model_problem = f"embedding model unavailable ({exc}): keyword search only"
+            self._model_checked = True
+            return self._model_problem
+        stored_fp = get_meta(conn, "model_fingerprint")
+        stored_dims = get_meta(conn, "dimensions")
+        if stored_fp is not None and stored_fp != fingerprint:
+            return (
+                f"the index's vectors come from another model ({get_meta(conn, 'model_name')}); "
+                "run `signaldesk index` to re-embed: keyword search only"
+            )
+        if stored_dims is not None and int(stored_dims) != dims:
+            return "the index's vector size differs from the model's: keyword search only"
+        return None
+
+    def _embed(self, query: str) -> npt.NDArray[np.float32]:
+        assert self._embedder is not None
+        with self._embed_lock:
+            try:
+                vectors = self._embedder.encode([query])
+            except Exception as exc:
+                raise ModelError(f"could not embed the query: {exc}") from exc
+        vec = np.asarray(vectors, dtype=np.float32).reshape(-1)
+        norm = float(np.linalg.norm(vec))
+        return vec / norm if norm > 0 else vec
+
+    def _current_matrix(self, conn: Any) -> VectorMatrix | None:
+        """The in-memory matrix for the snapshot ``conn`` sees, reloaded on a new generation."""
+        generation = get_meta(conn, "generation")
+        matrix = self._matrix
+        if matrix is not None and matrix.generation == generation:
+            return matrix
+        with self._matrix_lock:
+            matrix = self._matrix
+            if matrix is not None and matrix.generation == generation:
+                return matrix
+            dims = get_meta(conn, "dimensions")
+            if dims is None:
+                return None
+            vector_type = get_meta(conn, "vector_type") or "float"
+            started = time.perf_counter()
+            matrix = load_matrix(conn, int(dims), vector_type, generation)
+            logger.info(
+                "vector matrix loaded: %d rows in %.0f ms",
+                len(matrix),
+                (time.perf_counter() - started) * 1000,
+            )
+            self._matrix = matrix
+            return matrix
+
+    # -- search ------------------------------------------------------------
+
+    async def search(
+        self,
+        query: str,
+        *,
+        limit: int | None = None,
+        filters: SearchFilters | None = None,
+        mode: SearchMode | None = None,
+        max_tokens: int | None = None,
+    ) -> list[SearchResult]:
+        """The best chunks for ``query``, fused, filtered and cut to the token budget.
+
+        :raises QueryError: the query is empty, or the mode unknown.
+        :raises IndexUnavailableError: the index is gone or unreadable.
+        """
+        explanation = await self.explain(
+            query, limit=limit, filters=filters, mode=mode, max_tokens=max_tokens
+        )
+        return list(explanation.results)
+
+    async def explain(
+        self,
+        query: str,
+        *,
+        limit: int | None = None,
+        filters: SearchFilters | None = None,
+        mode: SearchMode | None = None,
+        max_tokens: int | None = None,
+    ) -> SearchExplanation:
+        """Like :meth:`search`, with each list's ranks and raw scores, the MATCH
+        expression, the weights, the effective mode and timings."""
+        s = self._settings
+        requested: SearchMode = mode or s.mode
+        if requested not in _MODES:
+            raise QueryError(f"unknown search mode {requested!r}", hint="use hybrid, bm25 or vector")
+        match = build_match(query)  # raises QueryError on an empty query
+        limit = s.limit if limit is None else max(1, int(limit))
+        budget = s.max_tokens if max_tokens is None else max(1, int(max_tokens))
+        depth = max(s.candidates, limit)
+        timings: dict[str, float] = {}
+        degraded = list(self._static_degraded)
+
+        started = time.perf_counter()
+        problem = await self._run(self._check_model)
+        want_vec = requested in ("hybrid", "vector")
+        want_bm25 = requested in ("hybrid", "bm25")
+        use_vec = want_vec and problem is None
+        use_bm25 = want_bm25 and self._fts_ok
+        if problem is not None and problem not in degraded:
+            degraded.append(problem)
+        if want_vec and not use_vec and not use_bm25 and self._fts_ok:
+            use_bm25 = True  # vector search asked for but impossible: keyword instead
+        if want_bm25 and not use_bm25 and not use_vec and problem is None:
+            use_vec = True  # keyword search asked for but no FTS5: vectors instead
+        if not use_vec and not use_bm25:
+            raise RetrievalError(
+                "no search method is available: " + "; ".join(degraded),
+                hint="check `signaldesk doctor`, then run `signaldesk index --full`",
+            )
+        effective: SearchMode = "hybrid" if use_vec and use_bm25 else "vector" if use_vec else "bm25"
+
+        qvec: npt.NDArray[np.float32] | None = None
+        if use_vec:
+            t0 = time.perf_counter()
+            try:
+                qvec = await anyio.to_thread.run_sync(self._embed, query)
+            except ModelError as exc:
+                if not use_bm25 and not self._fts_ok:
+                    raise
+                logger.warning("query embedding failed, keyword search only: %s", exc)
+                degraded.append(f"{exc.message}: keyword search only")
+                use_vec, use_bm25, effective = False, True, "bm25"
+            timings["embed"] = (time.perf_counter() - t0) * 1000
+
+        params = FusionParams(
+            method=s.fusion,
+            bm25_weight=s.bm25_weight,
+            vector_weight=s.vector_weight,
+            rrf_k=s.rrf_k,
+        )
+
+        def run(conn: Any) -> tuple[list[Candidate], dict[int, search_legs.ChunkRow]]:
+            bm25: list[tuple[int, float]] = []
+            bm25_all: dict[int, float] = {}
+            vec: list[tuple[int, float]] = []
+            matrix: VectorMatrix | None = None
+            vector_type = "float"
+            blob = b""
+            if use_bm25 and match is not None:
+                t = time.perf_counter()
+                bm25, bm25_all = search_legs.bm25_list(
+                    conn, match, depth, s.column_weights, filters
+                )
+                timings["bm25"] = (time.perf_counter() - t) * 1000
+            if use_vec and qvec is not None:
+                t = time.perf_counter()
+                allowed = search_legs.allowed_chunk_ids(conn, filters)
+                matrix = self._current_matrix(conn)
+                vector_type = get_meta(conn, "vector_type") or "float"
+                if matrix is not None:
+                    vec = matrix.top_k(qvec, depth, allowed)
+                else:
+                    blob = query_blob(qvec, vector_type)
+                    vec = search_legs.vec_knn(conn, blob, vector_type, depth, allowed)
+                timings["vector"] = (time.perf_counter() - t) * 1000
+            t = time.perf_counter()
+            cands = self._candidates(bm25, vec)
+            if effective == "hybrid" and s.fusion == "blend":
+                cands = self._complete_scores(conn, cands, bm25_all, qvec, matrix, vector_type)
+            if effective == "hybrid":
+                cands = fuse(cands, params)
+            else:
+                cands = [
+                    replace(c, score=(c.bm25_score if effective == "bm25" else c.vector_score) or 0.0)
+                    for c in cands
+                ]
+            rows = search_legs.chunk_rows(conn, [c.chunk_id for c in cands])
+            timings["fuse"] = (time.perf_counter() - t) * 1000
+            return cands, rows
+
+        candidates, rows = await self._run(run)
+        candidates = [c for c in candidates if c.chunk_id in rows]
+        candidates.sort(
+            key=lambda c: sort_key(c, rows[c.chunk_id].path, rows[c.chunk_id].ordinal)
+        )
+        top = candidates[:limit]
+        texts = take([rows[c.chunk_id].text for c in top], budget)
+        results = tuple(
+            self._result(c, rows[c.chunk_id], text) for c, text in zip(top, texts, strict=False)
+        )
+        timings["total"] = (time.perf_counter() - started) * 1000
+        return SearchExplanation(
+            query=query,
+            match=match if use_bm25 else None,
+            requested_mode=requested,
+            mode=effective,
+            fusion=s.fusion if effective == "hybrid" else effective,
+            weights={"bm25": s.bm25_weight, "vector": s.vector_weight},
+            rrf_k=s.rrf_k,
+            candidates=depth,
+            column_weights=s.column_weights,
+            degraded=tuple(degraded),
+            rows=tuple(
+                ExplainRow(
+                    path=rows[c.chunk_id].path,
+                    section=rows[c.chunk_id].section,
+                    ordinal=rows[c.chunk_id].ordinal,
+                    chunk_id=c.chunk_id,
+                    score=c.score,
+                    bm25_rank=c.bm25_rank,
+                    bm25_score=c.bm25_score,
+                    vector_rank=c.vector_rank,
+                    vector_score=c.vector_score,
+                )
+                for c in candidates
+            ),
+            results=results,
+            timings_ms=timings,
+        )
+
+    @staticmethod
+    def _candidates(
+        bm25: list[tuple[int, float]], vec: list[tuple[int, float]]
+    ) -> list[Candidate]:
+        by_id: dict[int, Candidate] = {}
+        for rank, (cid, score) in enumerate(bm25, start=1):
+            by_id[cid] = Candidate(cid, bm25_rank=rank, bm25_score=score)
+        for rank, (cid, score) in enumerate(vec, start=1):
+            old = by_id.get(cid, Candidate(cid))
+            by_id[cid] = replace(old, vector_rank=rank, vector_score=score)
+        return list(by_id.values())
+
+    @staticmethod
+    def _complete_scores(
+        conn: Any,
+        cands: list[Candidate],
+        bm25_all: dict[int, float],
+        qvec: npt.NDArray[np.float32] | None,
+        matrix: VectorMatrix | None,
+        vector_type: str,
+    ) -> list[Candidate]:
+        """Give each candidate both lists' scores, so that blending compares like with like."""
+        need_vec = [c.chunk_id for c in cands if c.vector_rank is None]
+        vec: dict[int, float] = {}
+        if qvec is not None and need_vec:
+            if matrix is not None:
+                vec = matrix.scores_for(qvec, need_vec)
+            else:
+                vec = search_legs.vec_scores_for(
+                    conn, query_blob(qvec, vector_type), vector_type, need_vec
+                )
+        out = []
+        for c in cands:
+            if c.bm25_rank is None and c.chunk_id in bm25_all:
+                c = replace(c, bm25_score=bm25_all[c.chunk_id])
+            if c.chunk_id in vec:
+                c = replace(c, vector_score=vec[c.chunk_id])
+            out.append(c)
+        return out
+
+    @staticmethod
+    def _result(c: Candidate, row: search_legs.ChunkRow, text: str) -> SearchResult:
+        return SearchResult(
+            path=row.path,
+            section=row.section,
+            text=text,
+            score=c.score,
+            title=row.title,
+            heading_path=row.heading_path,
+            bm25_rank=c.bm25_rank,
+            vector_rank=c.vector_rank,
+            start_line=row.start_line,
+            note_type=row.note_type,
+            domain=row.domain,
+            tags=row.tags,
+            updated=row.updated,
+        )
+
+    # -- context, listing, status -------------------------------------------
+
+    async def context(
+        self,
+        topic: str,
+        *,
+        max_tokens: int | None = None,
+        filters: SearchFilters | None = None,
+    ) -> str:
+        """One markdown block about ``topic``: excerpts headed by ``path › heading``.
+
+        The whole block (headings included) keeps to the token budget; the last
+        excerpt that does not fit is cut with ``...``.
+        """
+        budget = self._settings.max_tokens if max_tokens is None else max(1, int(max_tokens))
+        results = await self.search(
+            topic,
+            limit=self._settings.context_results,
+            filters=filters,
+            max_tokens=10**9,
+        )
+        return render_context(topic, results, budget)
+
+    async def list_notes(
+        self, filters: SearchFilters | None = None, *, limit: int = 50
+    ) -> list[NoteInfo]:
+        """Indexed notes passing ``filters``, most recently updated first."""
+        where, params = filters_sql(filters)
+        sql = (
+            "SELECT n.path, n.title, n.type, n.domain, n.tags, n.status, n.created, n.updated, "
+            "n.mtime_ns, n.frontmatter FROM notes n "
+            f"WHERE {where} ORDER BY COALESCE(n.updated, n.created, '') DESC, n.path LIMIT ?"
+        )
+
+        def run(conn: Any) -> list[NoteInfo]:
+            import json
+
+            out = []
+            for r in conn.execute(sql, (*params, max(1, int(limit)))):
+                try:
+                    fm = json.loads(r[9] or "{}")
+                except ValueError:
+                    fm = {}
+                out.append(
+                    NoteInfo(
+                        path=r[0],
+                        title=r[1],
+                        note_type=r[2],
+                        domain=r[3],
+                        tags=search_legs._tags(r[4]),
+                        status=r[5],
+                        created=r[6],
+                        updated=r[7],
+                        mtime=int(r[8]) / 1e9,
+                        frontmatter=fm if isinstance(fm, dict) else {},
+                    )
+                )
+            return out
+
+        return await self._run(run)
+
+    async def status(self) -> IndexStatus:
+        """Counts, model, last run and any degraded mode of the index."""
+
+        def run(conn: Any) -> IndexStatus:
+            notes = conn.execute("SELECT count(*) FROM notes").fetchone()[0]
+            chunks = conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
+            vectors = 0
+            if self._vec_ext_ok:
+                vectors = conn.execute(f"SELECT count(*) FROM {VECTOR_TABLE}").fetchone()[0]
+            folders: dict[str, int] = {}
+            for (path,) in conn.execute("SELECT path FROM notes"):
+                top = path.split("/", 1)[0] if "/" in path else "."
+                folders[top] = folders.get(top, 0) + 1
+            last = get_meta(conn, "last_indexed")
+            dims = get_meta(conn, "dimensions")
+            problem = self._check_model(conn)
+            degraded = list(self._static_degraded)
+            if problem is not None and problem not in degraded:
+                degraded.append(problem)
+            size = sum(
+                p.stat().st_size
+                for p in (self._db_path, Path(f"{self._db_path}-wal"))
+                if p.exists()
+            )
+            return IndexStatus(
+                db_path=str(self._db_path),
+                exists=True,
+                notes=int(notes),
+                chunks=int(chunks),
+                vectors=int(vectors),
+                db_bytes=size,
+                model=get_meta(conn, "model_name"),
+                dimensions=int(dims) if dims else None,
+                last_indexed=_parse_time(last),
+                degraded=tuple(degraded),
+                folders=dict(sorted(folders.items())),
+            )
+
+        return await self._run(run)
+
+
+def _parse_time(value: str | None) -> datetime | None:
+    if not value:
+        return None
+    try:
+        return datetime.fromisoformat(value)
+    except ValueError:
+        return None

@@ -1,0 +1,174 @@
+"""The SQL side of a search: the BM25 list, the sqlite-vec fallback, chunk metadata.
+
+Plain synchronous functions over one connection; the retriever runs them in a
+worker thread inside a single read transaction, so every query of one search
+sees the same snapshot of the index even while the indexer commits.
+"""
+
+from __future__ import annotations
+
+import heapq
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from retrieval.filters import filters_sql
+from retrieval.records import SearchFilters
+from retrieval.schema import VECTOR_TABLE
+
+__all__ = [
+    "ChunkRow",
+    "allowed_chunk_ids",
+    "bm25_list",
+    "chunk_rows",
+    "vec_knn",
+    "vec_scores_for",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class ChunkRow:
+    """A chunk with what a result needs to show about it and its note."""
+
+    chunk_id: int
+    ordinal: int
+    section: str
+    heading_path: tuple[str, ...]
+    text: str
+    start_line: int
+    path: str
+    title: str
+    note_type: str | None
+    domain: str | None
+    tags: tuple[str, ...]
+    updated: str | None
+
+
+def _weights_sql(weights: tuple[float, float, float]) -> str:
+    # Floats formatted by us, never text from a caller.
+    return ", ".join(repr(float(w)) for w in weights)
+
+
+def bm25_list(
+    conn: Any,
+    match: str,
+    limit: int,
+    weights: tuple[float, float, float],
+    filters: SearchFilters | None,
+) -> tuple[list[tuple[int, float]], dict[int, float]]:
+    """The ``limit`` best chunks for ``match`` and the relevance of every matching chunk.
+
+    Relevance is FTS5's ``bm25()`` negated, so higher is better. The list is
+    ``(chunk_id, relevance)`` best first (ties: lower chunk id first).
+
+    Why every match is read rather than ``ORDER BY ... LIMIT``: FTS5 scores all
+    matching rows for the ORDER BY anyway, and blending needs the BM25 score of
+    the vector list's candidates too. Asking FTS5 for those afterwards with
+    ``rowid IN (...)`` re-runs the whole MATCH once per id (measured: 20-300 ms
+    a query on SciFact), while keeping the scores from this one pass is cheap.
+    """
+    where, params = filters_sql(filters)
+    w = _weights_sql(weights)
+    if where == "1":
+        sql = f"SELECT rowid, bm25(chunks_fts, {w}) FROM chunks_fts WHERE chunks_fts MATCH ?"
+        rows = conn.execute(sql, (match,)).fetchall()
+    else:
+        sql = (
+            f"SELECT chunks_fts.rowid, bm25(chunks_fts, {w}) FROM chunks_fts "
+            "JOIN chunks c ON c.id = chunks_fts.rowid JOIN notes n ON n.id = c.note_id "
+            f"WHERE chunks_fts MATCH ? AND {where}"
+        )
+        rows = conn.execute(sql, (match, *params)).fetchall()
+    scores = {int(r[0]): -float(r[1]) for r in rows}
+    top = heapq.nsmallest(limit, scores.items(), key=lambda item: (-item[1], item[0]))
+    return top, scores
+
+
+def allowed_chunk_ids(conn: Any, filters: SearchFilters | None) -> set[int] | None:
+    """Chunk ids that pass ``filters``; ``None`` when there is nothing to filter."""
+    where, params = filters_sql(filters)
+    if where == "1":
+        return None
+    sql = f"SELECT c.id FROM chunks c JOIN notes n ON n.id = c.note_id WHERE {where}"
+    return {int(r[0]) for r in conn.execute(sql, params)}
+
+
+def vec_knn(
+    conn: Any, query_blob: bytes, vector_type: str, k: int, allowed: set[int] | None
+) -> list[tuple[int, float]]:
+    """KNN through sqlite-vec itself (used until the in-memory matrix is loaded).
+
+    With filters, over-fetches and filters afterwards; the list can then be
+    shorter than ``k`` when the filter is very selective.
+    """
+    fetch = k if allowed is None else min(max(k * 10, 200), 4096)
+    wrap = "vec_int8(?)" if vector_type == "int8" else "?"
+    sql = (
+        f"SELECT rowid, distance FROM {VECTOR_TABLE} WHERE embedding MATCH {wrap} "
+        "AND k = ? ORDER BY distance, rowid"
+    )
+    out: list[tuple[int, float]] = []
+    for rowid, distance in conn.execute(sql, (query_blob, fetch)):
+        if allowed is None or int(rowid) in allowed:
+            out.append((int(rowid), 1.0 - float(distance)))
+            if len(out) >= k:
+                break
+    return out
+
+
+def vec_scores_for(
+    conn: Any, query_blob: bytes, vector_type: str, chunk_ids: list[int]
+) -> dict[int, float]:
+    """Cosine similarity of the listed chunks through sqlite-vec."""
+    if not chunk_ids:
+        return {}
+    wrap = "vec_int8(?)" if vector_type == "int8" else "?"
+    sql = (
+        f"SELECT rowid, vec_distance_cosine(embedding, {wrap}) FROM {VECTOR_TABLE} "
+        "WHERE rowid IN (SELECT value FROM json_each(?))"
+    )
+    return {
+        int(r[0]): 1.0 - float(r[1])
+        for r in conn.execute(sql, (query_blob, json.dumps(chunk_ids)))
+    }
+
+
+def _tags(raw: str | None) -> tuple[str, ...]:
+    try:
+        value = json.loads(raw or "[]")
+    except ValueError:
+        return ()
+    return tuple(str(t) for t in value) if isinstance(value, list) else ()
+
+
+def _heading_path(raw: str | None) -> tuple[str, ...]:
+    return _tags(raw)
+
+
+def chunk_rows(conn: Any, chunk_ids: list[int]) -> dict[int, ChunkRow]:
+    """Chunk and note fields for each listed chunk that still exists."""
+    if not chunk_ids:
+        return {}
+    sql = (
+        "SELECT c.id, c.ordinal, c.section, c.heading_path, c.text, c.start_line, "
+        "n.path, n.title, n.type, n.domain, n.tags, COALESCE(n.updated, n.created) "
+        "FROM chunks c JOIN notes n ON n.id = c.note_id "
+        "WHERE c.id IN (SELECT value FROM json_each(?))"
+    )
+    out: dict[int, ChunkRow] = {}
+    for r in conn.execute(sql, (json.dumps(chunk_ids),)):
+        out[int(r[0])] = ChunkRow(
+            chunk_id=int(r[0]),
+            ordinal=int(r[1]),
+            section=str(r[2]),
+            heading_path=_heading_path(r[3]),
+            text=str(r[4]),
+            start_line=int(r[5]),
+            path=str(r[6]),
+            title=str(r[7]),
+            note_type=r[8],
+            domain=r[9],
+            tags=_tags(r[10]),
+            updated=r[11],
+        )
+    return out

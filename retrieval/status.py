@@ -1,0 +1,117 @@
+"""What is in the index, read without the writer lock and without loading a model."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from retrieval.records import IndexStatus
+from retrieval.schema import VECTOR_TABLE
+from retrieval.settings import IndexSettings
+from retrieval.store import capabilities, connect, get_meta, index_db_path
+
+__all__ = ["index_status"]
+
+logger = logging.getLogger(__name__)
+
+
+def index_status(vault: Path, settings: IndexSettings) -> IndexStatus:
+    """Counts, size, model and degraded search modes of the index of ``vault``.
+
+    Never raises for a missing or unreadable index: ``exists`` is then ``False``
+    (or ``degraded`` says what is wrong) so ``signaldesk index --status`` and
+    ``doctor`` can always report.
+    """
+    db_path = index_db_path(Path(vault), settings)
+    if not db_path.exists():
+        return IndexStatus(
+            db_path=str(db_path),
+            exists=False,
+            degraded=("no index yet: run `signaldesk index`",),
+        )
+    size = sum(
+        p.stat().st_size
+        for p in (db_path, db_path.with_name(db_path.name + "-wal"))
+        if p.exists()
+    )
+    try:
+        conn = connect(db_path, readonly=True)
+    except Exception as exc:
+        return IndexStatus(
+            db_path=str(db_path),
+            exists=True,
+            db_bytes=size,
+            degraded=(f"index unreadable ({exc}): run `signaldesk index` to rebuild it",),
+        )
+    try:
+        return _read_status(conn, db_path, size)
+    except Exception as exc:
+        logger.debug("index status failed", exc_info=True)
+        return IndexStatus(
+            db_path=str(db_path),
+            exists=True,
+            db_bytes=size,
+            degraded=(f"index unreadable ({exc}): run `signaldesk index` to rebuild it",),
+        )
+    finally:
+        conn.close()
+
+
+def _read_status(conn: Any, db_path: Path, size: int) -> IndexStatus:
+    caps = capabilities(conn)
+    conn.execute("BEGIN")  # one snapshot for every count
+    try:
+        notes = _count(conn, "notes")
+        chunks = _count(conn, "chunks")
+        vector_type = get_meta(conn, "vector_type")
+        has_vec_table = (
+            conn.execute("SELECT 1 FROM sqlite_master WHERE name = ?", (VECTOR_TABLE,)).fetchone()
+            is not None
+        )
+        vectors = 0
+        if caps.vec and has_vec_table:
+            vectors = _count(conn, VECTOR_TABLE)
+        folders: dict[str, int] = {}
+        for folder, count in conn.execute(
+            "SELECT CASE WHEN instr(path, '/') > 0 THEN substr(path, 1, instr(path, '/') - 1) "
+            "ELSE '.' END AS folder, count(*) FROM notes GROUP BY folder ORDER BY folder"
+        ):
+            folders[str(folder)] = int(count)
+        model = get_meta(conn, "model_name") or None
+        dims = get_meta(conn, "dimensions")
+        last = get_meta(conn, "last_indexed")
+    finally:
+        conn.execute("COMMIT")
+    degraded: list[str] = []
+    if not caps.fts5:
+        degraded.append("no FTS5 in this SQLite: vector search only")
+    if not caps.vec:
+        degraded.append(f"no sqlite-vec ({caps.vec_error}): BM25 keyword search only")
+    elif vector_type in (None, "none") or not has_vec_table:
+        degraded.append("index has no vectors (no model when it was built): BM25 only")
+    elif vectors < chunks:
+        degraded.append(f"{chunks - vectors} chunks have no vector: run `signaldesk index`")
+    last_indexed = None
+    if last:
+        with contextlib.suppress(ValueError):
+            last_indexed = datetime.fromisoformat(last)
+    return IndexStatus(
+        db_path=str(db_path),
+        exists=True,
+        notes=notes,
+        chunks=chunks,
+        vectors=vectors,
+        db_bytes=size,
+        model=model,
+        dimensions=int(dims) if dims and dims.isdigit() and int(dims) > 0 else None,
+        last_indexed=last_indexed,
+        degraded=tuple(degraded),
+        folders=folders,
+    )
+
+
+def _count(conn: Any, table: str) -> int:
+    return int(conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0])

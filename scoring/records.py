@@ -1,0 +1,79 @@
+"""The results of scoring one item: four dimension scores, the composite and the route."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["DIMENSIONS", "DimensionScore", "RouteDecision", "ScoreCard"]
+
+DIMENSIONS: tuple[str, ...] = ("relevance", "actionability", "depth", "authority")
+"""The four dimensions, in the order the composite formula lists them."""
+
+
+@dataclass(frozen=True, slots=True)
+class DimensionScore:
+    """One dimension's score and why.
+
+    :param value: the score in [0, 1].
+    :param reason: one line a person can read ("steps: 5, code blocks: 2, ...").
+    :param features: the measured features that produced ``value`` (names are stable).
+    """
+
+    value: float
+    reason: str
+    features: dict[str, float]
+
+
+@dataclass(frozen=True, slots=True)
+class RouteDecision:
+    """Which domain folder an item is filed under, and how sure the router is.
+
+    :param domain: one of :data:`signaldesk.vault.DOMAINS` (``other`` when nothing is confident).
+    :param confidence: the best domain's combined keyword and embedding score, in [0, 1].
+    :param reason: one line naming the keywords and similarity that decided it.
+    :param candidates: the best domains with their combined scores, best first.
+    """
+
+    domain: str
+    confidence: float
+    reason: str
+    candidates: tuple[tuple[str, float], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ScoreCard:
+    """Everything triage decides about one item.
+
+    :param composite: the weighted sum of the four dimensions, in [0, 1].
+    :param passed: ``composite > threshold``: the item is filed under ``route.domain``.
+    """
+
+    relevance: DimensionScore
+    actionability: DimensionScore
+    depth: DimensionScore
+    authority: DimensionScore
+    composite: float
+    passed: bool
+    route: RouteDecision
+
+    def dimension(self, name: str) -> DimensionScore:
+        """The score of dimension ``name`` (one of :data:`DIMENSIONS`)."""
+        if name not in DIMENSIONS:
+            raise KeyError(name)
+        score: DimensionScore = getattr(self, name)
+        return score
+
+    def as_frontmatter(self) -> dict[str, Any]:
+        """The fields a signal note's frontmatter records (SPEC section 5), rounded for people."""
+        scores: dict[str, Any] = {name: round(self.dimension(name).value, 3) for name in DIMENSIONS}
+        return {
+            "scores": scores,
+            "composite": round(self.composite, 3),
+            "domain": self.route.domain,
+            "route_confidence": round(self.route.confidence, 3),
+            "why": {
+                **{name: self.dimension(name).reason for name in DIMENSIONS},
+                "route": self.route.reason,
+            },
+        }

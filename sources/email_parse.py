@@ -1,0 +1,297 @@
+"""Read one raw e-mail defensively: headers decoded right, bodies found even in broken MIME.
+
+The stdlib parser does the MIME work (``email.policy.default``); this module adds what real
+mail needs on top: charset labels that lie (GBK sent as "gb2312", UTF-8 sent as "us-ascii"),
+raw 8-bit headers, a multipart whose declared boundary never occurs, and the decision whether
+a message is a newsletter at all.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import email
+import email.errors
+import email.header
+import email.message
+import email.policy
+import email.utils
+import logging
+import re
+from dataclasses import dataclass
+
+from sources.decoding import decode_bytes
+
+__all__ = [
+    "MailHeaders",
+    "classify_message",
+    "decode_header_value",
+    "find_bodies",
+    "is_newsletter",
+    "normalise_message_id",
+    "read_headers",
+    "read_message",
+]
+
+logger = logging.getLogger(__name__)
+
+# Headers that only bulk senders and their services add (lower-cased names).
+_ESP_HEADERS: tuple[str, ...] = (
+    "x-mailchimp-campaign",
+    "x-mc-user",
+    "x-campaign",
+    "x-campaignid",
+    "x-csa-complaints",
+    "x-sg-eid",
+    "x-mailgun-tag",
+    "x-mailgun-variables",
+    "x-ses-outgoing",
+    "x-sfmc-stack",
+    "x-mailjet-campaign",
+    "x-newsletter",
+    "x-substack-post-id",
+    "x-beehiiv-type",
+    "x-convertkit-subscriber",
+)
+_ESP_MAILER = re.compile(
+    r"mailchimp|substack|sendinblue|brevo|mailerlite|convertkit|buttondown|beehiiv|"
+    r"campaign monitor|constant ?contact|hubspot|klaviyo|mailjet|sendgrid|ghost|revue|"
+    r"acymailing|phplist|mailpoet|listmonk|sympa|mailman",
+    re.IGNORECASE,
+)
+_BOUNCE_SUBJECT = re.compile(
+    r"delivery (status notification|failure|has failed)|undeliver|returned mail|"
+    r"mail delivery (failed|subsystem)|failure notice|non[- ]?delivery",
+    re.IGNORECASE,
+)
+_DAEMON = re.compile(r"^(mailer-daemon|postmaster|mail-daemon)@", re.IGNORECASE)
+_ANGLE_ADDR = re.compile(r"^(.*?)<\s*([^<>\s@]+@[^<>\s]+)\s*>\s*$", re.DOTALL)
+_META_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([\w.:-]+)""", re.IGNORECASE)
+_BOUNDARY_LINE = re.compile(r"^--([^\s]{4,200})\s*$\n(?=[\w-]+:)", re.MULTILINE)
+
+
+@dataclass(frozen=True, slots=True)
+class MailHeaders:
+    """The headers intake needs, decoded to clean text."""
+
+    message_id: str | None
+    subject: str
+    from_name: str | None
+    from_address: str | None
+    date: dt.datetime | None
+    list_id: str | None
+    list_name: str | None
+    unsubscribe: tuple[str, ...]
+
+
+def read_message(data: bytes) -> email.message.EmailMessage:
+    """Parse raw bytes into a message; a multipart whose boundary is wrong is re-cut.
+
+    Trigger: ``mail_malformed_3`` declares one boundary and uses another, so the parser sees
+    no parts at all. Outcome: the boundary actually used is found in the payload and the
+    message re-parsed with it, so its HTML part is still read.
+    """
+    msg = email.message_from_bytes(data, policy=email.policy.default)
+    assert isinstance(msg, email.message.EmailMessage)
+    if msg.get_content_maintype() == "multipart" and not msg.is_multipart():
+        recovered = _recut_multipart(msg)
+        if recovered is not None:
+            return recovered
+    return msg
+
+
+def _recut_multipart(msg: email.message.EmailMessage) -> email.message.EmailMessage | None:
+    payload = msg.get_payload()
+    if not isinstance(payload, str):
+        return None
+    match = _BOUNDARY_LINE.search(payload)
+    if match is None:
+        return None
+    boundary = match.group(1)
+    head = f'Content-Type: multipart/mixed; boundary="{boundary}"\nMIME-Version: 1.0\n\n'
+    raw = (head + payload).encode("ascii", "surrogateescape")
+    inner = email.message_from_bytes(raw, policy=email.policy.default)
+    if not isinstance(inner, email.message.EmailMessage) or not inner.is_multipart():
+        return None
+    logger.debug("re-cut multipart with boundary %r found in the body", boundary)
+    msg.set_payload(inner.get_payload())
+    return msg
+
+
+def _raw_header(msg: email.message.Message, name: str) -> str | None:
+    """The header as it was on the wire (encoded words intact), unfolded; first one wins."""
+    wanted = name.lower()
+    for key, value in msg.raw_items():
+        if key.lower() == wanted:
+            return re.sub(r"\r?\n[ \t]+", " ", str(value)).strip()
+    return None
+
+
+def decode_header_value(raw: str) -> str:
+    """Decode RFC 2047 encoded words and raw 8-bit bytes in a header value; never raises."""
+    if any("\udc80" <= ch <= "\udcff" for ch in raw):
+        # Raw 8-bit header: the parser kept the bytes as surrogates; read them as text.
+        raw = decode_bytes(raw.encode("ascii", "surrogateescape"))[0]
+    if "=?" not in raw:
+        return " ".join(raw.split())
+    try:
+        parts = email.header.decode_header(raw)
+    except (email.errors.HeaderParseError, ValueError, LookupError):
+        return " ".join(raw.split())
+    out: list[str] = []
+    for chunk, charset in parts:
+        if isinstance(chunk, bytes):
+            out.append(decode_bytes(chunk, charset)[0])
+        else:
+            out.append(chunk)
+    return " ".join("".join(out).split())
+
+
+def normalise_message_id(value: str | None) -> str | None:
+    """``<abc@host>`` -> ``abc@host``: brackets, folding and spaces gone; ``None`` if empty."""
+    if not value:
+        return None
+    text = "".join(value.split())
+    match = re.search(r"<([^<>]+)>", text)
+    ident = match.group(1) if match else text.strip("<>")
+    return ident or None
+
+
+def _parse_from(raw: str | None) -> tuple[str | None, str | None]:
+    if not raw:
+        return None, None
+    match = _ANGLE_ADDR.match(raw)
+    if match is not None:
+        name_raw, address = match.group(1).strip(), match.group(2)
+    else:
+        pairs = email.utils.getaddresses([raw])
+        name_raw, address = pairs[0] if pairs else ("", "")
+    name = decode_header_value(name_raw).strip().strip('"').strip() if name_raw else ""
+    return name or None, (address.strip().lower() or None) if address else None
+
+
+def _parse_date(raw: str | None) -> dt.datetime | None:
+    if not raw:
+        return None
+    try:
+        value = email.utils.parsedate_to_datetime(raw)
+    except (TypeError, ValueError, IndexError):
+        return None
+    return value if value.tzinfo is not None else value.replace(tzinfo=dt.UTC)
+
+
+def _parse_list_id(raw: str | None) -> tuple[str | None, str | None]:
+    if not raw:
+        return None, None
+    text = decode_header_value(raw)
+    match = re.search(r"<([^<>]+)>", text)
+    ident = (match.group(1) if match else text).strip()
+    name = text[: match.start()].strip().strip('"').strip() if match else ""
+    return ident or None, name or None
+
+
+def read_headers(msg: email.message.Message) -> MailHeaders:
+    """Decode the headers intake uses, tolerating every malformation seen in the test mails."""
+    from_name, from_address = _parse_from(_raw_header(msg, "From"))
+    list_id, list_name = _parse_list_id(_raw_header(msg, "List-Id"))
+    unsubscribe = tuple(re.findall(r"<([^<>]+)>", _raw_header(msg, "List-Unsubscribe") or ""))
+    return MailHeaders(
+        message_id=normalise_message_id(_raw_header(msg, "Message-ID")),
+        subject=decode_header_value(_raw_header(msg, "Subject") or ""),
+        from_name=from_name,
+        from_address=from_address,
+        date=_parse_date(_raw_header(msg, "Date")),
+        list_id=list_id,
+        list_name=list_name,
+        unsubscribe=unsubscribe,
+    )
+
+
+def classify_message(msg: email.message.Message) -> tuple[bool, str]:
+    """Decide whether ``msg`` is a newsletter; returns ``(yes, reason)`` for the log."""
+    content_type = msg.get_content_type()
+    raw_from = _raw_header(msg, "From") or ""
+    _, address = _parse_from(raw_from)
+    subject = decode_header_value(_raw_header(msg, "Subject") or "")
+    if content_type == "multipart/report" or any(
+        part.get_content_type() == "message/delivery-status" for part in msg.walk()
+    ):
+        return False, "delivery report (bounce)"
+    if (address and _DAEMON.match(address)) or (
+        (_raw_header(msg, "Return-Path") or "").strip() == "<>" and _BOUNCE_SUBJECT.search(subject)
+    ):
+        return False, "bounce from a mail daemon"
+    auto = (_raw_header(msg, "Auto-Submitted") or "no").lower()
+    if auto.startswith("auto-replied") or _raw_header(msg, "X-Autoreply") is not None:
+        return False, "automatic reply"
+    precedence = (_raw_header(msg, "Precedence") or "").lower()
+    if precedence == "junk":
+        return False, "Precedence: junk (auto-responder or spam test)"
+    if _raw_header(msg, "List-Unsubscribe"):
+        return True, "List-Unsubscribe header"
+    if _raw_header(msg, "List-Id"):
+        return True, "List-Id header"
+    if precedence in ("bulk", "list"):
+        return True, f"Precedence: {precedence}"
+    names = {key.lower() for key in msg}
+    esp = next((h for h in _ESP_HEADERS if h in names), None)
+    if esp is not None:
+        return True, f"{esp} header"
+    mailer = _raw_header(msg, "X-Mailer") or ""
+    if _ESP_MAILER.search(mailer):
+        return True, f"sent by a mailing service ({mailer[:40]})"
+    return False, "no newsletter headers (List-Unsubscribe, List-Id, Precedence: bulk)"
+
+
+def is_newsletter(msg: email.message.Message) -> bool:
+    """True for bulk mail a person subscribed to: list headers, Precedence: bulk, ESP headers.
+
+    Bounces, auto-replies and ``Precedence: junk`` are never newsletters.
+    """
+    return classify_message(msg)[0]
+
+
+def _part_text(part: email.message.Message, *, html: bool) -> str | None:
+    try:
+        payload = part.get_payload(decode=True)
+    except (ValueError, LookupError, AssertionError):
+        return None
+    if not isinstance(payload, bytes) or not payload.strip():
+        return None
+    try:
+        declared = part.get_content_charset()
+    except (ValueError, LookupError):
+        declared = None
+    hints: tuple[str | None, ...] = ()
+    if html:
+        meta = _META_CHARSET.search(payload[:4096])
+        hints = (meta.group(1).decode("ascii", "replace"),) if meta else ()
+    return decode_bytes(payload, declared, hints=hints)[0]
+
+
+def find_bodies(msg: email.message.Message) -> tuple[str | None, str | None]:
+    """The first inline text/html and text/plain bodies, decoded: ``(html, plain)``.
+
+    Attachments and anything inside an attached message (a bounce's returned mail, a
+    forwarded message) are not the body.
+    """
+    html: str | None = None
+    plain: str | None = None
+    stack: list[email.message.Message] = [msg]
+    while stack and (html is None or plain is None):
+        part = stack.pop(0)
+        content_type = part.get_content_type()
+        if part.is_multipart():
+            payload = part.get_payload()
+            if isinstance(payload, list):
+                stack[:0] = [p for p in payload if isinstance(p, email.message.Message)]
+            continue
+        if content_type.startswith("message/"):
+            continue
+        disposition = (part.get("Content-Disposition") or "").split(";")[0].strip().lower()
+        if disposition == "attachment":
+            continue
+        if content_type == "text/html" and html is None:
+            html = _part_text(part, html=True)
+        elif content_type == "text/plain" and plain is None:
+            plain = _part_text(part, html=False)
+    return html, plain

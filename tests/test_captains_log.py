@@ -1,0 +1,124 @@
+from __future__ import annotations
+
+import os
+import subprocess
+from datetime import UTC, date, datetime
+from pathlib import Path
+
+import pytest
+
+from pipeline.captains_log import gather, period_for, write_captains_log
+from pipeline.settings import CaptainsLogSettings
+
+
+def _git(repo: Path, *args: str, when: str | None = None) -> None:
+    env = {
+        **os.environ,
+        "GIT_AUTHOR_NAME": "Ada",
+        "GIT_AUTHOR_EMAIL": "ada@example.org",
+        "GIT_COMMITTER_NAME": "Ada",
+        "GIT_COMMITTER_EMAIL": "ada@example.org",
+    }
+    if when:
+        env["GIT_AUTHOR_DATE"] = env["GIT_COMMITTER_DATE"] = when
+    subprocess.run(["git", "-C", str(repo), *args], check=True, env=env, capture_output=True)
+
+
+def _commit(repo: Path, name: str, content: str, message: str, when: str) -> None:
+    (repo / name).write_text(content)
+    _git(repo, "add", name)
+    _git(repo, "commit", "-q", "-m", message, when=when)
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    """Commits on Thu 2026-11-26 .. Mon 2026-11-30 (UTC), one merge."""
+    path = tmp_path / "engine"
+    path.mkdir()
+    _git(path, "init", "-q", "-b", "main")
+    _commit(path, "a.py", "x = 1\n", "Thursday work", "2026-11-26T10:00:00+00:00")
+    _commit(
+        path,
+        "a.py",
+        "x = 2\n# TODO: handle empty input\n",
+        "Decided to switch to anyio",
+        "2026-11-27T09:00:00+00:00",
+    )
+    _git(path, "checkout", "-q", "-b", "side")
+    _commit(path, "b.py", "y = 1\n", "Side branch on Saturday", "2026-11-28T15:00:00+00:00")
+    _git(path, "checkout", "-q", "main")
+    _git(
+        path, "merge", "-q", "--no-ff", "-m", "Merge side", "side", when="2026-11-29T11:00:00+00:00"
+    )
+    _commit(
+        path,
+        "c.py",
+        "z = 1\nz = 2\n# FIXME: slow path\n",
+        "Sunday fix",
+        "2026-11-29T20:00:00+00:00",
+    )
+    _commit(path, "d.py", "w = 1\n", "Monday start", "2026-11-30T08:00:00+00:00")
+    return path
+
+
+def test_monday_covers_friday_to_sunday() -> None:
+    period = period_for(date(2026, 11, 30), "previous_day", UTC)
+    assert [d.isoformat() for d in period.days] == ["2026-11-27", "2026-11-28", "2026-11-29"]
+    tuesday = period_for(date(2026, 12, 1), "previous_day", UTC)
+    assert [d.isoformat() for d in tuesday.days] == ["2026-11-30"]
+    same_day = period_for(date(2026, 11, 30), "same_day", UTC)
+    assert [d.isoformat() for d in same_day.days] == ["2026-11-28", "2026-11-29", "2026-11-30"]
+
+
+def test_log_lists_exactly_the_periods_commits(vault: Path, repo: Path) -> None:
+    settings = CaptainsLogSettings(repos=[str(repo)])
+    log = gather(vault, settings, date(2026, 11, 30), tz=UTC)
+    subjects = [c.subject for c in log.commits["engine"]]
+    assert subjects == ["Decided to switch to anyio", "Side branch on Saturday", "Sunday fix"]
+    sunday = log.commits["engine"][-1]
+    assert (sunday.files, sunday.insertions, sunday.deletions) == (1, 3, 0)
+    assert sorted((t.tag, t.text) for t in log.todos) == [
+        ("FIXME", "slow path"),
+        ("TODO", "handle empty input"),
+    ]
+    assert any("switch to anyio" in d for d in log.decisions)
+
+
+def test_log_note_is_written_and_human_edits_are_kept(vault: Path, repo: Path) -> None:
+    (vault / "00-inbox" / "thoughts.md").write_text(
+        "---\ncreated: 2026-11-29\n---\n- [ ] write the benchmark\n- [x] done thing\n"
+        "We decided to keep SQLite as the only store.\n"
+    )
+    signal = vault / "05-signals" / "security" / "2026-11-28-advisory.md"
+    signal.write_text(
+        "---\ntitle: OpenSSL advisory\ntype: signal\ndomain: security\n"
+        "created: 2026-11-28T09:00:00Z\ncomposite: 0.81\n---\nbody\n"
+    )
+    settings = CaptainsLogSettings(repos=[str(repo)])
+    _log, note = write_captains_log(vault, settings, date(2026, 11, 30), tz=UTC)
+    assert note.outcome == "created"
+    text = note.path.read_text()
+    assert note.path.name == "2026-11-30-captains-log.md"
+    assert "### engine (3 commits" in text
+    assert "Merge side" not in text
+    assert "write the benchmark" in text and "done thing" not in text
+    assert "keep SQLite as the only store" in text
+    assert "[[05-signals/security/2026-11-28-advisory|OpenSSL advisory]] · security · 0.81" in text
+    _, again = write_captains_log(vault, settings, date(2026, 11, 30), tz=UTC)
+    assert again.outcome == "unchanged"
+    note.path.write_text(text.replace("## Open loops", "## Open loops\n\nmy own line"))
+    _, kept = write_captains_log(vault, settings, date(2026, 11, 30), tz=UTC)
+    assert kept.outcome == "kept_edited"
+    assert "my own line" in note.path.read_text()
+
+
+def test_no_repositories_still_gives_notes_and_signals(vault: Path) -> None:
+    log, note = write_captains_log(vault, CaptainsLogSettings(), date(2026, 12, 2), tz=UTC)
+    assert log.commits == {}
+    assert "No commits" in note.path.read_text()
+
+
+def test_missing_repository_is_reported_not_fatal(vault: Path, tmp_path: Path) -> None:
+    settings = CaptainsLogSettings(repos=[str(tmp_path / "nope")])
+    log = gather(vault, settings, date(2026, 12, 2), tz=datetime.now().astimezone().tzinfo)
+    assert log.commits == {}

@@ -1,0 +1,115 @@
+"""`signaldesk feeds …` through the real CLI and a real ledger file."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+import anyio
+from click.testing import CliRunner, Result
+
+from pipeline.cli import cli
+from pipeline.config import resolve_workspace
+from pipeline.errors import FeedRegistryError
+from pipeline.feeds import FeedRegistry
+from pipeline.intake import open_ledger
+
+OPML = b"""<?xml version="1.0" encoding="UTF-8"?>
+<opml version="2.0"><head><title>subs</title></head><body>
+<outline text="Tech" title="Tech">
+  <outline type="rss" text="Example" title="Example" xmlUrl="https://example.com/feed.xml" htmlUrl="https://example.com/"/>
+  <outline type="rss" text="Other" xmlUrl="https://other.example.org/atom"/>
+</outline>
+<outline type="rss" text="Bad" xmlUrl="ftp://nope.example/feed"/>
+</body></opml>"""
+
+
+def _run(vault: Path, *args: str, input: str | None = None) -> Result:
+    return CliRunner().invoke(
+        cli, ["--vault", str(vault), *args], input=input, catch_exceptions=True
+    )
+
+
+def _ok(vault: Path, *args: str) -> Result:
+    result = _run(vault, *args)
+    assert result.exit_code == 0, (result.output, result.exception)
+    return result
+
+
+def test_add_list_remove(vault: Path) -> None:
+    _ok(
+        vault,
+        "feeds",
+        "add",
+        "https://example.com/feed.xml",
+        "--title",
+        "Ex",
+        "--prior",
+        "0.7",
+        "--no-full-text",
+    )
+    listed = json.loads(_ok(vault, "feeds", "list", "--json").stdout)
+    assert [(f["url"], f["title"], f["prior"], f["full_text"]) for f in listed] == [
+        ("https://example.com/feed.xml", "Ex", 0.7, False)
+    ]
+    table = _ok(vault, "feeds", "list").stdout
+    assert "1 feed(s)" in table and "new" in table
+
+    again = _run(vault, "feeds", "add", "https://example.com/feed.xml")
+    assert isinstance(again.exception, FeedRegistryError) and "already subscribed" in str(
+        again.exception
+    )
+    bad = _run(vault, "feeds", "add", "example.com/feed")
+    assert isinstance(bad.exception, FeedRegistryError)
+    prior = _run(vault, "feeds", "add", "https://x.example/f", "--prior", "2")
+    assert prior.exit_code == 2  # click rejects it before anything is written
+
+    _ok(vault, "feeds", "remove", "https://example.com/feed.xml")
+    assert json.loads(_ok(vault, "feeds", "list", "--json").stdout) == []
+    missing = _run(vault, "feeds", "remove", "https://example.com/feed.xml")
+    assert isinstance(missing.exception, FeedRegistryError)
+
+
+def test_import_and_export_opml(vault: Path, tmp_path: Path) -> None:
+    source = tmp_path / "subs.opml"
+    source.write_bytes(OPML)
+    report = json.loads(_ok(vault, "feeds", "import", str(source), "--json").stdout)
+    assert report["added"] == ["https://example.com/feed.xml", "https://other.example.org/atom"]
+    assert report["invalid"] == ["ftp://nope.example/feed"]
+    again = json.loads(_ok(vault, "feeds", "import", str(source), "--json").stdout)
+    assert again["added"] == [] and len(again["already_present"]) == 2
+
+    exported = _ok(vault, "feeds", "export").stdout
+    assert "https://example.com/feed.xml" in exported and "<opml" in exported
+    target = tmp_path / "out" / "feeds.opml"
+    _ok(vault, "feeds", "export", str(target))
+    assert b"https://other.example.org/atom" in target.read_bytes()
+    listed = json.loads(_ok(vault, "feeds", "list", "--json").stdout)
+    assert {f["category"] for f in listed} == {"Tech"}
+
+
+def test_enable_a_disabled_feed(vault: Path) -> None:
+    _ok(vault, "feeds", "add", "https://example.com/feed.xml")
+    workspace = resolve_workspace(vault)
+
+    async def disable() -> None:
+        async with open_ledger(workspace) as ledger:
+            registry = FeedRegistry(ledger)
+            record = await registry.get("https://example.com/feed.xml")
+            assert record is not None
+            state = dataclasses.replace(
+                record.state, disabled_reason="failing for 14 days", error_count=30
+            )
+            async with ledger.transaction() as conn:
+                await registry.save_state(conn, record.url, state)
+
+    anyio.run(disable)
+    [feed] = json.loads(_ok(vault, "feeds", "list", "--json").stdout)
+    assert feed["disabled_reason"] == "failing for 14 days"
+    assert "disabled" in _ok(vault, "feeds", "list").stdout
+    _ok(vault, "feeds", "enable", "https://example.com/feed.xml")
+    [feed] = json.loads(_ok(vault, "feeds", "list", "--json").stdout)
+    assert feed["disabled_reason"] is None and feed["error_count"] == 0
+    unknown = _run(vault, "feeds", "enable", "https://nope.example/")
+    assert isinstance(unknown.exception, FeedRegistryError)

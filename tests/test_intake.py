@@ -1,0 +1,287 @@
+"""The staged intake pipeline against a real HTTP server on 127.0.0.1 and real files."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pipeline.config import Config, Workspace
+from pipeline.feeds import FeedRegistry
+from pipeline.intake import open_ledger, run_scan, scan
+from pipeline.intake_report import ScanStats
+from pipeline.ledger import item_identity, utcnow
+from signaldesk.items import Item
+from sources.http import build_client
+from tests.feedserver import FeedServer, Reply
+from tests.intake_data import (
+    Entry,
+    article_html,
+    article_text,
+    clipping_note,
+    newsletter_eml,
+    rss_document,
+    serve_feeds,
+)
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+def server() -> Iterator[FeedServer]:
+    with FeedServer() as s:
+        yield s
+
+
+def _workspace(vault: Path, **sections: dict[str, Any]) -> Workspace:
+    data: dict[str, dict[str, Any]] = {
+        "http": {"per_host": 8, "total_timeout": 10.0, "connect_timeout": 5.0},
+        "pipeline": {"retry_backoff": 0.01, "feed_concurrency": 4, "extract_concurrency": 4},
+    }
+    for name, values in sections.items():
+        data.setdefault(name, {}).update(values)
+    return Workspace(vault=vault, config=Config.model_validate(data), config_path=None)
+
+
+async def _subscribe(ws: Workspace, *urls: str, **kw: Any) -> None:
+    async with open_ledger(ws) as ledger:
+        registry = FeedRegistry(ledger)
+        for url in urls:
+            await registry.add(url, **kw)
+
+
+async def _scan(ws: Workspace, **kw: Any) -> ScanStats:
+    async with open_ledger(ws) as ledger, build_client(ws.config.http) as client:
+        return await run_scan(ws, ledger, client, **kw)
+
+
+async def _entries(ws: Workspace, **kw: Any) -> list[Any]:
+    async with open_ledger(ws) as ledger:
+        return await ledger.entries(**kw)
+
+
+async def test_scan_then_unchanged_rescan_gets_304s_and_adds_nothing(
+    vault: Path, server: FeedServer
+) -> None:
+    ws = _workspace(vault)
+    feeds = serve_feeds(server, 3, 5)
+    await _subscribe(ws, *feeds.urls)
+    handed: list[str] = []
+
+    async def handoff(item_id: str) -> None:
+        handed.append(item_id)
+
+    seen: list[int] = []
+    first = await _scan(ws, handoff=handoff, on_progress=lambda s: seen.append(s.feeds_polled))
+    assert seen and seen[-1] == 3 and seen == sorted(seen)
+    assert first.tally("rss").new == 15
+    assert first.feeds_polled == 3 and first.feeds_failed == 0
+    assert sorted(handed) == sorted(first.new_ids)
+    pending = await _entries(ws, status="pending")
+    assert {e.item.guid for e in pending} == set(feeds.guids)
+
+    later = utcnow() + timedelta(days=3)  # every feed is due again
+    second = await _scan(ws, now=lambda: later)
+    assert second.feeds_polled == 3
+    assert second.feeds_not_modified == 3
+    assert second.totals.new == second.totals.duplicate == 0
+    for url in feeds.urls:
+        path = url.removeprefix(server.base_url)
+        last = server.requests_for(path)[-1]
+        assert (
+            last.headers["if-none-match"] == f'"feed-{path.split("/")[-1].removesuffix(".xml")}-v1"'
+        )
+    assert len(await _entries(ws)) == 15
+
+
+async def test_nothing_due_polls_nothing(vault: Path, server: FeedServer) -> None:
+    ws = _workspace(vault)
+    feeds = serve_feeds(server, 1, 2)
+    await _subscribe(ws, *feeds.urls)
+    await _scan(ws)
+    before = len(server.requests)
+    stats = await _scan(ws)
+    assert stats.feeds_due == 0 and len(server.requests) == before
+
+
+async def test_ill_formed_feeds_never_crash_the_scan(
+    vault: Path, server: FeedServer, shared_data: Path
+) -> None:
+    ws = _workspace(vault)
+    good = serve_feeds(server, 1, 3)
+    illformed = sorted((shared_data / "feeds" / "feedparser_tests" / "illformed").rglob("*.xml"))
+    assert illformed
+    routes = {
+        "/garbage.xml": Reply(body=b"\x00\x01\x02 not a feed at all \xff\xfe"),
+        "/html.xml": Reply(
+            body=b"<html><body><p>Hello</p></body></html>", content_type="text/html"
+        ),
+        "/truncated.xml": Reply(body=rss_document("T", "http://x/", [])[:60]),
+        "/error.xml": Reply(status=500, body=b"boom"),
+        "/missing.xml": Reply(status=404, body=b"no"),
+        "/empty.xml": Reply(body=b""),
+    }
+    for index, sample in enumerate(illformed):
+        routes[f"/illformed/{index}.xml"] = Reply(body=sample.read_bytes())
+    for route, reply in routes.items():
+        server.route(route, reply)
+    await _subscribe(ws, *good.urls, *(server.url(p) for p in routes))
+    stats = await _scan(ws)
+    assert stats.feeds_polled == len(routes) + 1
+    failing = {p.url.removeprefix(server.base_url) for p in stats.feed_problems}
+    assert {"/garbage.xml", "/error.xml", "/missing.xml"} <= failing
+    assert all(p.error for p in stats.feed_problems)
+    pending = await _entries(ws, status="pending")
+    assert set(good.guids) <= {e.item.guid for e in pending}
+    # Some ill-formed feeds (bozo) still yield their entries: a warning, not a failure.
+    assert len(pending) > len(good.guids)
+
+
+async def test_feed_clipping_and_newsletter_of_one_article_are_one_item(
+    vault: Path, server: FeedServer
+) -> None:
+    ws = _workspace(vault)
+    body = article_text(42)
+    article_url = server.url("/posts/structured-concurrency")
+    server.route(
+        "/posts/structured-concurrency",
+        Reply(body=article_html("SC", body), content_type="text/html"),
+    )
+    entry = Entry(
+        guid="urn:test:sc",
+        title="Notes on structured concurrency",
+        link=article_url,
+        description=body.split("\n\n")[0][:150] + " …",  # a teaser: the page is fetched
+        published=utcnow(),
+    )
+    server.route("/feed.xml", Reply(body=rss_document("Blog", server.url("/"), [entry])))
+    await _subscribe(ws, server.url("/feed.xml"))
+    clipping_note(
+        vault / "Clippings",
+        "Notes on structured concurrency.md",
+        title="Notes on structured concurrency",
+        source=article_url + "?utm_source=twitter&utm_medium=social",
+        body=body,
+    )
+    newsletter_eml(
+        vault / "00-inbox" / "newsletters",
+        "digest.eml",
+        subject="This week: structured concurrency",
+        view_online=article_url.replace("127.0.0.1", "127.0.0.1") + "?utm_campaign=weekly#top",
+        body="Hello readers!\n\n" + body,
+    )
+    stats = await _scan(ws)
+    assert stats.totals.new == 1, stats.tallies
+    assert stats.totals.duplicate == 2
+    [original] = await _entries(ws, status="pending")
+    async with open_ledger(ws) as ledger:
+        copies = await ledger.duplicates_of(original.id)
+    assert {original.item.source_kind, *(c.item.source_kind for c in copies)} == {
+        "rss",
+        "clipper",
+        "newsletter",
+    }
+
+
+async def test_transient_error_retried_permanent_error_parked(
+    vault: Path, server: FeedServer
+) -> None:
+    ws = _workspace(vault)
+    body = article_text(7)
+    server.route(
+        "/a/flaky",
+        [
+            Reply(status=503, body=b"busy"),
+            Reply(body=article_html("Flaky", body), content_type="text/html"),
+        ],
+    )
+    server.route("/a/gone", Reply(status=404, body=b"no such page", content_type="text/plain"))
+    entries = [
+        Entry("urn:t:flaky", "Flaky page", server.url("/a/flaky"), "Short teaser …", utcnow()),
+        Entry("urn:t:gone", "Gone page", server.url("/a/gone"), "", utcnow()),
+    ]
+    server.route("/feed.xml", Reply(body=rss_document("B", server.url("/"), entries)))
+    await _subscribe(ws, server.url("/feed.xml"))
+    stats = await _scan(ws)
+    assert len(server.requests_for("/a/flaky")) == 2
+    [flaky] = await _entries(ws, status="pending")
+    assert flaky.item.guid == "urn:t:flaky"
+    assert flaky.item.extra["full_text"] == "fetched"
+    assert body.split("\n\n")[-1][:80] in flaky.item.text
+    [gone] = await _entries(ws, status="parked")
+    assert gone.item.guid == "urn:t:gone"
+    assert gone.last_error is not None and "404" in gone.last_error
+    assert stats.tally("rss").parked == 1
+
+
+async def test_transient_error_that_persists_stays_in_flight(
+    vault: Path, server: FeedServer
+) -> None:
+    ws = _workspace(vault, pipeline={"retry_attempts": 2, "max_attempts": 2})
+    server.route("/a/down", Reply(status=503, body=b"down"))
+    entries = [Entry("urn:t:down", "Down page", server.url("/a/down"), "Teaser only …", utcnow())]
+    server.route("/feed.xml", Reply(body=rss_document("B", server.url("/"), entries)))
+    await _subscribe(ws, server.url("/feed.xml"))
+    stats = await _scan(ws)
+    assert stats.tally("rss").errors == 1 and stats.totals.new == 0
+    [waiting] = await _entries(ws, status="discovered")
+    assert waiting.attempts == 1 and "503" in (waiting.last_error or "")
+    # The next scan resumes it; after max_attempts the feed's teaser is kept.
+    stats = await _scan(ws)
+    assert stats.resumed == 1 and stats.totals.new == 1
+    [kept] = await _entries(ws, status="pending")
+    assert kept.item.text.startswith("Teaser only")
+    assert kept.item.extra["full_text"].startswith("failed: gave up after 2 attempts")
+
+
+async def test_per_feed_full_text_opt_out(vault: Path, server: FeedServer) -> None:
+    ws = _workspace(vault)
+    feeds = serve_feeds(server, 1, 4, teaser_every=1)
+    await _subscribe(ws, *feeds.urls, full_text=False)
+    await _scan(ws)
+    assert all(not server.requests_for(p) for p in feeds.article_paths)
+    assert len(await _entries(ws, status="pending")) == 4
+
+
+async def test_items_left_mid_stage_are_resumed(vault: Path) -> None:
+    ws = _workspace(vault)
+    stranded = [
+        Item(
+            source_kind="tool_output",
+            source_id="drop",
+            title=f"t{i}",
+            text=article_text(i),
+            guid=f"tool:{i}",
+        )
+        for i in range(3)
+    ]
+    async with open_ledger(ws) as ledger:
+        await ledger.record(stranded[:2], status="fetched")
+        [third] = await ledger.record(stranded[2:], status="fetched")
+        await ledger.advance(third, "extracted")
+    stats = await scan(ws, sources=["tool_output"])
+    assert stats.resumed == 3 and stats.totals.new == 3
+    pending = await _entries(ws, status="pending")
+    assert {e.id for e in pending} == {item_identity(i) for i in stranded}
+
+
+async def test_unreadable_drop_files_are_parked_once(vault: Path) -> None:
+    ws = _workspace(vault)
+    drop = vault / "00-inbox" / "tool-output"
+    drop.mkdir(parents=True, exist_ok=True)
+    (drop / "binary.md").write_bytes(b"\x00\x01\x02\x03" * 100)
+    (drop / "fine.md").write_text("# Fine\n\n" + article_text(3), encoding="utf-8")
+    first = await scan(ws, sources=["tool_output"])
+    assert (first.tally("tool_output").new, first.tally("tool_output").parked) == (1, 1)
+    second = await scan(ws, sources=["tool_output"])
+    assert second.totals.new == second.totals.parked == 0
+    [parked] = await _entries(ws, status="parked")
+    assert parked.last_error and "binary" in parked.last_error
+    # Fixed on disk: the parked row goes, the file becomes an item.
+    (drop / "binary.md").write_text("# Repaired\n\n" + article_text(4), encoding="utf-8")
+    third = await scan(ws, sources=["tool_output"])
+    assert third.totals.new == 1
+    assert await _entries(ws, status="parked") == []

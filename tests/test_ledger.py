@@ -1,0 +1,218 @@
+"""The item ledger: identity, idempotent recording, statuses, dedupe, migrations."""
+
+from __future__ import annotations
+
+import sqlite3
+from datetime import UTC, datetime
+from pathlib import Path
+
+import anyio
+import pytest
+
+from pipeline.errors import LedgerError
+from pipeline.ledger import Ledger, global_guid, item_from_json, item_identity, item_to_json
+from pipeline.ledger_schema import SCHEMA_VERSION
+from signaldesk.items import Item
+from tests.intake_data import article_text
+
+pytestmark = pytest.mark.anyio
+
+BODY = article_text(1)
+
+
+def _item(**kw: object) -> Item:
+    base: dict[str, object] = {
+        "source_kind": "rss",
+        "source_id": "https://feeds.example/a.xml",
+        "title": "A post",
+        "text": BODY,
+        "guid": "https://example.com/p/1",
+        "url": "https://example.com/p/1",
+    }
+    base.update(kw)
+    return Item(**base)  # type: ignore[arg-type]
+
+
+def test_payload_round_trip() -> None:
+    item = _item(
+        published=datetime(2026, 1, 2, 3, 4, tzinfo=UTC), tags=("a", "b"), extra={"k": [1, 2]}
+    )
+    assert item_from_json(item_to_json(item)) == item
+
+
+def test_identity_is_stable_and_scoped() -> None:
+    assert item_identity(_item()) == item_identity(_item(title="changed", text="changed"))
+    assert item_identity(_item()) != item_identity(_item(source_id="https://other/feed"))
+    no_guid = _item(guid=None, url="https://example.com/p/1?utm_source=x")
+    assert item_identity(no_guid) == item_identity(_item(guid=None, url="https://example.com/p/1"))
+
+
+def test_global_guid_only_for_globally_unique_ids() -> None:
+    assert global_guid(_item(guid="42")) is None
+    assert global_guid(_item(guid="tag:example.com,2026:1")) == "tag:example.com,2026:1"
+    mail = _item(source_kind="newsletter", guid="<ABC@mail.example>")
+    assert global_guid(mail) == "abc@mail.example"
+    assert global_guid(_item(source_kind="clipper", guid="Clippings/x.md")) is None
+
+
+async def test_schema_created_and_versioned(tmp_path: Path) -> None:
+    path = tmp_path / "state" / "ledger.db"
+    async with Ledger.open(path):
+        pass
+    with sqlite3.connect(path) as conn:
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+        assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    assert {"items", "feeds", "simhash_bands", "meta"} <= tables
+    async with Ledger.open(path) as ledger:  # re-open: no migration runs twice
+        assert await ledger.entries() == []
+
+
+async def test_newer_schema_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "ledger.db"
+    with sqlite3.connect(path) as conn:
+        conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
+    with pytest.raises(LedgerError, match="newer"):
+        async with Ledger.open(path):
+            pass
+
+
+async def test_not_a_database_is_a_clear_error(tmp_path: Path) -> None:
+    path = tmp_path / "ledger.db"
+    path.write_bytes(b"this is not sqlite" * 100)
+    with pytest.raises(LedgerError, match="not a usable ledger"):
+        async with Ledger.open(path):
+            pass
+
+
+async def test_recording_twice_adds_nothing(tmp_path: Path) -> None:
+    async with Ledger.open(tmp_path / "l.db") as ledger:
+        first = await ledger.record([_item(), _item(guid="https://example.com/p/2")])
+        again = await ledger.record([_item(), _item(guid="https://example.com/p/2")])
+        assert len(first) == 2 and again == []
+        assert {e.status for e in await ledger.in_flight()} == {"discovered"}
+
+
+async def test_concurrent_writers_do_not_interleave(tmp_path: Path) -> None:
+    async with Ledger.open(tmp_path / "l.db") as ledger:
+
+        async def writer(n: int) -> None:
+            for i in range(10):
+                await ledger.record([_item(guid=f"https://example.com/{n}/{i}")])
+
+        async with anyio.create_task_group() as tg:
+            for n in range(20):
+                tg.start_soon(writer, n)
+        assert len(await ledger.entries()) == 200
+
+
+async def test_settle_dedupes_by_guid_url_and_text(tmp_path: Path) -> None:
+    async with Ledger.open(tmp_path / "l.db") as ledger:
+        original = _item()
+        [oid] = await ledger.record([original])
+        assert (await ledger.settle(oid, original)).status == "pending"
+
+        by_url = _item(
+            source_kind="clipper",
+            source_id="Clippings",
+            guid="Clippings/a.md",
+            url="https://www.example.com/p/1/?utm_campaign=z",
+            text="short clipping",
+        )
+        [cid] = await ledger.record([by_url], status="fetched")
+        verdict = await ledger.settle(cid, by_url)
+        assert (verdict.status, verdict.duplicate_of, verdict.matched_on) == (
+            "duplicate",
+            oid,
+            "url",
+        )
+
+        by_text = _item(
+            source_kind="tool_output",
+            source_id="drop",
+            guid="drop/x.md",
+            url=None,
+            text="Copied from a chat:\n\n" + BODY,
+        )
+        [tid] = await ledger.record([by_text], status="fetched")
+        verdict = await ledger.settle(tid, by_text)
+        assert (verdict.status, verdict.matched_on) == ("duplicate", "simhash")
+
+        mail = _item(
+            source_kind="newsletter", source_id="inbox", guid="<m1@x>", url=None, text="hi"
+        )
+        [m1] = await ledger.record([mail], status="fetched")
+        assert (await ledger.settle(m1, mail)).status == "pending"
+        same_mail = _item(
+            source_kind="newsletter", source_id="mbox", guid="<M1@x>", url=None, text="hi"
+        )
+        [m2] = await ledger.record([same_mail], status="fetched")
+        verdict = await ledger.settle(m2, same_mail)
+        assert (verdict.status, verdict.duplicate_of, verdict.matched_on) == (
+            "duplicate",
+            m1,
+            "guid",
+        )
+
+        different = _item(
+            guid="https://example.com/p/9", url="https://example.com/p/9", text="x " * 50
+        )
+        [did] = await ledger.record([different])
+        assert (await ledger.settle(did, different)).status == "pending"
+        assert [e.id for e in await ledger.duplicates_of(oid)] == [cid, tid]
+        assert await ledger.in_flight() == []
+
+
+async def test_park_and_failures(tmp_path: Path) -> None:
+    async with Ledger.open(tmp_path / "l.db") as ledger:
+        [iid] = await ledger.record([_item()])
+        assert await ledger.record_failure(iid, "timed out") == 1
+        assert await ledger.record_failure(iid, "timed out") == 2
+        entry = await ledger.get(iid)
+        assert (
+            entry is not None and entry.status == "discovered" and entry.last_error == "timed out"
+        )
+        await ledger.park(iid, "HTTP 404")
+        entry = await ledger.get(iid)
+        assert entry is not None and (entry.status, entry.last_error) == ("parked", "HTTP 404")
+
+        loc_id, new = await ledger.park_location(
+            "clipper", "Clippings", "Clippings/bad.md", "binary"
+        )
+        assert new
+        again_id, new_again = await ledger.park_location(
+            "clipper", "Clippings", "Clippings/bad.md", "binary"
+        )
+        assert (again_id, new_again) == (loc_id, False)
+        parked = await ledger.entries(status="parked")
+        assert {e.id for e in parked} == {iid, loc_id}
+        with pytest.raises(LedgerError, match="unknown item status"):
+            await ledger.entries(status="nope")
+
+
+async def test_triage_seam_records_outcome(tmp_path: Path) -> None:
+    async with Ledger.open(tmp_path / "l.db") as ledger:
+        item = _item()
+        [iid] = await ledger.record([item])
+        await ledger.settle(iid, item)
+        await ledger.record_triage(
+            iid,
+            "filed",
+            score=0.8,
+            scores={"relevance": 0.9},
+            domain="programming",
+            note_path="05-signals/a.md",
+        )
+        entry = await ledger.get(iid)
+        assert entry is not None
+        assert (entry.status, entry.score, entry.domain, entry.note_path) == (
+            "filed",
+            0.8,
+            "programming",
+            "05-signals/a.md",
+        )
+        assert entry.scores == {"relevance": 0.9}
+        # A filed item still counts as the original for later copies.
+        copy = _item(source_kind="clipper", source_id="Clippings", guid="Clippings/c.md")
+        [cid] = await ledger.record([copy], status="fetched")
+        assert (await ledger.settle(cid, copy)).duplicate_of == iid
