@@ -8,11 +8,13 @@ model.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
+import sys
 import time
 from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
 
 import anyio
@@ -69,7 +71,7 @@ async def prepared_server(
         _log.warning("%s; %s", exc.message, exc.hint or "run `signaldesk index`")
     try:
         status = await retriever.status() if retriever is not None else None
-        yield build_server(
+        server = build_server(
             retriever,
             vault=vault,
             settings=settings,
@@ -77,17 +79,41 @@ async def prepared_server(
             opener=opener,
             unavailable=unavailable,
         )
+        if retriever is not None:
+            await _warm_tools(server)
+        yield server
     finally:
         with anyio.CancelScope(shield=True):
             for item in opened:
                 await item.aclose()
 
 
+async def _warm_tools(server: MCPServer) -> None:
+    """Call the busiest tools once, so the SDK's per-tool validators and the output
+    scrubbing are built before the first client call rather than during it."""
+    started = time.perf_counter()
+    for name, args in (
+        ("search", {"query": "warm up", "limit": 1}),
+        ("get_context", {"topic": "warm up", "max_tokens": 100}),
+        ("list_notes", {"limit": 1}),
+    ):
+        result = await server.call_tool(name, args)
+        if getattr(result, "is_error", False):
+            _log.debug("warm-up call %s answered with an error", name)
+    _log.info("tools warmed up in %.0f ms", (time.perf_counter() - started) * 1000)
+
+
 async def run_stdio(
     vault: Path, index: IndexSettings, search: SearchSettings, settings: McpSettings
 ) -> None:
     """Serve over stdin/stdout until the client closes the pipe. Logs go to stderr only."""
-    async with prepared_server(vault, index, search, settings) as server:
+    async with AsyncExitStack() as stack:
+        # stdout is the protocol: anything a library prints while the model and the index
+        # load goes to stderr instead. (While serving, the SDK diverts fd 1 itself.)
+        with contextlib.redirect_stdout(sys.stderr):
+            server = await stack.enter_async_context(
+                prepared_server(vault, index, search, settings)
+            )
         _log.info("MCP server ready on stdio for %s", vault)
         await server.run_stdio_async()
 

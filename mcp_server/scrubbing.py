@@ -9,6 +9,7 @@ pattern. So every string leaving the server passes through the scrubber again.
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator
 from typing import Any
 
 from retrieval.scrubber import scrub
@@ -28,11 +29,39 @@ def scrub_text(text: str) -> str:
 
 
 def scrub_data(value: Any) -> Any:
-    """A JSON-like value (dicts, lists, strings, numbers) with every string scrubbed."""
+    """A JSON-like value (dicts, lists, strings, numbers) with every string scrubbed.
+
+    One scrubber pass over all the strings joined usually proves there is nothing to
+    redact (a tool result holds dozens of short strings, and each pass has a fixed
+    cost); only when it finds something is each string scrubbed on its own.
+    """
+    strings = list(_strings(value))
+    if not strings or not scrub(_SEPARATOR.join(strings)).findings:
+        return value
+    return _scrub_each(value)
+
+
+# A NUL on a line of its own: not whitespace (an assignment pattern's `\s*` cannot run
+# through it) and bounded by newlines (a value's `\S+` cannot run through it either).
+_SEPARATOR = "\n\x00\n"
+
+
+def _strings(value: Any) -> Iterator[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _strings(item)
+    elif isinstance(value, list | tuple):
+        for item in value:
+            yield from _strings(item)
+
+
+def _scrub_each(value: Any) -> Any:
     if isinstance(value, str):
         return scrub_text(value)
     if isinstance(value, dict):
-        return {key: scrub_data(item) for key, item in value.items()}
+        return {key: _scrub_each(item) for key, item in value.items()}
     if isinstance(value, list | tuple):
-        return [scrub_data(item) for item in value]
+        return [_scrub_each(item) for item in value]
     return value

@@ -4,30 +4,40 @@ and returns a scrubbed, budgeted result.
 Every tool returns a ``CallToolResult``: on success the readable text plus the
 structured content (validated against the tool's output model); on failure an
 ``isError`` result whose structured content is an :class:`~mcp_server.models.ErrorInfo`
-saying what to do. Nothing a tool raises reaches the protocol layer.
+saying what to do (see :mod:`mcp_server.results`). Nothing a tool raises reaches the
+protocol layer.
 """
 
 from __future__ import annotations
 
-import functools
-import logging
-import re
-from collections.abc import Awaitable, Callable
-from datetime import date, datetime, timedelta
+from datetime import datetime
 from pathlib import Path
-from typing import Annotated, Literal, ParamSpec, TypeVar
+from typing import Annotated, TypeVar
 
 import anyio
 import anyio.to_thread
-from mcp_types import CallToolResult, TextContent
+from mcp_types import CallToolResult
 from pydantic import BaseModel, Field
 
+from mcp_server.arguments import (
+    Day,
+    Domain,
+    Folder,
+    Limit,
+    MaxTokens,
+    Mode,
+    NoteType,
+    Query,
+    Status,
+    Tag,
+    build_filters,
+    parse_day,
+)
 from mcp_server.backend import RetrieverSlot
 from mcp_server.budget import cap_text, token_chars
-from mcp_server.errors import InvalidArgumentError, McpServerError, NoteNotFoundError
+from mcp_server.errors import InvalidArgumentError, NoteNotFoundError
 from mcp_server.models import (
     ContextOutput,
-    ErrorInfo,
     IndexStatusOutput,
     NoteEntry,
     NoteListOutput,
@@ -49,9 +59,8 @@ from mcp_server.notes import (
     split_lines,
     title_of,
 )
-from mcp_server.paths import normalise_folder, resolve_note_path
+from mcp_server.paths import resolve_note_path
 from mcp_server.rendering import (
-    render_error,
     render_notes,
     render_read,
     render_report,
@@ -59,227 +68,19 @@ from mcp_server.rendering import (
     render_signals,
     render_status,
 )
-from mcp_server.scrubbing import scrub_data, scrub_text
+from mcp_server.results import NO_INDEX_HINT, guarded, success_result
+from mcp_server.scrubbing import scrub_text
 from mcp_server.settings import McpSettings
-from retrieval.errors import (
-    IndexLockedError,
-    IndexUnavailableError,
-    ModelError,
-    QueryError,
-    RetrievalError,
-)
+from retrieval.errors import IndexUnavailableError
 from retrieval.records import SearchFilters
-from signaldesk.errors import SignaldeskError
 
 __all__ = ["Toolbox"]
 
-_log = logging.getLogger(__name__)
-
-_P = ParamSpec("_P")
 _M = TypeVar("_M", bound=BaseModel)
 
 SIGNALS_FOLDER = "05-signals"
 # Signals read from the index per call, to sort by filing date and apply min_score.
 _SIGNAL_SCAN = 5000
-_RELATIVE_DAYS = re.compile(r"^(\d{1,4})([dw])$")
-_NO_INDEX_HINT = "run `signaldesk index` to build the index, then call this tool again"
-
-# -- argument types (their descriptions and bounds become the input schema) -----
-
-Query = Annotated[
-    str,
-    Field(
-        min_length=1,
-        max_length=1000,
-        description="What to look for, in natural language or keywords (any punctuation is safe).",
-    ),
-]
-Limit = Annotated[int, Field(ge=1, le=50, description="Most results to return (1-50).")]
-MaxTokens = Annotated[
-    int,
-    Field(
-        ge=50,
-        le=32000,
-        description="Budget for returned text, about 4 characters a token; long excerpts are "
-        "cut with '...' rather than dropped.",
-    ),
-]
-Folder = Annotated[
-    str | None,
-    Field(
-        max_length=300,
-        description="Only notes under this vault-relative folder, e.g. '05-signals/security'.",
-    ),
-]
-NoteType = Annotated[
-    str | None,
-    Field(
-        max_length=40,
-        description="Only notes of this frontmatter type: note, signal, project, moc or daily.",
-    ),
-]
-Domain = Annotated[
-    str | None,
-    Field(
-        max_length=40,
-        description="Only this signal domain, e.g. ai-tooling, security, "
-        "systems, programming, web, data, devops, design, mobile, career, research, other.",
-    ),
-]
-Tag = Annotated[
-    str | None,
-    Field(
-        max_length=200,
-        description="Only notes with this tag (several: comma-separated, "
-        "all required; 'ai' also matches 'ai/llm').",
-    ),
-]
-Status = Annotated[
-    str | None,
-    Field(max_length=40, description="Only notes with this status: active, archived or draft."),
-]
-Day = Annotated[
-    str | None,
-    Field(
-        max_length=40,
-        description="A day as YYYY-MM-DD, or a span back from today such as '7d' or '2w'.",
-    ),
-]
-Mode = Annotated[
-    Literal["hybrid", "bm25", "vector"] | None,
-    Field(description="Ranking: hybrid (default), bm25 (keywords only) or vector (meaning only)."),
-]
-
-
-# -- results ----------------------------------------------------------------------
-
-
-def _error_info(exc: BaseException) -> ErrorInfo:
-    if isinstance(exc, McpServerError):
-        return ErrorInfo(code=exc.code, message=exc.message, hint=exc.hint)
-    if isinstance(exc, IndexUnavailableError):
-        return ErrorInfo(
-            code="index_unavailable", message=exc.message, hint=exc.hint or _NO_INDEX_HINT
-        )
-    if isinstance(exc, IndexLockedError):
-        return ErrorInfo(
-            code="index_busy", message=exc.message, hint=exc.hint or "try again shortly"
-        )
-    if isinstance(exc, QueryError):
-        return ErrorInfo(
-            code="invalid_query", message=exc.message, hint=exc.hint or "rephrase the query"
-        )
-    if isinstance(exc, ModelError):
-        return ErrorInfo(code="model_unavailable", message=exc.message, hint=exc.hint)
-    if isinstance(exc, RetrievalError | SignaldeskError):
-        return ErrorInfo(code="retrieval_error", message=exc.message, hint=exc.hint)
-    return ErrorInfo(
-        code="internal_error",
-        message="the server failed unexpectedly; the details are in its log",
-        hint="try again; if it keeps failing, run `signaldesk doctor`",
-    )
-
-
-def error_result(exc: BaseException) -> CallToolResult:
-    """An ``isError`` result for ``exc``, scrubbed (an error message may quote a note)."""
-    info = ErrorInfo.model_validate(scrub_data(_error_info(exc).model_dump(mode="json")))
-    return CallToolResult(
-        content=[TextContent(type="text", text=render_error(info))],
-        structured_content={"error": info.model_dump(mode="json")},
-        is_error=True,
-    )
-
-
-def success_result(model: _M, render: Callable[[_M], str], max_chars: int) -> CallToolResult:
-    """The text rendering and structured content of ``model``, both scrubbed; the text capped."""
-    clean = type(model).model_validate(scrub_data(model.model_dump(mode="json")))
-    text = cap_text(scrub_text(render(clean)), max_chars)
-    return CallToolResult(
-        content=[TextContent(type="text", text=text)],
-        structured_content=clean.model_dump(mode="json"),
-    )
-
-
-def _guarded(
-    fn: Callable[_P, Awaitable[CallToolResult]],
-) -> Callable[_P, Awaitable[CallToolResult]]:
-    """Run a tool under its timeout and turn every failure into an error result."""
-
-    @functools.wraps(fn)
-    async def wrapper(*args: _P.args, **kwargs: _P.kwargs) -> CallToolResult:
-        toolbox = args[0]
-        assert isinstance(toolbox, Toolbox)
-        try:
-            with anyio.fail_after(toolbox.settings.tool_timeout_seconds):
-                return await fn(*args, **kwargs)
-        except SignaldeskError as exc:
-            _log.info("tool %s refused: %s", fn.__name__, exc.message)
-            return error_result(exc)
-        except TimeoutError:
-            _log.warning("tool %s timed out", fn.__name__)
-            return error_result(
-                McpServerError(
-                    f"{fn.__name__} took longer than {toolbox.settings.tool_timeout_seconds:g} s",
-                    hint="try a smaller limit or max_tokens, or try again",
-                )
-            )
-        except Exception as exc:
-            _log.exception("tool %s failed", fn.__name__)
-            return error_result(exc)
-
-    return wrapper
-
-
-# -- argument helpers -------------------------------------------------------------------
-
-
-def _parse_day(value: str | None, name: str, *, today: date | None = None) -> date | None:
-    if value is None or not value.strip():
-        return None
-    value = value.strip()
-    relative = _RELATIVE_DAYS.match(value)
-    if relative:
-        amount = int(relative.group(1)) * (7 if relative.group(2) == "w" else 1)
-        return (today or date.today()) - timedelta(days=amount)
-    try:
-        # A full timestamp is accepted too; only its day matters.
-        return datetime.fromisoformat(value).date() if "T" in value else date.fromisoformat(value)
-    except ValueError as exc:
-        raise InvalidArgumentError(
-            f"{name} must be a day like 2026-11-30 or a span like 7d (got {value!r})",
-            hint="send YYYY-MM-DD, or Nd / Nw for N days / weeks back from today",
-        ) from exc
-
-
-def _tags(value: str | None) -> tuple[str, ...]:
-    if not value:
-        return ()
-    return tuple(t.strip().lstrip("#") for t in value.split(",") if t.strip().lstrip("#"))
-
-
-def _filters(
-    *,
-    folder: str | None = None,
-    note_type: str | None = None,
-    domain: str | None = None,
-    tag: str | None = None,
-    status: str | None = None,
-    since: str | None = None,
-    until: str | None = None,
-) -> SearchFilters:
-    start = _parse_day(since, "since")
-    end = _parse_day(until, "until")
-    if start and end and start > end:
-        raise InvalidArgumentError(f"since ({start}) is after until ({end})")
-    return SearchFilters(
-        folder=normalise_folder(folder),
-        type=(note_type or "").strip() or None,
-        domain=(domain or "").strip() or None,
-        tags=_tags(tag),
-        status=(status or "").strip() or None,
-        since=start,
-        until=end,
-    )
 
 
 class Toolbox:
@@ -306,7 +107,7 @@ class Toolbox:
 
     # -- search ------------------------------------------------------------------
 
-    @_guarded
+    @guarded
     async def search(
         self,
         query: Query,
@@ -328,7 +129,7 @@ class Toolbox:
         vector lists. Filters narrow by folder, frontmatter type/domain/tag/status and
         date (since/until on the note's updated or created day).
         """
-        filters = _filters(
+        filters = build_filters(
             folder=folder,
             note_type=type,
             domain=domain,
@@ -373,7 +174,7 @@ class Toolbox:
         )
         return success_result(out, render_search, token_chars(budget))
 
-    @_guarded
+    @guarded
     async def get_context(
         self,
         topic: Query,
@@ -388,7 +189,7 @@ class Toolbox:
         block keeps to max_tokens and the last excerpt is cut with '...' rather than
         dropped. Use it to ground an answer; use search to see scores and ranks.
         """
-        filters = _filters(folder=folder, domain=domain, tag=tag)
+        filters = build_filters(folder=folder, domain=domain, tag=tag)
         budget = min(max_tokens, self.settings.search_max_tokens)
         retriever = await self.slot.get()
         block = await retriever.context(topic, max_tokens=budget, filters=filters)
@@ -398,7 +199,7 @@ class Toolbox:
 
     # -- notes -------------------------------------------------------------------
 
-    @_guarded
+    @guarded
     async def read_note(
         self,
         path: Annotated[
@@ -467,7 +268,7 @@ class Toolbox:
         )
         return success_result(out, render_read, budget + 400)
 
-    @_guarded
+    @guarded
     async def list_notes(
         self,
         folder: Folder = None,
@@ -484,7 +285,7 @@ class Toolbox:
         Returns paths, titles, types, domains, tags and dates (no note text): use it to
         explore a folder or a period, then read_note or search.
         """
-        filters = _filters(
+        filters = build_filters(
             folder=folder,
             note_type=type,
             domain=domain,
@@ -513,7 +314,7 @@ class Toolbox:
         out = NoteListOutput(count=len(kept), notes=kept, truncated=truncated)
         return success_result(out, render_notes, token_chars(self.settings.list_max_tokens))
 
-    @_guarded
+    @guarded
     async def recent_signals(
         self,
         domain: Domain = None,
@@ -533,7 +334,7 @@ class Toolbox:
         """
         # `since` applies to the filing day (`created`); the index's date filter would
         # also let through old signals whose file was merely touched.
-        start = _parse_day(since, "since")
+        start = parse_day(since, "since")
         filters = SearchFilters(
             folder=SIGNALS_FOLDER, type="signal", domain=(domain or "").strip() or None
         )
@@ -573,7 +374,7 @@ class Toolbox:
         out = SignalListOutput(count=len(kept), signals=kept, truncated=truncated)
         return success_result(out, render_signals, token_chars(self.settings.list_max_tokens))
 
-    @_guarded
+    @guarded
     async def latest_report(self) -> Annotated[CallToolResult, ReportOutput]:
         """The newest daily triage report (06-daily/*-triage.md): what arrived per source
         and domain, what was filed with its scores, what was rejected near the threshold,
@@ -595,7 +396,7 @@ class Toolbox:
 
     # -- index -------------------------------------------------------------------
 
-    @_guarded
+    @guarded
     async def index_status(self) -> Annotated[CallToolResult, IndexStatusOutput]:
         """What is indexed: note, chunk and vector counts, the embedding model, when the
         index was last updated, notes per folder, and any degraded search mode."""
@@ -612,7 +413,7 @@ class Toolbox:
                 last_indexed=None,
                 degraded=[],
                 folders={},
-                hint=f"{exc.message}; {exc.hint or _NO_INDEX_HINT}",
+                hint=f"{exc.message}; {exc.hint or NO_INDEX_HINT}",
             )
             return success_result(out, render_status, token_chars(self.settings.list_max_tokens))
         status = await retriever.status()

@@ -19,7 +19,14 @@ from typing import Any
 from pydantic import BaseModel, Field, ValidationError
 
 from mcp_server.settings import McpSettings
-from pipeline.settings import CaptainsLogSettings, PipelineSettings, VaultSettings
+from pipeline.settings import (
+    CaptainsLogSettings,
+    PipelineSettings,
+    ReportSettings,
+    ScheduleSettings,
+    TriageSettings,
+    VaultSettings,
+)
 from retrieval.settings import IndexSettings, SearchSettings
 from scoring.settings import ScoringSettings
 from signaldesk.errors import SignaldeskError
@@ -63,9 +70,18 @@ class Config(SettingsModel):
     pipeline: PipelineSettings = Field(
         default_factory=PipelineSettings, description="The intake pipeline."
     )
+    triage: TriageSettings = Field(
+        default_factory=TriageSettings, description="Triage: filing signal notes."
+    )
     mcp: McpSettings = Field(default_factory=McpSettings, description="The MCP server.")
     captains_log: CaptainsLogSettings = Field(
         default_factory=CaptainsLogSettings, description="The daily captain's log."
+    )
+    schedule: ScheduleSettings = Field(
+        default_factory=ScheduleSettings, description="What `signaldesk serve` runs and when."
+    )
+    report: ReportSettings = Field(
+        default_factory=ReportSettings, description="The daily triage report."
     )
 
 

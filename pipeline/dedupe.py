@@ -37,6 +37,7 @@ import hashlib
 import re
 import unicodedata
 from collections.abc import Iterable
+from typing import Literal
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import numpy as np
@@ -47,6 +48,7 @@ __all__ = [
     "MIN_SIMHASH_WORDS",
     "NEAR_DUPLICATE_DISTANCE",
     "SIMHASH_BANDS",
+    "DedupeIndex",
     "canonical_url",
     "from_signed64",
     "hamming",
@@ -57,6 +59,8 @@ __all__ = [
 ]
 
 NEAR_DUPLICATE_DISTANCE = 7
+# Which key matched a duplicate, strongest first.
+MatchKey = Literal["guid", "url", "simhash"]
 SIMHASH_BANDS = 8
 _BAND_BITS = 64 // SIMHASH_BANDS
 _SHINGLE = 3
@@ -146,3 +150,43 @@ def nearest(value: int, candidates: Iterable[tuple[str, int]], limit: int) -> st
         if distance <= limit and (best is None or distance < best[0]):
             best = (distance, item_id)
     return best[1] if best else None
+
+
+class DedupeIndex:
+    """An in-memory view of the keys of already settled items, for deciding a batch.
+
+    Filled from the ledger rows that could match a batch (by GUID, canonical URL or a
+    shared simhash band); each newcomer judged unique is added, so later members of
+    the same batch are compared with it too. First added wins for exact keys, as the
+    rows are fed oldest first.
+    """
+
+    def __init__(self) -> None:
+        self._by_guid: dict[str, str] = {}
+        self._by_url: dict[str, str] = {}
+        self._by_band: dict[int, list[tuple[str, int]]] = {}
+
+    def add(self, item_id: str, guid: str | None, url: str | None, fingerprint: int | None) -> None:
+        """Know ``item_id`` by its keys (``None`` keys are skipped)."""
+        if guid is not None:
+            self._by_guid.setdefault(guid, item_id)
+        if url is not None:
+            self._by_url.setdefault(url, item_id)
+        if fingerprint is not None:
+            for band in simhash_bands(fingerprint):
+                self._by_band.setdefault(band, []).append((item_id, fingerprint))
+
+    def match(
+        self, guid: str | None, url: str | None, fingerprint: int | None
+    ) -> tuple[str, MatchKey] | None:
+        """``(item_id, key)`` of the item this one duplicates, strongest key first
+        (``guid``, ``url``, then the nearest ``simhash`` within the threshold)."""
+        if guid is not None and guid in self._by_guid:
+            return self._by_guid[guid], "guid"
+        if url is not None and url in self._by_url:
+            return self._by_url[url], "url"
+        if fingerprint is None:
+            return None
+        candidates = [c for band in simhash_bands(fingerprint) for c in self._by_band.get(band, ())]
+        near = nearest(fingerprint, candidates, NEAR_DUPLICATE_DISTANCE)
+        return (near, "simhash") if near is not None else None

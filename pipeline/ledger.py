@@ -15,31 +15,41 @@ in the in-flight statuses (:data:`~pipeline.ledger_schema.RESUMABLE_STATUSES`).
 
 from __future__ import annotations
 
-import dataclasses
-import hashlib
 import json
 import logging
 import sqlite3
 from collections.abc import AsyncIterator, Iterable, Sequence
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
-from typing import Any, Literal, cast
+from typing import Any, Literal
 
 import aiosqlite
 import anyio
 
 from pipeline.dedupe import (
-    NEAR_DUPLICATE_DISTANCE,
+    DedupeIndex,
     canonical_url,
     from_signed64,
-    nearest,
     simhash64,
     simhash_bands,
     to_signed64,
 )
 from pipeline.errors import LedgerError
+from pipeline.ledger_records import (
+    ENTRY_COLUMNS,
+    DedupeVerdict,
+    ItemStatus,
+    LedgerEntry,
+    entry_from_row,
+    global_guid,
+    iso_utc,
+    item_from_json,
+    item_identity,
+    item_to_json,
+    location_identity,
+    utcnow,
+)
 from pipeline.ledger_schema import (
     ITEM_STATUSES,
     MIGRATIONS,
@@ -65,133 +75,6 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 BUSY_TIMEOUT_MS = 5000
-ItemStatus = Literal[
-    "discovered", "fetched", "extracted", "pending", "duplicate", "parked", "filed", "rejected"
-]
-
-
-def utcnow() -> datetime:
-    """The current time, timezone-aware UTC."""
-    return datetime.now(UTC)
-
-
-def _iso(value: datetime) -> str:
-    return value.astimezone(UTC).isoformat(timespec="microseconds")
-
-
-def item_to_json(item: Item) -> str:
-    """Serialise an :class:`Item` for the ledger's payload column."""
-    data = dataclasses.asdict(item)
-    data["published"] = item.published.isoformat() if item.published else None
-    data["tags"] = list(item.tags)
-    return json.dumps(data, ensure_ascii=False, default=str)
-
-
-def item_from_json(text: str) -> Item:
-    """The inverse of :func:`item_to_json`."""
-    data: dict[str, Any] = json.loads(text)
-    published = data.get("published")
-    data["published"] = datetime.fromisoformat(published) if published else None
-    data["tags"] = tuple(data.get("tags") or ())
-    data["extra"] = dict(data.get("extra") or {})
-    return Item(**data)
-
-
-def global_guid(item: Item) -> str | None:
-    """The item's identity if it is meaningful across sources, else ``None``.
-
-    A Message-ID is global by construction; a feed GUID only when it is a URL,
-    URN or tag URI (many feeds number entries "1", "2", … which would collide
-    across feeds). Clipping and tool-output guids are local file paths.
-    """
-    guid = (item.guid or "").strip()
-    if not guid:
-        return None
-    if item.source_kind == "newsletter":
-        return guid.strip("<>").lower()
-    if item.source_kind == "rss" and ":" in guid and len(guid) >= 12:
-        return guid
-    return None
-
-
-def item_identity(item: Item) -> str:
-    """A stable id: sha256 of the source kind, the subscription and the entry's own id
-    (its GUID, else its canonical URL, else its title and text)."""
-    if item.guid:
-        key = f"guid:{item.guid}"
-    elif (canon := canonical_url(item.url)) is not None:
-        key = f"url:{canon}"
-    else:
-        key = "text:" + hashlib.sha256(f"{item.title}\n{item.text}".encode()).hexdigest()
-    raw = f"{item.source_kind}\x1f{item.source_id}\x1f{key}"
-    return hashlib.sha256(raw.encode("utf-8")).hexdigest()
-
-
-def _location_identity(kind: str, source_id: str, location: str) -> str:
-    raw = f"{kind}\x1f{source_id}\x1flocation:{location}"
-    return hashlib.sha256(raw.encode("utf-8")).hexdigest()
-
-
-@dataclass(frozen=True, slots=True)
-class LedgerEntry:
-    """One row of the ledger, with its payload decoded."""
-
-    id: str
-    status: ItemStatus
-    item: Item
-    canonical_url: str | None
-    duplicate_of: str | None
-    attempts: int
-    last_error: str | None
-    discovered_at: datetime
-    updated_at: datetime
-    score: float | None
-    scores: dict[str, Any] | None
-    domain: str | None
-    note_path: str | None
-
-    @property
-    def source_kind(self) -> SourceKind:
-        return self.item.source_kind
-
-    @property
-    def title(self) -> str:
-        return self.item.title
-
-
-@dataclass(frozen=True, slots=True)
-class DedupeVerdict:
-    """What :meth:`Ledger.settle` decided: ``pending`` (unique) or ``duplicate`` of whom,
-    and by which key (``guid``, ``url`` or ``simhash``)."""
-
-    item_id: str
-    status: Literal["pending", "duplicate"]
-    duplicate_of: str | None = None
-    matched_on: Literal["guid", "url", "simhash"] | None = None
-
-
-_ENTRY_COLUMNS = (
-    "id, status, payload, canonical_url, duplicate_of, attempts, last_error, discovered_at, "
-    "updated_at, score, scores, domain, note_path"
-)
-
-
-def _entry(row: Sequence[Any]) -> LedgerEntry:
-    return LedgerEntry(
-        id=row[0],
-        status=cast(ItemStatus, row[1]),
-        item=item_from_json(row[2]),
-        canonical_url=row[3],
-        duplicate_of=row[4],
-        attempts=row[5],
-        last_error=row[6],
-        discovered_at=datetime.fromisoformat(row[7]),
-        updated_at=datetime.fromisoformat(row[8]),
-        score=row[9],
-        scores=json.loads(row[10]) if row[10] else None,
-        domain=row[11],
-        note_path=row[12],
-    )
 
 
 async def _migrate(conn: aiosqlite.Connection) -> None:
@@ -282,16 +165,18 @@ class Ledger:
         status: ItemStatus,
         now: datetime,
     ) -> list[str]:
-        """Insert ``items`` inside an open transaction; returns the ids that were new."""
-        new: list[str] = []
-        stamp = _iso(now)
+        """Insert ``items`` inside an open transaction; returns the ids that were new.
+
+        Two statements whatever the count (each aiosqlite call is a thread round trip):
+        which ids exist already, then one ``INSERT OR IGNORE`` batch. The open
+        ``BEGIN IMMEDIATE`` keeps any other writer out in between.
+        """
+        stamp = iso_utc(now)
+        rows: dict[str, tuple[Any, ...]] = {}
         for item in items:
             item_id = item_identity(item)
-            cursor = await conn.execute(
-                "INSERT OR IGNORE INTO items (id, source_kind, source_id, guid, url, "
-                "canonical_url, "
-                "title, status, payload, discovered_at, updated_at) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            rows.setdefault(
+                item_id,
                 (
                     item_id,
                     item.source_kind,
@@ -306,8 +191,21 @@ class Ledger:
                     stamp,
                 ),
             )
-            if cursor.rowcount:
-                new.append(item_id)
+        if not rows:
+            return []
+        ids = list(rows)
+        marks = ", ".join("?" for _ in ids)
+        existing = {
+            r[0]
+            for r in await conn.execute_fetchall(f"SELECT id FROM items WHERE id IN ({marks})", ids)
+        }
+        new = [i for i in ids if i not in existing]
+        await conn.executemany(
+            "INSERT OR IGNORE INTO items (id, source_kind, source_id, guid, url, canonical_url, "
+            "title, status, payload, discovered_at, updated_at) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [rows[i] for i in new],
+        )
         return new
 
     async def record(
@@ -332,11 +230,11 @@ class Ledger:
     ) -> tuple[str, bool]:
         """Park something that could not even be read as an item (a broken clipping or
         mail), keyed by where it is. Returns its id and whether it was new."""
-        item_id = _location_identity(kind, source_id, location)
+        item_id = location_identity(kind, source_id, location)
         placeholder = Item(
             source_kind=kind, source_id=source_id, title=location, text="", origin_path=location
         )
-        stamp = _iso(now or utcnow())
+        stamp = iso_utc(now or utcnow())
         async with self.transaction() as conn:
             cursor = await conn.execute(
                 "INSERT OR IGNORE INTO items (id, source_kind, source_id, title, status, "
@@ -374,7 +272,7 @@ class Ledger:
         async with self.transaction() as conn:
             await conn.executemany(
                 "DELETE FROM items WHERE id = ? AND status = 'parked'",
-                [(_location_identity(kind, source_id, loc),) for loc in locations],
+                [(location_identity(kind, source_id, loc),) for loc in locations],
             )
 
     async def advance(
@@ -386,7 +284,7 @@ class Ledger:
         now: datetime | None = None,
     ) -> None:
         """Move an in-flight item to ``status``, replacing its payload when given."""
-        stamp = _iso(now or utcnow())
+        stamp = iso_utc(now or utcnow())
         async with self.transaction() as conn:
             if item is None:
                 await conn.execute(
@@ -415,7 +313,7 @@ class Ledger:
             await conn.execute(
                 "UPDATE items SET attempts = attempts + 1, last_error = ?, updated_at = ? WHERE "
                 "id = ?",
-                (error, _iso(now or utcnow()), item_id),
+                (error, iso_utc(now or utcnow()), item_id),
             )
             async with conn.execute(
                 "SELECT attempts FROM items WHERE id = ?", (item_id,)
@@ -425,7 +323,7 @@ class Ledger:
 
     async def park(self, item_id: str, reason: str, *, now: datetime | None = None) -> None:
         """Park an item for good with the reason (a permanent error)."""
-        stamp = _iso(now or utcnow())
+        stamp = iso_utc(now or utcnow())
         async with self.transaction() as conn:
             await conn.execute(
                 "UPDATE items SET status = 'parked', last_error = ?, attempts = attempts + 1, "
@@ -436,74 +334,97 @@ class Ledger:
     async def settle(
         self, item_id: str, item: Item, *, now: datetime | None = None
     ) -> DedupeVerdict:
-        """Normalise-and-dedupe in one transaction: mark the item ``pending`` or
-        ``duplicate`` of the earliest settled item sharing its global GUID, its
-        canonical URL, or near-identical text.
+        """Normalise-and-dedupe one item (see :meth:`settle_many`)."""
+        [verdict] = await self.settle_many([(item_id, item)], now=now)
+        return verdict
 
-        Calls must not run concurrently with each other for the verdict to hold
-        (the intake pipeline runs one dedupe worker); the write lock makes each
-        call atomic regardless.
+    async def settle_many(
+        self, batch: Sequence[tuple[str, Item]], *, now: datetime | None = None
+    ) -> list[DedupeVerdict]:
+        """Dedupe a batch in one transaction: each item becomes ``pending`` or a
+        ``duplicate`` of the earliest settled item (or earlier batch member) sharing
+        its global GUID, its canonical URL, or near-identical text.
+
+        A fixed number of statements per batch, whatever its size: the candidate
+        rows are read with two indexed queries, the verdicts written with three
+        batched statements. Calls must not run concurrently with each other for the
+        verdicts to hold (intake runs one dedupe worker); each call is atomic.
         """
-        stamp = _iso(now or utcnow())
-        guid = global_guid(item)
-        canon = canonical_url(item.url)
-        fingerprint = simhash64(item.text)
+        if not batch:
+            return []
+        stamp = iso_utc(now or utcnow())
+        prepared = [
+            (item_id, item, global_guid(item), canonical_url(item.url), simhash64(item.text))
+            for item_id, item in batch
+        ]
+        ids = [p[0] for p in prepared]
+        guids = sorted({p[2] for p in prepared if p[2] is not None})
+        urls = sorted({p[3] for p in prepared if p[3] is not None})
+        bands = sorted({b for p in prepared if p[4] is not None for b in simhash_bands(p[4])})
         settled = ", ".join(f"'{s}'" for s in SETTLED_STATUSES)
+        not_batch = f"id NOT IN ({', '.join('?' for _ in ids)})"
+        index = DedupeIndex()
+        verdicts: list[DedupeVerdict] = []
         async with self.transaction() as conn:
-            match: tuple[str, Literal["guid", "url", "simhash"]] | None = None
-            if guid is not None:
-                async with conn.execute(
-                    f"SELECT id FROM items WHERE guid = ? AND id != ? AND status IN ({settled}) "
-                    "ORDER BY discovered_at LIMIT 1",
-                    (guid, item_id),
-                ) as cursor:
-                    row = await cursor.fetchone()
-                if row:
-                    match = (row[0], "guid")
-            if match is None and canon is not None:
-                async with conn.execute(
-                    "SELECT id FROM items WHERE canonical_url = ? AND id != ? AND status IN "
-                    f"({settled}) "
-                    "ORDER BY discovered_at LIMIT 1",
-                    (canon, item_id),
-                ) as cursor:
-                    row = await cursor.fetchone()
-                if row:
-                    match = (row[0], "url")
-            bands = simhash_bands(fingerprint) if fingerprint is not None else []
-            if match is None and fingerprint is not None:
-                marks = ", ".join("?" for _ in bands)
-                async with conn.execute(
-                    "SELECT DISTINCT i.id, i.simhash FROM simhash_bands b JOIN items i ON i.id = "
-                    "b.item_id "
-                    f"WHERE b.band IN ({marks}) AND i.id != ?",
-                    (*bands, item_id),
-                ) as cursor:
-                    candidates = [(r[0], from_signed64(r[1])) async for r in cursor]
-                near = nearest(fingerprint, candidates, NEAR_DUPLICATE_DISTANCE)
-                if near is not None:
-                    match = (near, "simhash")
-            signed = to_signed64(fingerprint) if fingerprint is not None else None
-            if match is not None:
-                await conn.execute(
-                    "UPDATE items SET status = 'duplicate', duplicate_of = ?, payload = ?, "
-                    "canonical_url = ?, "
-                    "simhash = ?, updated_at = ?, settled_at = ? WHERE id = ?",
-                    (match[0], item_to_json(item), canon, signed, stamp, stamp, item_id),
+            if guids or urls:
+                # Only non-empty IN lists: `x IN ()` stops SQLite using the indexes.
+                keys = [
+                    f"{column} IN ({', '.join('?' for _ in values)})"
+                    for column, values in (("guid", guids), ("canonical_url", urls))
+                    if values
+                ]
+                rows = await conn.execute_fetchall(
+                    f"SELECT id, guid, canonical_url FROM items WHERE ({' OR '.join(keys)}) "
+                    f"AND status IN ({settled}) AND {not_batch} ORDER BY discovered_at",
+                    (*guids, *urls, *ids),
                 )
-                return DedupeVerdict(item_id, "duplicate", match[0], match[1])
-            await conn.execute(
-                "UPDATE items SET status = 'pending', duplicate_of = NULL, payload = ?, title = "
-                "?, url = ?, "
-                "canonical_url = ?, simhash = ?, updated_at = ?, settled_at = ? WHERE id = ?",
-                (item_to_json(item), item.title, item.url, canon, signed, stamp, stamp, item_id),
-            )
+                for row in rows:
+                    index.add(row[0], row[1], row[2], None)
             if bands:
-                await conn.executemany(
-                    "INSERT OR IGNORE INTO simhash_bands (band, item_id) VALUES (?, ?)",
-                    [(band, item_id) for band in bands],
+                rows = await conn.execute_fetchall(
+                    "SELECT DISTINCT i.id, i.simhash FROM simhash_bands b JOIN items i "
+                    f"ON i.id = b.item_id WHERE b.band IN ({', '.join('?' for _ in bands)}) "
+                    f"AND i.{not_batch} ORDER BY i.discovered_at",
+                    (*bands, *ids),
                 )
-            return DedupeVerdict(item_id, "pending")
+                for row in rows:
+                    index.add(row[0], None, None, from_signed64(row[1]))
+            duplicates: list[tuple[Any, ...]] = []
+            uniques: list[tuple[Any, ...]] = []
+            new_bands: list[tuple[int, str]] = []
+            for item_id, item, guid, canon, fingerprint in prepared:
+                signed = to_signed64(fingerprint) if fingerprint is not None else None
+                payload = item_to_json(item)
+                match = index.match(guid, canon, fingerprint)
+                if match is not None:
+                    duplicates.append((match[0], payload, canon, signed, stamp, stamp, item_id))
+                    verdicts.append(DedupeVerdict(item_id, "duplicate", match[0], match[1]))
+                    continue
+                index.add(item_id, guid, canon, fingerprint)
+                uniques.append(
+                    (payload, item.title, item.url, canon, signed, stamp, stamp, item_id)
+                )
+                if fingerprint is not None:
+                    new_bands += [(band, item_id) for band in simhash_bands(fingerprint)]
+                verdicts.append(DedupeVerdict(item_id, "pending"))
+            if duplicates:
+                await conn.executemany(
+                    "UPDATE items SET status = 'duplicate', duplicate_of = ?, payload = ?, "
+                    "canonical_url = ?, simhash = ?, updated_at = ?, settled_at = ? WHERE id = ?",
+                    duplicates,
+                )
+            if uniques:
+                await conn.executemany(
+                    "UPDATE items SET status = 'pending', duplicate_of = NULL, payload = ?, "
+                    "title = ?, url = ?, canonical_url = ?, simhash = ?, updated_at = ?, "
+                    "settled_at = ? WHERE id = ?",
+                    uniques,
+                )
+            if new_bands:
+                await conn.executemany(
+                    "INSERT OR IGNORE INTO simhash_bands (band, item_id) VALUES (?, ?)", new_bands
+                )
+        return verdicts
 
     async def record_triage(
         self,
@@ -527,7 +448,7 @@ class Ledger:
                     json.dumps(scores) if scores is not None else None,
                     domain,
                     note_path,
-                    _iso(now or utcnow()),
+                    iso_utc(now or utcnow()),
                     item_id,
                 ),
             )
@@ -537,19 +458,19 @@ class Ledger:
     async def get(self, item_id: str) -> LedgerEntry | None:
         """One entry by id."""
         async with self._conn.execute(
-            f"SELECT {_ENTRY_COLUMNS} FROM items WHERE id = ?", (item_id,)
+            f"SELECT {ENTRY_COLUMNS} FROM items WHERE id = ?", (item_id,)
         ) as cursor:
             row = await cursor.fetchone()
-        return _entry(row) if row else None
+        return entry_from_row(row) if row else None
 
     async def in_flight(self) -> list[LedgerEntry]:
         """Entries a previous run left mid-stage, oldest first."""
         marks = ", ".join("?" for _ in RESUMABLE_STATUSES)
         async with self._conn.execute(
-            f"SELECT {_ENTRY_COLUMNS} FROM items WHERE status IN ({marks}) ORDER BY discovered_at",
+            f"SELECT {ENTRY_COLUMNS} FROM items WHERE status IN ({marks}) ORDER BY discovered_at",
             RESUMABLE_STATUSES,
         ) as cursor:
-            return [_entry(row) async for row in cursor]
+            return [entry_from_row(row) async for row in cursor]
 
     async def entries(
         self,
@@ -580,10 +501,10 @@ class Ledger:
             tail = " LIMIT ?"
             params.append(limit)
         async with self._conn.execute(
-            f"SELECT {_ENTRY_COLUMNS} FROM items {where} ORDER BY discovered_at DESC, id{tail}",
+            f"SELECT {ENTRY_COLUMNS} FROM items {where} ORDER BY discovered_at DESC, id{tail}",
             params,
         ) as cursor:
-            return [_entry(row) async for row in cursor]
+            return [entry_from_row(row) async for row in cursor]
 
     async def known_guids(self, source_kind: str) -> set[str]:
         """The source's own guids (as the adapter gave them) already in the ledger."""
@@ -596,10 +517,10 @@ class Ledger:
     async def duplicates_of(self, item_id: str) -> list[LedgerEntry]:
         """The entries recorded as duplicates of ``item_id`` (other sources of the same signal)."""
         async with self._conn.execute(
-            f"SELECT {_ENTRY_COLUMNS} FROM items WHERE duplicate_of = ? ORDER BY discovered_at",
+            f"SELECT {ENTRY_COLUMNS} FROM items WHERE duplicate_of = ? ORDER BY discovered_at",
             (item_id,),
         ) as cursor:
-            return [_entry(row) async for row in cursor]
+            return [entry_from_row(row) async for row in cursor]
 
     async def status_counts(self) -> dict[tuple[str, str], int]:
         """``{(source_kind, status): count}`` over the whole ledger."""

@@ -83,3 +83,160 @@ class CaptainsLogSettings(SettingsModel):
         ),
     )
     top_signals: int = Field(5, ge=0, description="How many of the period's top signals to list.")
+
+
+class TriageSettings(SettingsModel):
+    """Triage: scoring pending items, filing signal notes, indexing what was written."""
+
+    signals_folder: str = Field(
+        "05-signals", description="Vault-relative folder holding one sub-folder per domain."
+    )
+    clipping_action: str = Field(
+        "move",
+        pattern="^(move|copy|leave)$",
+        description=(
+            "What happens to a Web Clipper note that passes: `move` it into its domain folder "
+            "(scores added to its frontmatter, body untouched), `copy` it there and keep the "
+            "original, or `leave` it where it is untouched (scores only in the ledger)."
+        ),
+    )
+    after_scan: bool = Field(
+        True, description="`signaldesk scan` triages what it found (score, file, index) at once."
+    )
+    index_after: bool = Field(
+        True, description="Index the notes triage wrote in the same run, so search finds them."
+    )
+    batch_size: int = Field(32, ge=1, description="Items scored together (one embedding batch).")
+    lock_timeout: float = Field(
+        60.0,
+        gt=0,
+        description=(
+            "Seconds a batch waits for another triage run (e.g. the scheduler's) to finish "
+            "its batch; on timeout the items stay pending for the next run."
+        ),
+    )
+    key_points: int = Field(
+        5, ge=0, description="Sentences picked from the text for a note's Key points section."
+    )
+    summary_chars: int = Field(600, ge=80, description="Longest Summary section, in characters.")
+    content_chars: int = Field(
+        12_000,
+        ge=500,
+        description="Longest Content section, in characters (the rest stays at the source).",
+    )
+    slug_chars: int = Field(
+        60, ge=8, le=120, description="Longest title part of a new note's file name, in characters."
+    )
+
+
+class ScheduleSettings(SettingsModel):
+    """What `signaldesk serve` runs, how often, and for how long at most."""
+
+    timezone: str | None = Field(
+        None,
+        description=(
+            "IANA time zone for the daily jobs and the report's day boundaries, e.g. "
+            '"Europe/Madrid" (default: the machine\'s local zone).'
+        ),
+    )
+    feeds_interval: float = Field(
+        60.0,
+        gt=0,
+        description=(
+            "Seconds between looks for due feeds; each feed keeps its own next check time, "
+            "so a look only fetches the feeds that are due."
+        ),
+    )
+    drops_interval: float = Field(
+        60.0, gt=0, description="Seconds between reads of the clipper, newsletter and tool drops."
+    )
+    triage_interval: float = Field(
+        300.0,
+        gt=0,
+        description="Seconds between triage runs (a scan that finds new items triggers one too).",
+    )
+    index_interval: float = Field(
+        900.0,
+        gt=0,
+        description="Seconds between safety-net incremental index runs (edits trigger one sooner).",
+    )
+    watch_interval: float = Field(
+        5.0, gt=0, description="Seconds between stat scans of the vault looking for edits."
+    )
+    watch_debounce: float = Field(
+        2.0,
+        ge=0,
+        description="Seconds the vault must stay unchanged after an edit before it is indexed.",
+    )
+    report_time: str = Field(
+        "07:00",
+        pattern=r"^([01]\d|2[0-3]):[0-5]\d$",
+        description="Local time (HH:MM) the daily triage report is written.",
+    )
+    report_day: str = Field(
+        "previous_day",
+        pattern="^(previous_day|same_day)$",
+        description=(
+            "Day the scheduled report covers: `previous_day` (a morning report on yesterday) "
+            "or `same_day` (an evening report)."
+        ),
+    )
+    log_time: str = Field(
+        "07:05",
+        pattern=r"^([01]\d|2[0-3]):[0-5]\d$",
+        description="Local time (HH:MM) the daily captain's log is written.",
+    )
+    catch_up: bool = Field(
+        True,
+        description=(
+            "On start, write a daily report or log whose scheduled time passed while "
+            "serve was not running."
+        ),
+    )
+    daily_misfire_grace: float = Field(
+        21600.0,
+        gt=0,
+        description=(
+            "Seconds a daily job may start late (machine asleep, busy) and still run; "
+            "interval jobs may be late by one interval."
+        ),
+    )
+    feeds_timeout: float = Field(600.0, gt=0, description="Seconds one feed scan may take.")
+    drops_timeout: float = Field(300.0, gt=0, description="Seconds one drop-folder read may take.")
+    triage_timeout: float = Field(900.0, gt=0, description="Seconds one triage run may take.")
+    index_timeout: float = Field(1800.0, gt=0, description="Seconds one index run may take.")
+    watch_timeout: float = Field(60.0, gt=0, description="Seconds one vault stat scan may take.")
+    report_timeout: float = Field(120.0, gt=0, description="Seconds writing the report may take.")
+    log_timeout: float = Field(
+        120.0, gt=0, description="Seconds writing the captain's log may take."
+    )
+    shutdown_grace: float = Field(
+        30.0,
+        ge=0,
+        description=(
+            "Seconds a running job may take to finish after SIGINT/SIGTERM before it is "
+            "cancelled (cancelling is safe: writes are atomic, transactions roll back)."
+        ),
+    )
+
+
+class ReportSettings(SettingsModel):
+    """The daily triage report note."""
+
+    path: str = Field(
+        "06-daily/{date}-triage.md",
+        description="Where the report is written, relative to the vault; {date} is YYYY-MM-DD.",
+    )
+    near_threshold: float = Field(
+        0.1,
+        ge=0,
+        le=1,
+        description=(
+            "Rejected items scoring within this much below the threshold are listed as "
+            "worth a look."
+        ),
+    )
+    max_rows: int = Field(
+        100, ge=1, description="Most rows listed per section (the counts are always complete)."
+    )
+    charts: bool = Field(True, description="Draw Mermaid charts (Obsidian renders them).")

@@ -23,6 +23,7 @@ from datetime import datetime
 import anyio
 import httpx
 from anyio.abc import ObjectReceiveStream, ObjectSendStream
+from anyio.streams.memory import MemoryObjectReceiveStream
 
 from pipeline.config import Workspace
 from pipeline.feeds import FeedRecord, FeedRegistry
@@ -187,10 +188,10 @@ async def _record_local(
 
 async def discover_feeds(ctx: ScanContext, send: ObjectSendStream[FeedRecord]) -> None:
     """Send every due (or, with ``force``, every enabled) feed to the fetch stage."""
-    now = ctx.now()
-    records = await ctx.registry.due(now)
     if ctx.force:
         records = [r for r in await ctx.registry.records() if not r.disabled]
+    else:
+        records = await ctx.registry.due(ctx.now())
     ctx.stats.feeds_due = len(records)
     ctx.progress()
     for record in records:
@@ -395,34 +396,49 @@ def normalise(item: Item) -> Item:
     )
 
 
-async def settle_worker(ctx: ScanContext, receive: ObjectReceiveStream[Work]) -> None:
+async def settle_worker(ctx: ScanContext, receive: MemoryObjectReceiveStream[Work]) -> None:
     """The one dedupe worker (serial, so two copies arriving at once cannot both
-    be new); hands each new item to ``ctx.handoff``."""
+    be new). It takes whatever is waiting, up to ``[pipeline] queue_size`` items,
+    and settles it in one ledger transaction; then hands each new item to
+    ``ctx.handoff``."""
+    limit = ctx.workspace.config.pipeline.queue_size
     async with receive:
-        async for work in receive:
-            await _settle_one(ctx, work)
+        async for first in receive:
+            batch = [first]
+            while len(batch) < limit:
+                try:
+                    batch.append(receive.receive_nowait())
+                except (anyio.WouldBlock, anyio.EndOfStream):
+                    break
+            await _settle_batch(ctx, batch)
 
 
-async def _settle_one(ctx: ScanContext, work: Work) -> None:
-    item = normalise(work.item)
-    tally = ctx.stats.tally(item.source_kind)
-    if not item.text and not item.url:
-        await ctx.ledger.park(work.id, "empty item: no text and no link", now=ctx.now())
-        tally.parked += 1
-        ctx.progress()
-        return
-    verdict = await ctx.ledger.settle(work.id, item, now=ctx.now())
-    if verdict.status == "duplicate":
-        tally.duplicate += 1
-        ctx.progress()
-        return
-    tally.new += 1
-    ctx.stats.new_ids.append(work.id)
+async def _settle_batch(ctx: ScanContext, batch: Sequence[Work]) -> None:
+    ready: list[tuple[str, Item]] = []
+    for work in batch:
+        item = normalise(work.item)
+        if not item.text and not item.url:
+            await ctx.ledger.park(work.id, "empty item: no text and no link", now=ctx.now())
+            ctx.stats.tally(item.source_kind).parked += 1
+            continue
+        ready.append((work.id, item))
+    verdicts = await ctx.ledger.settle_many(ready, now=ctx.now())
+    fresh: list[str] = []
+    for (item_id, item), verdict in zip(ready, verdicts, strict=True):
+        tally = ctx.stats.tally(item.source_kind)
+        if verdict.status == "duplicate":
+            tally.duplicate += 1
+        else:
+            tally.new += 1
+            fresh.append(item_id)
+    ctx.stats.new_ids += fresh
     ctx.progress()
-    if ctx.handoff is not None:
+    if ctx.handoff is None:
+        return
+    for item_id in fresh:
         try:
             with anyio.fail_after(ctx.workspace.config.pipeline.stage_timeout):
-                await ctx.handoff(work.id)
+                await ctx.handoff(item_id)
         except TimeoutError:
             # The item is safely `pending` in the ledger; triage picks it up from there.
-            logger.warning("hand-off of %s timed out; it stays pending", work.id, exc_info=True)
+            logger.warning("hand-off of %s timed out; it stays pending", item_id, exc_info=True)

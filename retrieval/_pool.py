@@ -73,20 +73,26 @@ def _ordered(
     window: int,
 ) -> Iterator[Outcome]:
     pending: deque[Future[list[Outcome]]] = deque()
-    starts = iter(range(0, len(jobs), _TASK_FILES))
+    starts: Iterator[int] = iter(range(0, len(jobs), _TASK_FILES))
     for start in starts:
         pending.append(
-            pool.submit(prepare_many, vault, list(jobs[start : start + _TASK_FILES]), max_chars, min_chars)
+            pool.submit(
+                prepare_many, vault, list(jobs[start : start + _TASK_FILES]), max_chars, min_chars
+            )
         )
         if len(pending) >= window:
             break
     while pending:
         outcomes = pending.popleft().result()
-        start = next(starts, None)
-        if start is not None:
+        following = next(starts, None)
+        if following is not None:
             pending.append(
                 pool.submit(
-                    prepare_many, vault, list(jobs[start : start + _TASK_FILES]), max_chars, min_chars
+                    prepare_many,
+                    vault,
+                    list(jobs[following : following + _TASK_FILES]),
+                    max_chars,
+                    min_chars,
                 )
             )
         yield from outcomes

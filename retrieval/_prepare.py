@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from pathlib import Path
@@ -194,11 +194,32 @@ def prepare_note(
     note = chunk_note(path, text, max_chars=max_chars, min_chars=min_chars)
     if excluded_by_frontmatter(note.frontmatter):
         return SkippedNote(path, mtime_ns, size, digest, "frontmatter")
-    findings: dict[str, int] = {}
-    title = _scrubbed(note.title or Path(path).stem, findings)
-    tags = [_scrubbed(str(tag), findings) for tag in note.tags or ()]
-    aliases = [_scrubbed(str(alias), findings) for alias in note.aliases or ()]
-    frontmatter = _scrub_value(dict(note.frontmatter or {}), findings)
+    # Trigger: every note. Why: one scrub of the whole file costs a fraction of one
+    # scrub per chunk, heading, tag and frontmatter value (the scrubber's cost is
+    # mostly per call), and a string found verbatim in a clean file is clean.
+    # Outcome: strings not in the file as-is (YAML-unescaped values, merged chunks,
+    # a title from the file name) are still scrubbed one by one; a file with a
+    # finding takes its metadata from the scrubbed text (so `password: x` in the
+    # frontmatter, which needs its key to be recognised, is caught) and scrubs its
+    # chunks one by one (so their line numbers stay those of the file).
+    whole = scrub(text)
+    findings: dict[str, int] = dict(whole.findings)
+    meta = note
+    if findings:
+        meta = chunk_note(path, whole.text, max_chars=max_chars, min_chars=min_chars)
+
+        def clean(value: str) -> str:
+            return _scrubbed(value, findings)
+
+    else:
+
+        def clean(value: str) -> str:
+            return value if not value or value in text else _scrubbed(value, findings)
+
+    title = clean(meta.title or Path(path).stem)
+    tags = [clean(str(tag)) for tag in meta.tags or ()]
+    aliases = [clean(str(alias)) for alias in meta.aliases or ()]
+    frontmatter = _clean_value(dict(meta.frontmatter or {}), clean)
     mtime_iso = _iso_from_ns(mtime_ns)
     prepared = PreparedNote(
         path=path,
@@ -206,20 +227,20 @@ def prepare_note(
         size=size,
         content_hash=digest,
         title=title,
-        note_type=_scalar(note.note_type, findings),
-        domain=_scalar(note.domain, findings),
-        status=_scalar(note.status, findings),
+        note_type=_scalar(meta.note_type, clean),
+        domain=_scalar(meta.domain, clean),
+        status=_scalar(meta.status, clean),
         tags=json.dumps(tags, ensure_ascii=False),
-        created=_date_text(note.created) or mtime_iso,
-        updated=_date_text(note.updated) or mtime_iso,
+        created=_date_text(meta.created) or mtime_iso,
+        updated=_date_text(meta.updated) or mtime_iso,
         frontmatter=json.dumps(frontmatter, ensure_ascii=False, default=str),
     )
     context_head = " ".join([title, *tags])
     context_tail = " ".join(aliases)
     for chunk in note.chunks:
-        chunk_text = _scrubbed(chunk.text, findings)
-        headings = [_scrubbed(h, findings) for h in chunk.heading_path]
-        section = _scrubbed(chunk.section or "", findings)
+        chunk_text = clean(chunk.text)
+        headings = [clean(h) for h in chunk.heading_path]
+        section = clean(chunk.section or "")
         embed_text = embedding_input(title, headings, chunk_text)
         context = " ".join(p for p in (context_head, " ".join(headings), context_tail) if p)
         prepared.chunks.append(
@@ -252,20 +273,20 @@ def _scrubbed(text: str, findings: dict[str, int]) -> str:
     return result.text
 
 
-def _scrub_value(value: Any, findings: dict[str, int]) -> Any:
+def _clean_value(value: Any, clean: Callable[[str], str]) -> Any:
     if isinstance(value, str):
-        return _scrubbed(value, findings)
+        return clean(value)
     if isinstance(value, Mapping):
-        return {str(k): _scrub_value(v, findings) for k, v in value.items()}
+        return {str(k): _clean_value(v, clean) for k, v in value.items()}
     if isinstance(value, Sequence) and not isinstance(value, bytes | bytearray):
-        return [_scrub_value(v, findings) for v in value]
+        return [_clean_value(v, clean) for v in value]
     return value
 
 
-def _scalar(value: object, findings: dict[str, int]) -> str | None:
+def _scalar(value: object, clean: Callable[[str], str]) -> str | None:
     if value is None or value == "":
         return None
-    return _scrubbed(str(value), findings)
+    return clean(str(value))
 
 
 def _date_text(value: object) -> str | None:

@@ -16,19 +16,22 @@ from typing import Any
 
 from retrieval.ignore import VaultFilter, iter_vault_notes
 
-__all__ = ["Known", "ScanPlan", "load_known", "normalise_path", "plan_paths", "plan_vault"]
+__all__ = [
+    "Known",
+    "ScanPlan",
+    "known_hashes",
+    "load_known",
+    "normalise_path",
+    "plan_paths",
+    "plan_vault",
+]
 
 logger = logging.getLogger(__name__)
 
 
-@dataclass(frozen=True, slots=True)
-class Known:
-    """What the index remembers about one file."""
-
-    mtime_ns: int
-    size: int
-    content_hash: str
-    skipped: bool
+# What the index remembers about one file: (mtime_ns, size, skipped). A plain
+# tuple because a 45k-note vault builds 45k of them on every run, no-op included.
+Known = tuple[int, int, bool]
 
 
 @dataclass(slots=True)
@@ -47,18 +50,26 @@ class ScanPlan:
 
 
 def load_known(conn: Any) -> dict[str, Known]:
-    """Every file the index knows, indexed or deliberately skipped."""
-    known: dict[str, Known] = {}
-    for path, mtime_ns, size, digest in conn.execute(
-        "SELECT path, mtime_ns, size, content_hash FROM notes"
-    ):
-        known[path] = Known(mtime_ns, size, digest, False)
-    for path, mtime_ns, size, reason in conn.execute(
-        "SELECT path, mtime_ns, size, reason FROM skipped"
-    ):
-        # A skipped row's reason column stands in for the hash: the stat decides.
-        known[path] = Known(mtime_ns, size, reason, True)
-    return known
+    """Every file the index knows, indexed (``skipped`` false) or deliberately skipped."""
+    rows = conn.execute(
+        "SELECT path, mtime_ns, size, 0 FROM notes UNION ALL "
+        "SELECT path, mtime_ns, size, 1 FROM skipped"
+    ).fetchall()
+    return {path: (mtime_ns, size, bool(skipped)) for path, mtime_ns, size, skipped in rows}
+
+
+def known_hashes(conn: Any, paths: list[str]) -> dict[str, str]:
+    """The stored content hash of each of ``paths`` that is an indexed note."""
+    hashes: dict[str, str] = {}
+    for start in range(0, len(paths), 500):
+        part = paths[start : start + 500]
+        marks = ",".join("?" * len(part))
+        hashes.update(
+            conn.execute(
+                f"SELECT path, content_hash FROM notes WHERE path IN ({marks})", part
+            ).fetchall()
+        )
+    return hashes
 
 
 def plan_vault(vault: Path, known: dict[str, Known], *, force: bool) -> ScanPlan:
@@ -73,8 +84,8 @@ def plan_vault(vault: Path, known: dict[str, Known], *, force: bool) -> ScanPlan
         if (
             not force
             and entry is not None
-            and entry.mtime_ns == stat.st_mtime_ns
-            and entry.size == stat.st_size
+            and entry[0] == stat.st_mtime_ns
+            and entry[1] == stat.st_size
         ):
             plan.unchanged += 1
         else:
@@ -118,8 +129,8 @@ def plan_paths(
         if (
             not force
             and entry is not None
-            and entry.mtime_ns == stat.st_mtime_ns
-            and entry.size == stat.st_size
+            and entry[0] == stat.st_mtime_ns
+            and entry[1] == stat.st_size
         ):
             plan.unchanged += 1
         else:

@@ -122,6 +122,7 @@ class IndexWriter:
         self._next_chunk_id = self._max_id("chunks") + 1
         self.vector_type = get_meta(conn, "vector_type") or "none"
         self.wrote = False
+        self._closed = False
 
     @classmethod
     def open(cls, db_path: Path) -> IndexWriter:
@@ -143,6 +144,10 @@ class IndexWriter:
             raise
 
     def close(self) -> None:
+        """Close the connection (again: a no-op)."""
+        if self._closed:
+            return
+        self._closed = True
         with contextlib.suppress(Exception):
             if self.wrote:
                 self.conn.execute("PRAGMA optimize")
@@ -366,4 +371,3 @@ class IndexWriter:
 def _parts(items: list[str]) -> Iterator[list[str]]:
     for start in range(0, len(items), _IN_BATCH):
         yield items[start : start + _IN_BATCH]
-

@@ -469,8 +469,14 @@ def _merge_small(pieces: list[_Piece], max_chars: int, min_chars: int) -> list[_
             if other is None:
                 continue
             merged = _join(other, piece) if before else _join(piece, other)
-            if merged.readable > ceiling or len(merged.text) > raw_ceiling:
+            size = len(merged.text)
+            if size > raw_ceiling:
                 continue
+            # Cleaning never lengthens text, so only a long merge is measured exactly.
+            if size > ceiling:
+                merged._readable = len(readable_text(merged.text))
+                if merged._readable > ceiling:
+                    continue
             if before:
                 pieces[i - 1 : i + 1] = [merged]
             else:
@@ -504,7 +510,8 @@ def _join(a: _Piece, b: _Piece) -> _Piece:
         lead = b
     merged = _Piece(a.text + gap + b.text, a.first, b.last, lead.path, lead.section, a.intro)
     # Lengths add up unless a comment or fence opened in one part closes in the
-    # other; then the joined text is measured again.
+    # other; then the joined text is measured again. (The sum is an estimate
+    # used to spot tiny pieces; the size ceiling is checked exactly.)
     if _balanced(a.text) and _balanced(b.text):
         merged._readable = a.readable + b.readable + 1
     return merged

@@ -84,6 +84,9 @@ def readable_text(markdown: str) -> str:
         return ""
     code: list[str] = []
     text = markdown.replace("\r\n", "\n").replace("\r", "\n")
+    if _PH_OPEN in text or _PH_CLOSE in text:
+        # A note holding our placeholder characters must not confuse the restore step.
+        text = text.replace(_PH_OPEN, " ").replace(_PH_CLOSE, " ")
     # Each pass runs only when its trigger character occurs: most chunks need few.
     if "`" in text or "~~~" in text:
         text = _extract_code(text, code)

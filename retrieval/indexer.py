@@ -36,14 +36,14 @@ import anyio.to_thread
 
 from retrieval._pool import default_workers, prepared
 from retrieval._prepare import FileJob, Gone, Outcome, PreparedNote, SkippedNote, Touched
-from retrieval._scan import Known, ScanPlan, load_known, plan_paths, plan_vault
+from retrieval._scan import Known, ScanPlan, known_hashes, load_known, plan_paths, plan_vault
 from retrieval._writer import IndexWriter, ModelMeta, move_aside, quantize
 from retrieval.embedder import Embedder
 from retrieval.errors import ModelError, StoreError
 from retrieval.lock import DEFAULT_LOCK_TIMEOUT, IndexLock
 from retrieval.records import IndexReport
 from retrieval.settings import IndexSettings
-from retrieval.store import index_db_path, is_corruption_error
+from retrieval.store import index_db_path, is_corruption_error, sqlite_module
 
 __all__ = ["INDEX_FORMAT", "VECTOR_TYPE", "IndexProgress", "Indexer"]
 
@@ -191,33 +191,31 @@ class Indexer:
     ) -> IndexReport:
         """:meth:`run` without the event loop (blocks the calling thread)."""
         started = time.perf_counter()
+        db_error: type[Exception] = sqlite_module().Error
         with IndexLock(self.db_path, timeout=self.lock_timeout):
-            try:
-                writer = IndexWriter.open(self.db_path)
-                recovered = None
-            except Exception as exc:
-                if not is_corruption_error(exc):
-                    raise StoreError(f"cannot open the index {self.db_path}: {exc}") from exc
-                moved = move_aside(self.db_path)
-                writer = IndexWriter.open(self.db_path)
-                recovered = f"index was unreadable ({exc}); moved aside to {moved.name}"
-            try:
-                return self._run_open(writer, full, paths, progress, started, recovered)
-            except Exception as exc:
-                if recovered is None and is_corruption_error(exc):
-                    # Corruption found mid-run (a malformed page): start over from the notes.
-                    writer.close()
-                    moved = move_aside(self.db_path)
+            recovered: str | None = None
+            while True:
+                try:
                     writer = IndexWriter.open(self.db_path)
-                    recovered = f"index was unreadable ({exc}); moved aside to {moved.name}"
+                except db_error as exc:
+                    if recovered is not None or not is_corruption_error(exc):
+                        raise StoreError(f"cannot open the index {self.db_path}: {exc}") from exc
+                    recovered = self._move_aside(exc)
+                    continue
+                try:
                     return self._run_open(writer, full, paths, progress, started, recovered)
-                if is_corruption_error(exc) or type(exc).__name__.endswith("Error") and hasattr(
-                    exc, "sqlite_errorcode"
-                ):
-                    raise StoreError(f"cannot write the index {self.db_path}: {exc}") from exc
-                raise
-            finally:
-                writer.close()
+                except db_error as exc:
+                    if recovered is not None or not is_corruption_error(exc):
+                        raise StoreError(f"cannot write the index {self.db_path}: {exc}") from exc
+                    # A malformed page found mid-run: start over from the notes.
+                    writer.close()
+                    recovered = self._move_aside(exc)
+                finally:
+                    writer.close()
+
+    def _move_aside(self, exc: Exception) -> str:
+        moved = move_aside(self.db_path)
+        return f"index was unreadable ({exc}); moved aside to {moved.name}"
 
     def _run_open(
         self,
@@ -232,9 +230,18 @@ class Indexer:
         model, model_error = self._current_model(writer)
         if model_error:
             counters.errors.append(model_error)
-        index_format = f"{INDEX_FORMAT}:{self.settings.chunk_max_chars}:{self.settings.chunk_min_chars}"
+        index_format = (
+            f"{INDEX_FORMAT}:{self.settings.chunk_max_chars}:{self.settings.chunk_min_chars}"
+        )
         reason = recovered or ("full rebuild requested" if full else None)
         stored = writer.model_meta()
+        if model_error and stored is not None and stored.vector_type != "none":
+            # Rebuilding without vectors would throw away every stored vector over
+            # what may be a passing problem; leave the index as it is instead.
+            raise ModelError(
+                f"{model_error}; the index has vectors from {stored.name}, so it was left as is",
+                hint="run `signaldesk doctor` to see why the model does not load",
+            )
         if reason is None and stored is not None and _differs(stored, model):
             reason = f"embedding model changed ({_describe(stored)} -> {_describe(model)})"
         if reason is None and stored is None and writer.note_count() > 0:
@@ -259,7 +266,7 @@ class Indexer:
         interrupted = False
         try:
             self._apply(writer, plan, known, force, counters, progress, reason)
-            if force and not self._stop.is_set() and paths is None:
+            if force and paths is None:
                 writer.set_index_format(index_format)
         except _Stopped:
             interrupted = True
@@ -321,25 +328,13 @@ class Indexer:
         progress: Callable[[IndexProgress], None] | None,
         reason: str | None,
     ) -> None:
-        if plan.deleted:
-            for start in range(0, len(plan.deleted), _BATCH_FILES):
-                writer.delete_paths(plan.deleted[start : start + _BATCH_FILES])
-            counters.deleted += sum(1 for p in plan.deleted if not known[p].skipped)
-            self._check_stop()
         if progress:
             progress(self._snapshot("indexing", counters, reason))
-        jobs = []
-        for rel, stat in plan.candidates:
-            entry = known.get(rel)
-            jobs.append(
-                FileJob(
-                    rel,
-                    stat.st_mtime_ns,
-                    stat.st_size,
-                    None if entry is None or entry.skipped else entry.content_hash,
-                    force,
-                )
-            )
+        hashes = known_hashes(writer.conn, [rel for rel, _ in plan.candidates if rel in known])
+        jobs = [
+            FileJob(rel, stat.st_mtime_ns, stat.st_size, hashes.get(rel), force)
+            for rel, stat in plan.candidates
+        ]
         batch = _Batch()
         with prepared(
             str(self.vault),
@@ -358,6 +353,11 @@ class Indexer:
                     self._check_stop()
             if batch.files:
                 self._flush(writer, batch, counters)
+        # Deletions last: a note that moved finds its old chunks' vectors still there.
+        if plan.deleted:
+            for start in range(0, len(plan.deleted), _BATCH_FILES):
+                writer.delete_paths(plan.deleted[start : start + _BATCH_FILES])
+            counters.deleted += sum(1 for p in plan.deleted if not known[p][2])
 
     @staticmethod
     def _collect(
@@ -365,7 +365,7 @@ class Indexer:
     ) -> None:
         batch.files += 1
         entry = known.get(outcome.path)
-        was_note = entry is not None and not entry.skipped
+        was_note = entry is not None and not entry[2]
         if isinstance(outcome, PreparedNote):
             batch.notes.append(outcome)
             batch.chunks += len(outcome.chunks)
@@ -374,7 +374,7 @@ class Indexer:
             else:
                 batch.added += 1
         elif isinstance(outcome, Touched):
-            skipped = entry is not None and entry.skipped
+            skipped = entry is not None and entry[2]
             batch.touched.append((outcome.path, outcome.mtime_ns, outcome.size, skipped))
             batch.unchanged += 1
         elif isinstance(outcome, SkippedNote):

@@ -192,7 +192,7 @@ class Retriever:
         async with self._slots:
             conn = self._idle.pop() if self._idle else None
             if conn is None:
-                conn = await anyio.to_thread.run_sync(connect, self._db_path, True)
+                conn = await anyio.to_thread.run_sync(lambda: connect(self._db_path, readonly=True))
             try:
                 yield conn
             finally:

@@ -33,9 +33,7 @@ def index_status(vault: Path, settings: IndexSettings) -> IndexStatus:
             degraded=("no index yet: run `signaldesk index`",),
         )
     size = sum(
-        p.stat().st_size
-        for p in (db_path, db_path.with_name(db_path.name + "-wal"))
-        if p.exists()
+        p.stat().st_size for p in (db_path, db_path.with_name(db_path.name + "-wal")) if p.exists()
     )
     try:
         conn = connect(db_path, readonly=True)

@@ -68,7 +68,8 @@ def sqlite_module() -> ModuleType:
             "this Python's sqlite3 cannot load extensions and sqlean-py is not installed",
             hint="pip install sqlean-py",
         ) from exc
-    return sqlean
+    module: ModuleType = sqlean
+    return module
 
 
 def index_db_path(vault: Path, settings: IndexSettings) -> Path:
@@ -88,8 +89,7 @@ def is_corruption_error(exc: BaseException) -> bool:
         return False
     text = str(exc).lower()
     return any(
-        marker in text
-        for marker in ("not a database", "malformed", "corrupt", "file is encrypted")
+        marker in text for marker in ("not a database", "malformed", "corrupt", "file is encrypted")
     )
 
 
@@ -106,7 +106,7 @@ def _load_vec(conn: Any) -> str | None:
     return None
 
 
-def connect(path: Path, *, readonly: bool = False) -> Any:
+def connect(path: Path, readonly: bool = False) -> Any:
     """A configured synchronous connection (WAL, busy timeout, sqlite-vec when loadable).
 
     :raises IndexUnavailableError: ``readonly`` and the database does not exist.

@@ -60,7 +60,9 @@ def _topics(raw: object, where: str) -> list[TopicSettings]:
     try:
         return [TopicSettings.model_validate(entry) for entry in (raw or [])]  # type: ignore[attr-defined]
     except ValidationError as exc:
-        raise DataFileError(f"invalid topic in {where}: {exc}", hint="reinstall signaldesk") from exc
+        raise DataFileError(
+            f"invalid topic in {where}: {exc}", hint="reinstall signaldesk"
+        ) from exc
 
 
 def _merge_topics(

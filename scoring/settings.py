@@ -90,7 +90,7 @@ class ScoringSettings(SettingsModel):
     topics: tuple[TopicSettings, ...] = Field(
         (),
         description=(
-            "Interest topics, e.g. [{ name = \"rust\", keywords = [\"rust\", \"cargo\"], "
+            'Interest topics, e.g. [{ name = "rust", keywords = ["rust", "cargo"], '
             'description = "The Rust language" }]; one named like a shipped topic replaces it.'
         ),
     )
@@ -139,19 +139,30 @@ class ScoringSettings(SettingsModel):
         ge=0.0,
         le=1.0,
         description=(
-            "Share of embedding similarity (versus keyword hits) in relevance and routing; "
-            "ignored when no embedder is given."
+            "How much a perfect embedding match with a topic description alone counts in "
+            "relevance (keyword hits add to it); ignored when no embedder is given."
+        ),
+    )
+    route_embedding_share: float = Field(
+        0.3,
+        ge=0.0,
+        le=1.0,
+        description=(
+            "Share of embedding similarity to the domain descriptions (versus keyword rules) "
+            "in routing; ignored when no embedder is given."
         ),
     )
     similarity_range: tuple[float, float] = Field(
-        (0.1, 0.5),
+        (0.08, 0.22),
         description=(
-            "Cosine similarities mapped to 0 and 1 (model-dependent: the spread of the "
-            "embedding model's similarities)."
+            "Centred cosine similarities (an anchor's cosine minus the item's mean cosine "
+            "to its group) mapped to 0 and 1; depends on the embedding model."
         ),
     )
     max_chars: int = Field(
-        20_000, ge=500, description="Characters of an item's text that are analysed."
+        8_000,
+        ge=500,
+        description="Characters of an item's text analysed (the word count reads all of it).",
     )
 
     @field_validator("domains")

@@ -1,76 +1,186 @@
 """The measurable shape of an item's text, computed once and shared by every scorer.
 
-Everything here is a count taken with regular expressions over the markdown body
-(``Item.text``, or the summary when there is no body): words, headings, list
-items, code, links, numbers, version strings, CVE ids. The scorers turn these
-counts into scores; keeping the measuring apart makes each scorer a short,
-readable function of named features.
+Everything here is a count taken over the markdown body (``Item.text``, or the
+summary when there is no body): words, headings, list items, code, links, numbers,
+version strings, CVE ids. The scorers turn these counts into scores; keeping the
+measuring apart makes each scorer a short, readable function of named features.
+
+Cost matters (the pipeline scores every incoming item): the word count is taken
+over the whole body, everything else over its first ``max_chars`` characters, in
+one pass over the lines plus a few regular expressions that start with a literal
+(which the regex engine scans for quickly).
 """
 
 from __future__ import annotations
 
-import math
 import re
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
+from scoring.keywords import tokens
 from signaldesk.items import Item
 
 __all__ = ["TextView", "analyse", "host_of"]
 
-_WORD = re.compile(r"[^\W_][\w'’\-]*")
-_HEADING = re.compile(r"^#{1,6}\s+\S", re.MULTILINE)
-_BULLET = re.compile(r"^\s{0,6}[-*+•]\s+\S", re.MULTILINE)
-_NUMBERED = re.compile(r"^\s{0,6}(?:\d{1,2}[.)]|step\s+\d+[:.)]?)\s+\S", re.MULTILINE | re.IGNORECASE)
-_FENCE = re.compile(r"^\s{0,3}(```|~~~)", re.MULTILINE)
-_INDENTED_CODE = re.compile(r"(?:^(?: {4}|\t)\S.*\n?){2,}", re.MULTILINE)
+_COMMAND_WORDS = frozenset(
+    (
+        "pip",
+        "pip3",
+        "pipx",
+        "uv",
+        "npm",
+        "npx",
+        "pnpm",
+        "yarn",
+        "cargo",
+        "go",
+        "rustup",
+        "brew",
+        "apt",
+        "apt-get",
+        "dnf",
+        "yum",
+        "docker",
+        "podman",
+        "kubectl",
+        "helm",
+        "terraform",
+        "tofu",
+        "git",
+        "make",
+        "curl",
+        "wget",
+        "python",
+        "python3",
+        "node",
+        "systemctl",
+        "journalctl",
+        "ssh",
+        "openssl",
+        "psql",
+        "sqlite3",
+        "duckdb",
+        "ollama",
+        "gh",
+        "claude",
+        "aws",
+        "gcloud",
+        "az",
+        "sudo",
+        "export",
+        "cd",
+        "mkdir",
+        "chmod",
+        "ls",
+        "cat",
+        "grep",
+        "sed",
+        "ansible-playbook",
+        "gradle",
+        "mvn",
+        "swift",
+        "xcodebuild",
+        "pg_upgrade",
+        "pg_basebackup",
+        "etcdctl",
+        "pluto",
+        "llama-quantize",
+    )
+)
+_IMPERATIVES = frozenset(
+    (
+        "run",
+        "install",
+        "add",
+        "set",
+        "use",
+        "replace",
+        "enable",
+        "disable",
+        "configure",
+        "create",
+        "open",
+        "update",
+        "upgrade",
+        "remove",
+        "check",
+        "copy",
+        "edit",
+        "restart",
+        "pin",
+        "rotate",
+        "call",
+        "raise",
+        "read",
+        "write",
+        "test",
+        "keep",
+        "consider",
+        "avoid",
+        "prefer",
+        "think",
+        "make",
+        "name",
+        "ask",
+        "start",
+        "stop",
+        "try",
+        "measure",
+        "split",
+        "move",
+        "delete",
+    )
+)
+_NUMBERED = re.compile(r"(?:\d{1,2}[.)]|step\s+\d+[:.)]?)\s+\S")
 _INLINE_CODE = re.compile(r"`[^`\n]{2,120}`")
-_COMMAND_WORDS = (
-    "pip|pip3|pipx|uv|npm|npx|pnpm|yarn|cargo|go|rustup|brew|apt|apt-get|dnf|yum|docker|"
-    "podman|kubectl|helm|terraform|tofu|git|make|curl|wget|python|python3|node|systemctl|"
-    "journalctl|ssh|openssl|psql|sqlite3|duckdb|ollama|gh|claude|aws|gcloud|az|sudo|"
-    "export|cd|mkdir|chmod|ls|cat|grep|sed|ansible-playbook|gradle|mvn|swift|xcodebuild"
-)
-_COMMAND_LINE = re.compile(rf"^\s*(?:[$#>%]\s+)?(?:{_COMMAND_WORDS})\s+\S", re.MULTILINE)
-_PROMPT_LINE = re.compile(r"^\s*\$\s+\S", re.MULTILINE)
-_INLINE_COMMAND = re.compile(rf"`(?:sudo\s+)?(?:{_COMMAND_WORDS})\s+[^`\n]+`")
 _MD_LINK = re.compile(r"\]\((https?://[^)\s]+)\)")
-_BARE_URL = re.compile(r"(?<![(\w])(https?://[^\s)>\]\"']+)")
-_NUMBER = re.compile(r"(?<![\w.])\d+(?:[.,]\d+)*%?(?![\w])")
-_TABLE_ROW = re.compile(r"^\s*\|.*\|\s*$", re.MULTILINE)
-_VERSION = re.compile(
-    r"(?<![\w.])v?\d+\.\d+(?:\.\d+){0,2}(?:[-.]?(?:rc|beta|alpha|b|a)\d*)?(?![\w])"
-    r"|(?<![\w.])v\d+(?![\w.])"
+_BARE_URL = re.compile(r"https?://[^\s)>\]\"'`]+")
+_NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
+_VERSION = re.compile(r"\d+\.\d+(?:\.\d+){0,2}")
+_V_VERSION = re.compile(r"\bv\d+")
+_CVE = re.compile(r"cve-\d{4}-\d{4,}|ghsa(?:-[0-9a-z]{4}){3}")
+# One literal-led pattern per phrase: a fix or patched version named in words.
+_FIX_PATTERNS = tuple(
+    re.compile(p)
+    for p in (
+        r"(?:fixed|patched|resolved|addressed|corrected)\s+in\s+(?:version\s+|release\s+|v)?\d",
+        r"(?:upgrade|update|bump)\s+(?:\S+\s+){0,4}?to\s+(?:version\s+|release\s+|v)?\d",
+        r"(?:patched|fixed)\s+versions?\b",
+        r"fix(?:es)?\s+(?:is\s+)?available\b",
+    )
 )
-_CVE = re.compile(r"\b(?:cve-\d{4}-\d{4,}|ghsa(?:-[0-9a-z]{4}){3})\b", re.IGNORECASE)
-_FIX = re.compile(
-    r"\b(?:fixed|patched|resolved|addressed|corrected)\s+in\s+(?:version\s+|release\s+|v)?\d"
-    r"|\b(?:upgrade|update|bump|move)\s+(?:\S+\s+){0,4}?to\s+(?:version\s+|release\s+|v)?\d"
-    r"|\bpatched\s+versions?\b|\bfixed\s+versions?\b|\bfix(?:es)?\s+(?:is\s+)?available\b",
-    re.IGNORECASE,
+_FIX_HINTS = ("fixed", "patched", "resolved", "addressed", "corrected", "upgrade", "update", "bump")
+_CITATIONS = tuple(
+    re.compile(p)
+    for p in (
+        r"\[\d{1,3}\]",
+        r"doi:\s*10\.",
+        r"doi\.org/",
+        r"arxiv:\s*\d{4}\.\d{4,5}",
+        r"et\s+al\.",
+    )
 )
-_CITATION = re.compile(
-    r"\[\d{1,3}\]|\bdoi:\s*10\.|\bdoi\.org/|\barxiv:\s*\d{4}\.\d{4,5}|\bet\s+al\.",
-    re.IGNORECASE,
-)
-_REFERENCES_HEADING = re.compile(
-    r"^(?:#{1,6}\s*)?(?:references|sources|bibliography|further reading|citations)\s*:?\s*$",
-    re.MULTILINE | re.IGNORECASE,
+_REFERENCE_HEADINGS = frozenset(
+    ("references", "sources", "bibliography", "citations", "further reading")
 )
 _CAPS_WORD = re.compile(r"\b[A-Z]{4,}\b")
 
 
 @dataclass(frozen=True, slots=True)
 class TextView:
-    """Lower-cased text fields and structural counts of one item."""
+    """Lower-cased text fields, their tokens and structural counts of one item."""
 
     title: str
     body: str
     tags: str
+    title_tokens: tuple[str, ...]
+    body_tokens: tuple[str, ...]
+    tag_tokens: tuple[str, ...]
     words: int
     headings: int
     bullets: int
     numbered: int
+    imperative_items: int
     code_blocks: int
     code_lines: int
     inline_code: int
@@ -89,6 +199,8 @@ class TextView:
 
     @property
     def log_words(self) -> float:
+        import math
+
         return math.log10(max(self.words, 1))
 
 
@@ -103,66 +215,118 @@ def host_of(url: str | None) -> str:
     return host.removeprefix("www.")
 
 
-def _code_spans(body: str) -> tuple[int, list[str]]:
-    """Fenced blocks (an unclosed fence runs to the end) and the lines inside them."""
-    fences = [m.start() for m in _FENCE.finditer(body)]
-    lines: list[str] = []
-    blocks = 0
-    for i in range(0, len(fences), 2):
-        start = body.find("\n", fences[i])
-        end = fences[i + 1] if i + 1 < len(fences) else len(body)
-        if start == -1 or start >= end:
+@dataclass(slots=True)
+class _Lines:
+    headings: int = 0
+    bullets: int = 0
+    numbered: int = 0
+    imperative: int = 0
+    code_blocks: int = 0
+    code_lines: int = 0
+    commands: int = 0
+    table_rows: int = 0
+    references: bool = False
+
+
+def _first_word(text: str) -> str:
+    parts = text.split(None, 1)
+    return parts[0] if parts else ""
+
+
+def _scan_lines(body: str) -> _Lines:
+    """One pass over the lines: headings, lists, fenced and indented code, commands, tables."""
+    out = _Lines()
+    in_fence = False
+    indented_run = 0
+    for line in body.splitlines():
+        stripped = line.strip()
+        if stripped.startswith(("```", "~~~")):
+            in_fence = not in_fence
+            out.code_blocks += in_fence
+            indented_run = 0
             continue
-        blocks += 1
-        lines.extend(line for line in body[start + 1 : end].splitlines() if line.strip())
-    for match in _INDENTED_CODE.finditer(body):
-        # Indented code only counts outside fences and only when it is not a nested list.
-        block_lines = [line for line in match.group(0).splitlines() if line.strip()]
-        if not any(_BULLET.match(line) or _NUMBERED.match(line) for line in block_lines):
-            blocks += 1
-            lines.extend(block_lines)
-    return blocks, lines
+        if in_fence:
+            if stripped:
+                out.code_lines += 1
+                word = _first_word(stripped.lstrip("$#>% "))
+                out.commands += word in _COMMAND_WORDS
+            continue
+        if not stripped:
+            continue
+        if line.startswith(("    ", "\t")) and not stripped.startswith(("-", "*", "+")):
+            # Two indented lines in a row outside a list: an indented code block.
+            indented_run += 1
+            out.code_lines += 1
+            out.code_blocks += indented_run == 2
+            continue
+        indented_run = 0
+        first = stripped[0]
+        if first == "#":
+            hashes = len(stripped) - len(stripped.lstrip("#"))
+            if hashes <= 6 and stripped[hashes : hashes + 1] == " ":
+                out.headings += 1
+                out.references |= stripped[hashes:].strip(" :").lower() in _REFERENCE_HEADINGS
+            continue
+        if first in "-*+•" and stripped[1:2] == " ":
+            out.bullets += 1
+            out.imperative += _first_word(stripped[2:]).lower() in _IMPERATIVES
+        elif (first.isdigit() or first in "sS") and _NUMBERED.match(stripped):
+            out.numbered += 1
+            rest = stripped.split(None, 1)[1] if " " in stripped else ""
+            out.imperative += _first_word(rest).lower() in _IMPERATIVES
+        elif first == "|" and stripped.endswith("|"):
+            out.table_rows += 1
+        elif first == "$" and stripped[1:2] == " ":
+            out.commands += 1
+        elif stripped.strip(" :").lower() in _REFERENCE_HEADINGS:
+            out.references = True
+    return out
 
 
 def analyse(item: Item, *, max_chars: int) -> TextView:
-    """Measure ``item``; only the first ``max_chars`` characters of its body are read."""
-    raw_body = item.text if item.text.strip() else (item.summary or "")
-    raw_body = raw_body[:max_chars]
+    """Measure ``item``; all but the word count read only the first ``max_chars`` characters."""
+    full_body = item.text if item.text.strip() else (item.summary or "")
+    raw_body = full_body[:max_chars]
+    body = raw_body.lower()
     title = " ".join(item.title.split())
-    blocks, code_lines = _code_spans(raw_body)
-    code_text = "\n".join(code_lines)
-    commands = (
-        len(_COMMAND_LINE.findall(code_text))
-        + len(_PROMPT_LINE.findall(raw_body))
-        + len(_INLINE_COMMAND.findall(raw_body))
+    lowered_title = title.lower()
+    tags = " ; ".join(item.tags).lower()
+    lines = _scan_lines(raw_body)
+    inline = _INLINE_CODE.findall(raw_body)
+    inline_commands = sum(_first_word(span.strip("`")) in _COMMAND_WORDS for span in inline)
+    urls = [*_MD_LINK.findall(raw_body), *_BARE_URL.findall(raw_body)]
+    links = tuple(host for host in (host_of(u) for u in dict.fromkeys(urls)) if host)
+    both = f"{lowered_title}\n{body}"
+    fixes = (
+        sum(len(p.findall(body)) for p in _FIX_PATTERNS)
+        if any(hint in body for hint in _FIX_HINTS)
+        else 0
     )
-    links = tuple(
-        host
-        for host in (
-            host_of(u) for u in [*_MD_LINK.findall(raw_body), *_BARE_URL.findall(raw_body)]
-        )
-        if host
-    )
+    versions = len(_VERSION.findall(both)) + len(_V_VERSION.findall(both))
     return TextView(
-        title=title.lower(),
-        body=raw_body.lower(),
-        tags=" ; ".join(item.tags).lower(),
-        words=len(_WORD.findall(raw_body)),
-        headings=len(_HEADING.findall(raw_body)),
-        bullets=len(_BULLET.findall(raw_body)),
-        numbered=len(_NUMBERED.findall(raw_body)),
-        code_blocks=blocks,
-        code_lines=len(code_lines),
-        inline_code=len(_INLINE_CODE.findall(raw_body)),
-        commands=commands,
+        title=lowered_title,
+        body=body,
+        tags=tags,
+        title_tokens=tuple(tokens(lowered_title)),
+        body_tokens=tuple(tokens(body)),
+        tag_tokens=tuple(tokens(tags)),
+        words=len(full_body.split()),
+        headings=lines.headings,
+        bullets=lines.bullets,
+        numbered=lines.numbered,
+        imperative_items=lines.imperative,
+        code_blocks=lines.code_blocks,
+        code_lines=lines.code_lines,
+        inline_code=len(inline),
+        commands=lines.commands + inline_commands,
         links=links,
-        numbers=len(_NUMBER.findall(raw_body)),
-        table_rows=len(_TABLE_ROW.findall(raw_body)),
-        versions=len(_VERSION.findall(title)) + len(_VERSION.findall(raw_body)),
-        cves=len(set(m.lower() for m in _CVE.findall(f"{title}\n{raw_body}"))),
-        fixes=len(_FIX.findall(raw_body)),
-        citations=len(_CITATION.findall(raw_body)),
-        references_section=bool(_REFERENCES_HEADING.search(raw_body)),
+        numbers=len(_NUMBER.findall(body)),
+        table_rows=lines.table_rows,
+        versions=versions,
+        cves=len(set(_CVE.findall(both))) if ("cve-" in both or "ghsa-" in both) else 0,
+        fixes=fixes,
+        citations=sum(len(p.findall(body)) for p in _CITATIONS),
+        references_section=lines.references,
         title_exclamations=title.count("!"),
         title_caps_words=len(_CAPS_WORD.findall(title)),
         url_host=host_of(item.url),

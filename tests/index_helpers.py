@@ -58,13 +58,15 @@ class CountingEmbedder:
         self.texts.clear()
 
 
-def section(title: str, words: str, repeat: int = 6) -> str:
+def section(title: str, words: str, repeat: int = 12) -> str:
     """An H2 section long enough (> min_chars) to be a chunk of its own."""
     body = " ".join(f"{words} sentence {i} about {title.lower()}." for i in range(repeat))
     return f"## {title}\n\n{body}\n"
 
 
-def write_note(vault: Path, rel: str, body: str, *, title: str | None = None, tags: str = "") -> Path:
+def write_note(
+    vault: Path, rel: str, body: str, *, title: str | None = None, tags: str = ""
+) -> Path:
     path = vault / rel
     path.parent.mkdir(parents=True, exist_ok=True)
     front = f"---\ntitle: {title or path.stem}\n" + (f"tags: [{tags}]\n" if tags else "") + "---\n"

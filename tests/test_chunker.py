@@ -30,9 +30,10 @@ def _check_invariants(note: ChunkedNote, text: str, max_chars: int, min_chars: i
         assert len(chunk.text) <= 2 * max_chars
         assert len(readable_text(chunk.text)) <= max_chars + min_chars + 1
         first_line, _, rest = chunk.text.partition("\n")
-        if first_line.startswith(("```", "~~~")) and first_line not in file_lines[
-            chunk.start_line - 1
-        ]:
+        if (
+            first_line.startswith(("```", "~~~"))
+            and first_line not in file_lines[chunk.start_line - 1]
+        ):
             first_line = rest.split("\n", 1)[0]  # a copied fence opens a split code block
         # `in`, not startswith: a piece of an over-long line starts mid-line.
         assert first_line[:40] in file_lines[chunk.start_line - 1], (

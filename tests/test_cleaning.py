@@ -127,3 +127,25 @@ def test_template_notes_stop_looking_alike(shared_data: Path) -> None:
         text = readable_text(note)
         assert "https" not in text and "git-footer" not in text and "%%" not in text
         assert "<!--" not in text and "[[" not in text
+
+
+def test_cleaning_never_lengthens_text() -> None:
+    # The chunker relies on this to skip measuring merges that are short in raw text.
+    samples = [
+        "`a`",
+        "x`y`z",
+        "^[inline]",
+        "a[^1]b",
+        "```\ncode\n```",
+        "[[a|b]] [[c#d]] ![[e]]",
+        "| a |\n|---|\n| b |",
+        "&amp;&lt;&gt;",
+        "<b>x</b> <!-- y --> %% z %%",
+        "# h\n> q\n- [ ] t\n1. n",
+    ]
+    for sample in samples:
+        assert len(readable_text(sample)) <= len(sample), sample
+
+
+def test_private_use_characters_in_a_note_are_harmless() -> None:
+    assert readable_text("odd \ue0007\ue001 text `code`") == "odd 7 text code"

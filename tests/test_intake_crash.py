@@ -26,7 +26,7 @@ from tests.feedserver import FeedServer
 from tests.intake_data import serve_feeds
 
 REPO = Path(__file__).resolve().parent.parent
-FEEDS, ENTRIES = 200, 8
+FEEDS, ENTRIES = 200, 6
 
 
 def _count(db: Path) -> int:
@@ -62,9 +62,9 @@ def test_kill_9_mid_scan_then_rescan_loses_nothing(vault: Path, tmp_path: Path) 
     workspace = resolve_workspace(vault, config)
     db = ledger_path(workspace)
     seed = random.randrange(1_000_000)
-    kill_at = random.Random(seed).randrange(100, 900)
+    kill_at = random.Random(seed).randrange(100, 700)
     with FeedServer() as server:
-        feeds = serve_feeds(server, FEEDS, ENTRIES, teaser_every=8)
+        feeds = serve_feeds(server, FEEDS, ENTRIES, teaser_every=6)
 
         async def subscribe() -> None:
             async with open_ledger(workspace) as ledger:
@@ -106,4 +106,7 @@ def test_kill_9_mid_scan_then_rescan_loses_nothing(vault: Path, tmp_path: Path) 
     assert set(guids) == set(feeds.guids), (
         f"lost: {sorted(feeds.guids - set(guids))[:5]} (seed {seed})"
     )
-    assert {row[1] for row in rows} == {"pending"}, "an item was left mid-stage"
+    # `scan` also runs triage, so a settled item may be pending, filed or rejected;
+    # none may be left in flight.
+    statuses = {row[1] for row in rows}
+    assert statuses <= {"pending", "filed", "rejected"}, f"left mid-stage: {statuses}"

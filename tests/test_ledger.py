@@ -216,3 +216,17 @@ async def test_triage_seam_records_outcome(tmp_path: Path) -> None:
         copy = _item(source_kind="clipper", source_id="Clippings", guid="Clippings/c.md")
         [cid] = await ledger.record([copy], status="fetched")
         assert (await ledger.settle(cid, copy)).duplicate_of == iid
+
+
+async def test_copies_within_one_batch_are_one_item(tmp_path: Path) -> None:
+    async with Ledger.open(tmp_path / "l.db") as ledger:
+        feed = _item()
+        clip = _item(
+            source_kind="clipper", source_id="Clippings", guid="Clippings/x.md", text="clip"
+        )
+        other = _item(guid="https://example.com/p/2", url="https://example.com/p/2", text="o" * 9)
+        ids = await ledger.record([feed, clip, other], status="fetched")
+        verdicts = await ledger.settle_many(list(zip(ids, [feed, clip, other], strict=True)))
+        assert [v.status for v in verdicts] == ["pending", "duplicate", "pending"]
+        assert verdicts[1].duplicate_of == ids[0]
+        assert await ledger.settle_many([]) == []

@@ -36,7 +36,6 @@ from mcp_vault import (
 
 from mcp_server import TOOL_NAMES, McpSettings, TransportConfigError, run_http
 from mcp_server.models import ReadNoteOutput, SearchOutput
-from pipeline.cli import cli
 from retrieval.settings import IndexSettings, SearchSettings
 
 pytestmark = pytest.mark.anyio
@@ -201,16 +200,18 @@ async def test_http_token_is_required_when_configured(indexed_vault: Path) -> No
         assert missing.headers["www-authenticate"].startswith("Bearer")
         assert "Authorization: Bearer" in missing.json()["hint"]
         assert right.status_code == 200
-        async with create_mcp_http_client(headers={"Authorization": f"Bearer {TOKEN}"}) as authed:
-            async with Client(streamable_http_client(url, http_client=authed)) as client:
-                result = await _call(client, "search", {"query": "sqlite"})
-                assert not result.is_error
+        authed = create_mcp_http_client(headers={"Authorization": f"Bearer {TOKEN}"})
+        async with authed, Client(streamable_http_client(url, http_client=authed)) as client:
+            result = await _call(client, "search", {"query": "sqlite"})
+            assert not result.is_error
 
 
 # -- print-config ----------------------------------------------------------------------------------
 
 
 def test_print_config_uses_this_machines_paths(indexed_vault: Path) -> None:
+    from pipeline.cli import cli
+
     runner = CliRunner()
     result = runner.invoke(cli, ["--vault", str(indexed_vault), "mcp", "--print-config", "cursor"])
     assert result.exit_code == 0, result.output
@@ -283,7 +284,7 @@ async def _rebuilding(vault: Path) -> AsyncIterator[list[float]]:
 @pytest.mark.slow
 async def test_eight_http_clients_while_the_index_is_rebuilt(tmp_path: Path) -> None:
     vault = build_vault(tmp_path)
-    _grow(vault, 240)
+    _grow(vault, 150)
     index_vault(vault)
     queries = ["sqlite wal", "rust ownership", "kubernetes-term-5", "security advisory", "mcp"]
     failures: list[str] = []
@@ -312,6 +313,7 @@ async def test_eight_http_clients_while_the_index_is_rebuilt(tmp_path: Path) -> 
                 for n in range(8):
                     tg.start_soon(client_run, n)
         elapsed = time.perf_counter() - started
+        server_log = server.stderr
     latencies.sort()
     p50 = latencies[len(latencies) // 2] * 1000
     p95 = latencies[int(len(latencies) * 0.95)] * 1000
@@ -320,5 +322,5 @@ async def test_eight_http_clients_while_the_index_is_rebuilt(tmp_path: Path) -> 
         f"rebuild(s): p50 {p50:.1f} ms, p95 {p95:.1f} ms, {len(failures)} failed"
     )
     assert len(latencies) == 800
-    assert failures == []
+    assert failures == [], f"{len(failures)} failed; first: {failures[0]}\n{server_log[-3000:]}"
     assert rebuilds, "the rebuild never started"

@@ -11,8 +11,9 @@ from datetime import date
 from pathlib import Path
 
 import pytest
-from mcp_vault import SECRET_NOTE, SECRETS
+from mcp_vault import REPO_ROOT, SECRET_NOTE, SECRETS
 
+from mcp_server.arguments import parse_day
 from mcp_server.binding import check_binding, is_loopback, read_token
 from mcp_server.budget import cap_text, estimate_tokens, token_chars
 from mcp_server.client_config import client_config
@@ -27,8 +28,8 @@ from mcp_server.notes import (
     split_lines,
     title_of,
 )
+from mcp_server.scrubbing import scrub_data
 from mcp_server.settings import McpSettings
-from mcp_server.tools import _parse_day
 from retrieval.records import IndexStatus
 
 # -- budget ------------------------------------------------------------------------------
@@ -115,12 +116,12 @@ def test_latest_report_prefers_the_newest_dated_name(tmp_path: Path) -> None:
 
 def test_days_parse_absolute_and_relative() -> None:
     today = date(2026, 11, 30)
-    assert _parse_day("2026-11-02", "since", today=today) == date(2026, 11, 2)
-    assert _parse_day("7d", "since", today=today) == date(2026, 11, 23)
-    assert _parse_day("2w", "since", today=today) == date(2026, 11, 16)
-    assert _parse_day(None, "since") is None and _parse_day(" ", "since") is None
+    assert parse_day("2026-11-02", "since", today=today) == date(2026, 11, 2)
+    assert parse_day("7d", "since", today=today) == date(2026, 11, 23)
+    assert parse_day("2w", "since", today=today) == date(2026, 11, 16)
+    assert parse_day(None, "since") is None and parse_day(" ", "since") is None
     with pytest.raises(InvalidArgumentError):
-        _parse_day("yesterday", "since")
+        parse_day("yesterday", "since")
 
 
 def test_instructions_without_and_with_an_index(tmp_path: Path) -> None:
@@ -228,3 +229,49 @@ def test_transport_security_allows_loopback_and_configured_names() -> None:
 def test_every_setting_is_documented() -> None:
     for name, field in McpSettings.model_fields.items():
         assert field.description, name
+
+
+def test_scrub_data_scrubs_nested_strings_and_leaves_clean_data_alone() -> None:
+    clean = {"path": "a.md", "hits": [{"text": "nothing here", "score": 0.5}], "n": 3}
+    assert scrub_data(clean) is clean  # one joined pass found nothing: no copy made
+    dirty = {
+        "path": "a.md",
+        "hits": [{"text": f"key {SECRETS['github_token']}", "tags": [SECRETS["aws_access_key"]]}],
+        "n": 3,
+    }
+    scrubbed = scrub_data(dirty)
+    dumped = json.dumps(scrubbed)
+    assert SECRETS["github_token"] not in dumped and SECRETS["aws_access_key"] not in dumped
+    assert scrubbed["path"] == "a.md" and scrubbed["n"] == 3
+    # A secret split over two strings is in neither string: nothing to redact, nothing leaked.
+    halves = {"a": SECRETS["github_token"][:20], "b": SECRETS["github_token"][20:]}
+    assert scrub_data(halves) == halves
+
+
+@pytest.mark.parametrize(
+    ("client", "filename", "url"),
+    [
+        ("claude", "claude-code.mcp.json", None),
+        ("claude", "claude-code-http.mcp.json", "http://127.0.0.1:8765/mcp"),
+        ("codex", "codex-config.toml", None),
+        ("cursor", "cursor-mcp.json", None),
+        ("cursor", "cursor-http-mcp.json", "http://127.0.0.1:8765/mcp"),
+    ],
+)
+def test_deploy_examples_match_what_print_config_writes(
+    client: str, filename: str, url: str | None
+) -> None:
+    # The examples in deploy/mcp/ cannot drift from the generator.
+    text = (REPO_ROOT / "deploy" / "mcp" / filename).read_text()
+    snippet = client_config(
+        client,  # type: ignore[arg-type]
+        command=["/home/you/.local/bin/signaldesk"],
+        vault="/home/you/vault",
+        url=url,
+        token_env="SIGNALDESK_MCP_TOKEN" if url else None,
+    )
+    if filename.endswith(".toml"):
+        expected = tomllib.loads(snippet.text)["mcp_servers"]["signaldesk"]
+        assert tomllib.loads(text)["mcp_servers"]["signaldesk"] == expected
+    else:
+        assert json.loads(text) == json.loads(snippet.text)

@@ -23,6 +23,9 @@ from signaldesk.errors import SignaldeskError
 from signaldesk.vault import VAULT_FOLDERS
 
 Outcome = Literal["ok", "warn", "fail"]
+# Also pyproject's requires-python; checked here because an older interpreter
+# can still reach this code through an existing install.
+_MIN_PYTHON = (3, 11)
 _MARK = {"ok": "[green]✓[/]", "warn": "[yellow]![/]", "fail": "[red]✗[/]"}
 
 
@@ -55,16 +58,20 @@ def run_checks(app: AppContext) -> list[Check]:
         checks.append(_index(workspace, settings, embedder))
     else:
         checks.append(
-            Check("vault", "fail", "no vault resolved", "pass --vault PATH or run `signaldesk init`")
+            Check(
+                "vault", "fail", "no vault resolved", "pass --vault PATH or run `signaldesk init`"
+            )
         )
     return checks
 
 
 def _python() -> Check:
     version = ".".join(str(v) for v in sys.version_info[:3])
-    if sys.version_info >= (3, 11):
+    if sys.version_info[:2] >= _MIN_PYTHON:
         return Check("python", "ok", f"{version} ({sys.executable})")
-    return Check("python", "fail", f"{version}: signaldesk needs 3.11+", "install Python 3.11 or newer")
+    return Check(
+        "python", "fail", f"{version}: signaldesk needs 3.11+", "install Python 3.11 or newer"
+    )
 
 
 def _sqlite() -> list[Check]:
@@ -81,7 +88,9 @@ def _sqlite() -> list[Check]:
             finally:
                 conn.close()
     except Exception as exc:
-        return [Check("sqlite", "fail", f"{stdlib}; no usable SQLite: {exc}", "pip install sqlean-py")]
+        return [
+            Check("sqlite", "fail", f"{stdlib}; no usable SQLite: {exc}", "pip install sqlean-py")
+        ]
     used = "stdlib sqlite3" if module is sqlite3 else f"sqlean-py ({module.__name__})"
     checks = [Check("sqlite", "ok", f"{stdlib}; using {used}, SQLite {caps.sqlite_version}")]
     checks.append(
@@ -189,4 +198,4 @@ def doctor(app: AppContext, as_json: bool) -> None:
             table.add_row(_MARK[check.outcome], check.name, check.detail, check.fix)
         app.console.print(table)
     if failed:
-        raise click.exceptions.Exit(1)
+        raise SystemExit(1)  # not click's Exit, which main() would swallow (see index.py)

@@ -62,7 +62,9 @@ def index(app: AppContext, full: bool, show_status: bool, as_json: bool) -> None
         _print_report(app.console, report, index_status(workspace.vault, settings))
     if report.interrupted:
         err.print(f"[yellow]{INTERRUPTED_MESSAGE}[/]", highlight=False)
-        raise click.exceptions.Exit(130)
+        # Not click's Exit: main() runs click with standalone_mode=False, which
+        # turns Exit into a return value that nobody turns into an exit status.
+        raise SystemExit(130)
 
 
 def _run_with_progress(indexer: Indexer, full: bool, console: Console) -> IndexReport:
@@ -159,7 +161,9 @@ def _print_status(console: Console, status: IndexStatus) -> None:
             table.add_row(
                 "folders", ", ".join(f"{name} {count}" for name, count in status.folders.items())
             )
-    table.add_row("search", "; ".join(status.degraded) if status.degraded else "hybrid (BM25 + vectors)")
+    table.add_row(
+        "search", "; ".join(status.degraded) if status.degraded else "hybrid (BM25 + vectors)"
+    )
     console.print(table)
 
 

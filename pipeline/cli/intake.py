@@ -13,12 +13,13 @@ from rich.table import Table
 
 from pipeline.cli._context import AppContext
 from pipeline.cli._output import print_json
+from pipeline.cli.triage import print_triage_report, triage_json
 from pipeline.intake import capture as capture_text
 from pipeline.intake import open_ledger
-from pipeline.intake import scan as run_scan_once
 from pipeline.intake_report import SOURCE_KINDS, ScanStats
 from pipeline.ledger import LedgerEntry
 from pipeline.ledger_schema import ITEM_STATUSES
+from pipeline.triage import scan_and_triage
 
 __all__ = ["COMMANDS", "capture", "items", "scan"]
 
@@ -98,11 +99,13 @@ def _print_summary(console: Console, stats: ScanStats) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print the scan summary as JSON.")
 @click.pass_obj
 def scan(app: AppContext, sources: tuple[str, ...], once: bool, force: bool, as_json: bool) -> None:
-    """Scan due feeds and the drop folders once; new items go to the ledger as pending."""
+    """Scan due feeds and the drop folders once, then triage what came in (score, file, index)."""
     workspace = app.workspace()
     if as_json:
-        stats = anyio.run(lambda: run_scan_once(workspace, sources=sources or None, force=force))
-        print_json(_stats_json(stats))
+        stats, report = anyio.run(
+            lambda: scan_and_triage(workspace, sources=sources or None, force=force)
+        )
+        print_json({**_stats_json(stats), "triage": triage_json(report) if report else None})
         return
     progress = Progress(
         TextColumn("[bold]scanning"),
@@ -124,12 +127,14 @@ def scan(app: AppContext, sources: tuple[str, ...], once: bool, force: bool, as_
         )
 
     with progress:
-        stats = anyio.run(
-            lambda: run_scan_once(
+        stats, report = anyio.run(
+            lambda: scan_and_triage(
                 workspace, sources=sources or None, force=force, on_progress=_update
             )
         )
     _print_summary(app.console, stats)
+    if report is not None:
+        print_triage_report(app.console, report)
 
 
 def _entry_json(entry: LedgerEntry) -> dict[str, Any]:

@@ -1,7 +1,278 @@
-"""CLI verbs (filled in by the issue that owns them)."""
+"""`signaldesk serve`, `status`, `report`, `log` and `demo`: running signaldesk day to day."""
 
 from __future__ import annotations
 
-import click
+import logging
+import os
+from datetime import date, datetime
+from pathlib import Path
+from typing import Any
 
-COMMANDS: list[click.Command] = []
+import anyio
+import click
+from rich import box
+from rich.console import Console
+from rich.table import Table
+
+from pipeline.captains_log import write_captains_log
+from pipeline.cli._context import AppContext
+from pipeline.cli._demo_view import DemoView
+from pipeline.cli._output import print_json, to_jsonable
+from pipeline.demo import DEFAULT_DEMO_DIR, run_demo
+from pipeline.generated_notes import GeneratedNote
+from pipeline.job_state import state_path
+from pipeline.scheduler import resolve_timezone
+from pipeline.scheduler import serve as run_serve
+from pipeline.service_status import ServiceStatus, gather_status
+from pipeline.triage_report import TriageReportNote, write_triage_report
+
+__all__ = ["COMMANDS", "demo", "log", "report", "serve", "status"]
+
+
+def _when(value: datetime | None) -> str:
+    if value is None:
+        return "-"
+    local = value.astimezone()
+    today = datetime.now().astimezone().date()
+    return local.strftime("%H:%M:%S" if local.date() == today else "%m-%d %H:%M")
+
+
+def _rel(path: Path, vault: Path) -> str:
+    try:
+        return path.relative_to(vault).as_posix()
+    except ValueError:
+        return str(path)
+
+
+@click.command()
+@click.pass_obj
+def serve(app: AppContext) -> None:
+    """Run everything on the schedule in [schedule] until SIGINT/SIGTERM.
+
+    Polls due feeds, reads the drop folders, triages, keeps the index fresh as the
+    vault changes, and writes the daily triage report and captain's log. A stop
+    lets the running job finish (up to `shutdown_grace` seconds) and exits 0.
+    """
+    workspace = app.workspace()
+    if logging.getLogger().getEffectiveLevel() > logging.DEBUG:
+        # APScheduler logs every run at INFO; our own job lines say the same more briefly.
+        logging.getLogger("apscheduler").setLevel(logging.WARNING)
+    err = Console(stderr=True)
+    err.print(
+        f"signaldesk serve: {workspace.vault} (pid {os.getpid()}); "
+        "`signaldesk status` shows the jobs; Ctrl-C stops",
+        highlight=False,
+    )
+    state = anyio.run(lambda: run_serve(workspace))
+    err.print(
+        "stopped cleanly" if state.clean_exit else "stopped (running jobs were cancelled)",
+        highlight=False,
+    )
+
+
+def _status_json(status: ServiceStatus) -> dict[str, Any]:
+    state = status.state
+    return {
+        "vault": status.vault,
+        "running": status.running,
+        "pid": state.pid if state and status.running else None,
+        "started_at": state.started_at if state else None,
+        "stopped_at": state.stopped_at if state else None,
+        "jobs": list(state.jobs.values()) if state else [],
+        "feeds": {"total": status.feeds_total, "issues": status.feed_issues},
+        "items": status.items,
+        "index": status.index,
+    }
+
+
+@click.command()
+@click.option("--json", "as_json", is_flag=True, help="Print the status as JSON.")
+@click.pass_obj
+def status(app: AppContext, as_json: bool) -> None:
+    """Show the scheduler's jobs, feeds in backoff or disabled, the ledger and the index."""
+    workspace = app.workspace()
+    snapshot = anyio.run(lambda: gather_status(workspace))
+    if as_json:
+        print_json(_status_json(snapshot))
+        return
+    console = app.console
+    state = snapshot.state
+    if snapshot.running and state is not None:
+        console.print(
+            f"[green]serve is running[/] (pid {state.pid}, since {_when(state.started_at)})",
+            highlight=False,
+        )
+    elif state is not None and state.stopped_at is not None:
+        console.print(
+            f"[yellow]serve is not running[/] (last stopped {_when(state.stopped_at)})",
+            highlight=False,
+        )
+    else:
+        console.print(
+            "[yellow]serve is not running[/] (never started for this vault: `signaldesk serve`)",
+            highlight=False,
+        )
+    if state is not None and state.jobs:
+        table = Table(title="jobs", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
+        for column in ("job", "last run", "outcome", "next run", "runs/failed"):
+            table.add_column(column, no_wrap=True)
+        table.add_column("detail", overflow="fold", ratio=1)
+        colours = {"ok": "green", "error": "red", "timeout": "red", "cancelled": "yellow"}
+        for job in state.jobs.values():
+            outcome = job.outcome or "-"
+            took = f" {job.duration:.1f}s" if job.duration is not None else ""
+            table.add_row(
+                job.name,
+                _when(job.last_started),
+                f"[{colours.get(outcome, 'cyan')}]{outcome}[/]{took}",
+                _when(job.next_run) if snapshot.running else "-",
+                f"{job.runs}/{job.failures}",
+                job.error or job.summary or job.description,
+            )
+        console.print(table)
+    console.print(
+        f"feeds: {snapshot.feeds_total} subscribed, "
+        f"{sum(f.state == 'backoff' for f in snapshot.feed_issues)} in backoff, "
+        f"{sum(f.state == 'disabled' for f in snapshot.feed_issues)} disabled",
+        highlight=False,
+    )
+    if snapshot.feed_issues:
+        feeds = Table(title="feeds needing attention", title_justify="left")
+        for column in ("feed", "state", "errors", "last error", "next check"):
+            feeds.add_column(column, overflow="fold")
+        for f in snapshot.feed_issues:
+            feeds.add_row(
+                f.title or f.url,
+                f.state,
+                str(f.error_count),
+                f.last_error or "",
+                _when(f.next_check_at) if f.state == "backoff" else "-",
+            )
+        console.print(feeds)
+    if snapshot.items:
+        console.print(
+            "items: " + ", ".join(f"{n} {s}" for s, n in snapshot.items.items()), highlight=False
+        )
+    index = snapshot.index
+    if index is not None:
+        if index.exists:
+            console.print(
+                f"index: {index.notes} notes, {index.chunks} chunks, "
+                f"last indexed {_when(index.last_indexed)}"
+                + (f"; degraded: {'; '.join(index.degraded)}" if index.degraded else ""),
+                highlight=False,
+            )
+        else:
+            console.print("index: none yet (`signaldesk index`)", highlight=False)
+    console.print(f"[dim]state file: {state_path(workspace.vault)}[/]", highlight=False)
+
+
+def _parse_day(value: str | None, timezone: str | None) -> date:
+    if value is None:
+        return datetime.now(resolve_timezone(timezone)).date()
+    try:
+        return date.fromisoformat(value)
+    except ValueError as exc:
+        raise click.BadParameter(f"{value!r} is not a date (YYYY-MM-DD)") from exc
+
+
+_DATE_HELP = "The day (YYYY-MM-DD; default: today)."
+
+
+@click.command()
+@click.option("--date", "day_text", metavar="YYYY-MM-DD", help=_DATE_HELP)
+@click.option("--json", "as_json", is_flag=True, help="Print what the report contains as JSON.")
+@click.pass_obj
+def report(app: AppContext, day_text: str | None, as_json: bool) -> None:
+    """Write the triage report of a day into the vault (06-daily/ by default)."""
+    workspace = app.workspace()
+    timezone = workspace.config.schedule.timezone
+    day = _parse_day(day_text, timezone)
+    tz = resolve_timezone(timezone)
+    result, note = anyio.run(lambda: write_triage_report(workspace, day, tz=tz))
+    if as_json:
+        print_json(_report_json(result, note))
+        return
+    _print_note(app.console, note, workspace.vault)
+    app.console.print(
+        f"{len(result.items)} arrived, {len(result.filed)} filed, "
+        f"{len(result.with_status('rejected'))} rejected ({len(result.near_misses)} worth a "
+        f"look), {len(result.duplicates)} duplicates, {len(result.parked)} parked; "
+        f"{len(result.feed_issues)} feeds need attention",
+        highlight=False,
+    )
+
+
+def _report_json(result: TriageReportNote, note: GeneratedNote) -> dict[str, Any]:
+    data: dict[str, Any] = to_jsonable(result)
+    data["path"] = str(note.path)
+    data["outcome"] = note.outcome
+    data["worth_a_look"] = [i.id for i in result.near_misses]
+    return data
+
+
+def _print_note(console: Console, note: GeneratedNote, vault: Path) -> None:
+    messages = {
+        "created": "[green]written[/]",
+        "updated": "[green]updated[/]",
+        "unchanged": "unchanged",
+        "kept_edited": "[yellow]kept: edited by hand (delete it to regenerate)[/]",
+    }
+    console.print(f"{_rel(note.path, vault)}: {messages[note.outcome]}", highlight=False)
+
+
+@click.command()
+@click.option("--date", "day_text", metavar="YYYY-MM-DD", help=_DATE_HELP)
+@click.option("--json", "as_json", is_flag=True, help="Print what the log contains as JSON.")
+@click.pass_obj
+def log(app: AppContext, day_text: str | None, as_json: bool) -> None:
+    """Write the captain's log of a day (git activity, decisions, open loops, top signals)."""
+    workspace = app.workspace()
+    timezone = workspace.config.schedule.timezone
+    day = _parse_day(day_text, timezone)
+    tz = resolve_timezone(timezone)
+    result, note = write_captains_log(workspace.vault, workspace.config.captains_log, day, tz=tz)
+    if as_json:
+        data: dict[str, Any] = to_jsonable(result)
+        data["path"] = str(note.path)
+        data["outcome"] = note.outcome
+        print_json(data)
+        return
+    _print_note(app.console, note, workspace.vault)
+    commits = sum(len(c) for c in result.commits.values())
+    app.console.print(
+        f"{commits} commits in {len(result.commits)} repositories, "
+        f"{len(result.decisions)} decisions, {len(result.todos) + len(result.unchecked)} "
+        f"open loops, {len(result.signals)} signals",
+        highlight=False,
+    )
+    for problem in result.errors:
+        app.console.print(f"[yellow]warning:[/] {problem}", highlight=False)
+
+
+@click.command()
+@click.argument(
+    "directory",
+    required=False,
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path(DEFAULT_DEMO_DIR),
+)
+@click.pass_obj
+def demo(app: AppContext, directory: Path) -> None:
+    """Build a demo vault in DIRECTORY (default ./demo-vault) and run the whole pipeline
+    on bundled sample data, offline: scan, triage, index, report, log and a search.
+
+    Safe to run again on the same folder: notes that exist are never overwritten.
+    """
+    # The sample feeds are served on 127.0.0.1; a proxy from the environment must not
+    # capture them (httpx honours NO_PROXY).
+    no_proxy = {p for p in os.environ.get("NO_PROXY", "").split(",") if p}
+    os.environ["NO_PROXY"] = os.environ["no_proxy"] = ",".join(
+        sorted(no_proxy | {"127.0.0.1", "localhost"})
+    )
+    view = DemoView(app.console)
+    result = anyio.run(lambda: run_demo(directory, on_step=view.step))
+    view.finish(result)
+
+
+COMMANDS: list[click.Command] = [serve, status, report, log, demo]

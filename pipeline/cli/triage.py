@@ -1,7 +1,239 @@
-"""CLI verbs (filled in by the issue that owns them)."""
+"""`signaldesk triage` (score and file what is waiting) and `signaldesk score` (explain one)."""
 
 from __future__ import annotations
 
-import click
+from pathlib import Path
+from typing import Any
 
-COMMANDS: list[click.Command] = []
+import anyio
+import click
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from pipeline.cli._context import AppContext
+from pipeline.cli._output import print_json
+from pipeline.score_input import is_url, item_from_file, item_from_url
+from pipeline.triage import TriageProgress, TriageReport, card_to_json
+from pipeline.triage import triage as run_triage
+from retrieval.embedder import LazyEmbedder
+from scoring.records import DIMENSIONS, ScoreCard
+from scoring.scorer import Scorer
+from signaldesk.items import Item
+
+__all__ = ["COMMANDS", "print_triage_report", "score", "triage", "triage_json"]
+
+_VERB = {
+    "created": ("filed", "would file"),
+    "moved": ("moved", "would move"),
+    "copied": ("copied", "would copy"),
+    "left": ("left in place", "would leave in place"),
+    "updated": ("re-scored", "would re-score"),
+    "unchanged": ("unchanged", "unchanged"),
+    "kept_edited": ("kept (edited by hand)", "would keep (edited by hand)"),
+    "missing": ("note gone", "note gone"),
+    "stays": ("not filed", "would not file"),
+    "failed": ("failed", "would fail"),
+}
+
+
+def triage_json(report: TriageReport) -> dict[str, Any]:
+    """The report as plain JSON (``--json``)."""
+    return {
+        "dry_run": report.dry_run,
+        "scoring_mode": report.scoring_mode,
+        "filed": len(report.filed),
+        "rejected": len(report.rejected),
+        "written": report.written,
+        "inbox_waiting": [d.origin_path for d in report.inbox_waiting],
+        "decisions": report.decisions,
+        "indexed": report.indexed,
+        "index_error": report.index_error,
+        "errors": report.errors,
+        "elapsed": round(report.elapsed, 3),
+    }
+
+
+def print_triage_report(console: Console, report: TriageReport) -> None:
+    """The decisions as a table, then what was indexed and what went wrong."""
+    dry = report.dry_run
+    if not report.decisions:
+        console.print("nothing to triage: no pending items", highlight=False)
+    else:
+        title = f"Triage: {len(report.filed)} filed, {len(report.rejected)} below threshold"
+        if dry:
+            title = "Dry run (nothing written): " + title
+        table = Table(title=title)
+        for column in ("item", "composite", "domain", "decision", "note"):
+            table.add_column(
+                column, overflow="fold", justify="right" if column == "composite" else "left"
+            )
+        for d in report.decisions:
+            verb = _VERB.get(d.outcome, (d.outcome, d.outcome))[1 if dry else 0]
+            marker = ">" if d.composite > d.threshold else "≤"
+            note = d.note_path or (d.origin_path if d.outcome == "stays" and d.origin_path else "")
+            if d.message:
+                note = f"{note}\n[dim]{d.message}[/]" if note else f"[dim]{d.message}[/]"
+            table.add_row(
+                d.title,
+                f"{d.composite:.2f} {marker} {d.threshold:.2f}",
+                d.domain,
+                verb,
+                note,
+            )
+        console.print(table)
+    if report.inbox_waiting:
+        console.print(
+            f"{len(report.inbox_waiting)} clipping(s) below the threshold stay in the inbox",
+            highlight=False,
+        )
+    if report.indexed is not None:
+        i = report.indexed
+        console.print(
+            f"indexed: {i.added} added, {i.changed} changed, {i.deleted} removed "
+            f"({i.chunks_embedded} chunks embedded)",
+            highlight=False,
+        )
+    if report.index_error:
+        console.print(f"[yellow]not indexed:[/] {report.index_error}", highlight=False)
+    for error in report.errors:
+        console.print(f"[yellow]warning:[/] {error}", highlight=False)
+    if report.scoring_mode == "keywords":
+        console.print("[dim]scored by keywords only (no embedding model)[/]", highlight=False)
+
+
+@click.command()
+@click.option(
+    "--dry-run", is_flag=True, help="Decide everything and write nothing; show what would happen."
+)
+@click.option(
+    "--rescore",
+    is_flag=True,
+    help="Also re-score items already filed or rejected (a person's edits are kept).",
+)
+@click.option(
+    "--item",
+    "item_ids",
+    multiple=True,
+    help="Triage only this ledger item (id from `signaldesk items`; repeatable).",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+@click.pass_obj
+def triage(
+    app: AppContext, dry_run: bool, rescore: bool, item_ids: tuple[str, ...], as_json: bool
+) -> None:
+    """Score the inbox and pending items, file those above the threshold, index the notes."""
+    workspace = app.workspace()
+    ids = list(item_ids) or None
+    if as_json:
+        report = anyio.run(
+            lambda: run_triage(workspace, dry_run=dry_run, item_ids=ids, rescore=rescore)
+        )
+        print_json(triage_json(report))
+        return
+    progress = Progress(
+        TextColumn("[bold]triage"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.description}"),
+        TimeElapsedColumn(),
+        console=Console(stderr=True),
+        transient=True,
+    )
+    task = progress.add_task("", total=None)
+
+    def _update(p: TriageProgress) -> None:
+        progress.update(
+            task,
+            total=p.total or None,
+            completed=p.done,
+            description=f"filed {p.filed} · below threshold {p.rejected}",
+        )
+
+    with progress:
+        report = anyio.run(
+            lambda: run_triage(
+                workspace, dry_run=dry_run, item_ids=ids, rescore=rescore, progress=_update
+            )
+        )
+    print_triage_report(app.console, report)
+
+
+def _card_table(card: ScoreCard, *, explain: bool) -> Table:
+    table = Table(title="Scores")
+    table.add_column("dimension")
+    table.add_column("value", justify="right")
+    table.add_column("why", overflow="fold")
+    if explain:
+        table.add_column("features", overflow="fold")
+    for name in DIMENSIONS:
+        dim = card.dimension(name)
+        row = [name, f"{dim.value:.3f}", dim.reason]
+        if explain:
+            row.append(", ".join(f"{k}={v:g}" for k, v in dim.features.items()))
+        table.add_row(*row)
+    return table
+
+
+@click.command()
+@click.argument("target")
+@click.option("--explain", is_flag=True, help="Also show the measured features behind each score.")
+@click.option("--json", "as_json", is_flag=True, help="Print the score card as JSON.")
+@click.pass_obj
+def score(app: AppContext, target: str, explain: bool, as_json: bool) -> None:
+    """Score one PATH (note, clipping, .eml, text) or URL and explain it; nothing is written."""
+    workspace = app.workspace()
+    config = workspace.config
+
+    async def _score() -> tuple[Item, ScoreCard]:
+        if is_url(target):
+            item = await item_from_url(target, config.http)
+        else:
+            item = await anyio.to_thread.run_sync(
+                lambda: item_from_file(Path(target), workspace.vault)
+            )
+        scorer = Scorer(config.scoring, LazyEmbedder(config.index))
+        card = await anyio.to_thread.run_sync(lambda: scorer.score(item))
+        return item, card
+
+    item, card = anyio.run(_score)
+    threshold = config.scoring.threshold
+    if as_json:
+        print_json(
+            {
+                "item": {
+                    "title": item.title,
+                    "url": item.url,
+                    "source_kind": item.source_kind,
+                    "author": item.author,
+                },
+                **card_to_json(card, threshold=threshold),
+            }
+        )
+        return
+    console = app.console
+    console.print(f"[bold]{item.title}[/]", highlight=False)
+    if item.url:
+        console.print(item.url, highlight=False)
+    console.print(_card_table(card, explain=explain))
+    verdict = (
+        f"[green]passes[/]: filed under {card.route.domain}"
+        if card.passed
+        else "[yellow]below the threshold[/]: not filed"
+    )
+    sign = ">" if card.passed else "≤"
+    console.print(
+        f"composite {card.composite:.3f} {sign} threshold {threshold:.2f} — {verdict}",
+        highlight=False,
+    )
+    route = card.route
+    console.print(
+        f"route: {route.domain} (confidence {route.confidence:.2f}) — {route.reason}",
+        highlight=False,
+    )
+    if route.candidates:
+        shown = ", ".join(f"{domain} {value:.2f}" for domain, value in route.candidates)
+        console.print(f"candidates: {shown}", highlight=False)
+
+
+COMMANDS: list[click.Command] = [triage, score]

@@ -1,0 +1,235 @@
+"""Index scale benchmark: ``python -m bench.scale [--keep DIR]``.
+
+Extracts the two test corpora (``shared/data/vaults/tldr-pages.tar.gz`` and
+``obsidian-hub.tar.gz``, about 45k notes) into one temporary vault, then in one
+process measures: the full index (wall time, CPU time, chunks per second, peak
+RSS), the database size per chunk, a no-op incremental run, an incremental run
+after editing 50 notes and deleting 5, the same no-op run as a fresh
+``signaldesk index`` process, and query latency (p50/p95 per search mode over
+``--queries`` queries in one warm process, plus the cold first query).
+
+Each figure is printed with the command that reproduces it. The machine's load
+average is printed too: on a shared machine wall times are only comparable at
+similar load; CPU times are steadier.
+
+Options: ``--keep DIR`` extracts into DIR and leaves it (and the index) there;
+``--workers N`` sets the indexer's worker processes; ``--queries N``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from retrieval.embedder import BUNDLED_MODEL_NAME, Embedder, load_embedder
+from retrieval.indexer import Indexer
+from retrieval.records import IndexReport, SearchMode
+from retrieval.settings import IndexSettings, SearchSettings
+from retrieval.store import connect, index_db_path
+
+__all__ = ["main"]
+
+_DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "vaults"
+_TARBALLS = ("tldr-pages.tar.gz", "obsidian-hub.tar.gz")
+_COMMAND = "/work/venv/bin/python -m bench.scale"
+
+
+def _cpu_seconds() -> float:
+    me = resource.getrusage(resource.RUSAGE_SELF)
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
+
+
+def _peak_rss_mb() -> tuple[float, float]:
+    """Peak resident set of this process and of its largest child, in MB (Linux: KB units)."""
+    me = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    return me, kids
+
+
+def _extract(data: Path, vault: Path) -> None:
+    vault.mkdir(parents=True, exist_ok=True)
+    for name in _TARBALLS:
+        with tarfile.open(data / name) as archive:
+            archive.extractall(vault, filter="data")
+
+
+def _timed(fn: Callable[[], IndexReport]) -> tuple[IndexReport, float, float]:
+    cpu, start = _cpu_seconds(), time.perf_counter()
+    report = fn()
+    return report, time.perf_counter() - start, _cpu_seconds() - cpu
+
+
+def _db_bytes(db_path: Path) -> tuple[int, int]:
+    conn = connect(db_path)
+    try:
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        chunks = int(conn.execute("SELECT count(*) FROM chunks").fetchone()[0])
+    finally:
+        conn.close()
+    size = sum(
+        p.stat().st_size for p in (db_path, db_path.with_name(db_path.name + "-wal")) if p.exists()
+    )
+    return size, chunks
+
+
+def _edit_and_delete(vault: Path, db_path: Path, edits: int, deletes: int) -> None:
+    conn = connect(db_path, readonly=True)
+    try:
+        paths = sorted(r[0] for r in conn.execute("SELECT path FROM notes"))
+    finally:
+        conn.close()
+    rng = random.Random(42)
+    chosen = rng.sample(paths, edits + deletes)
+    for rel in chosen[:edits]:
+        with (vault / rel).open("a", encoding="utf-8") as handle:
+            handle.write(f"\n\nEdited for the scale benchmark: {rng.random():.6f}\n")
+    for rel in chosen[edits:]:
+        (vault / rel).unlink()
+
+
+def _queries(db_path: Path, n: int) -> list[str]:
+    """Deterministic queries: note titles and a few words from chunk texts."""
+    conn = connect(db_path, readonly=True)
+    try:
+        titles = [r[0] for r in conn.execute("SELECT title FROM notes ORDER BY path")]
+        texts = [r[0] for r in conn.execute("SELECT text FROM chunks ORDER BY id LIMIT 20000")]
+    finally:
+        conn.close()
+    rng = random.Random(7)
+    out: list[str] = []
+    for title in rng.sample(titles, n // 2):
+        out.append(title)
+    for text in rng.sample(texts, n - len(out)):
+        words = [w for w in text.split() if w.isalpha()]
+        start = rng.randrange(max(1, len(words) - 5)) if words else 0
+        out.append(" ".join(words[start : start + 5]) or "search")
+    return out
+
+
+async def _latency(
+    vault: Path, settings: IndexSettings, embedder: Embedder, queries: list[str]
+) -> dict[str, Any]:
+    from retrieval.retriever import Retriever
+
+    search = SearchSettings()
+    start = time.perf_counter()
+    retriever = await Retriever.open(vault, settings, search, embedder)
+    try:
+        await retriever.search(queries[0], limit=10, mode="hybrid")
+        cold = time.perf_counter() - start
+        out: dict[str, Any] = {"cold_first_query_s": cold}
+        modes: tuple[SearchMode, ...] = ("bm25", "vector", "hybrid")
+        for mode in modes:
+            times: list[float] = []
+            for query in queries:
+                t0 = time.perf_counter()
+                await retriever.search(query, limit=10, mode=mode)
+                times.append(time.perf_counter() - t0)
+            times.sort()
+            out[mode] = (
+                statistics.median(times) * 1000,
+                times[min(len(times) - 1, int(len(times) * 0.95))] * 1000,
+            )
+    finally:
+        await retriever.aclose()
+    return out
+
+
+def _row(label: str, value: str, command: str = _COMMAND) -> None:
+    print(f"{label:<44} {value:>22}   [{command}]")
+
+
+def run(vault: Path, workers: int | None, n_queries: int) -> None:
+    settings = IndexSettings(model=BUNDLED_MODEL_NAME)
+    db_path = index_db_path(vault, settings)
+    embedder = load_embedder(settings)
+    indexer = Indexer(vault, settings, embedder, workers=workers)
+    files = sum(1 for _ in vault.rglob("*.md"))
+    print(f"vault {vault}: {files} .md files; {os.cpu_count()} CPUs; load {os.getloadavg()}")
+    print(f"model {embedder.name} ({embedder.dimensions} dims); workers {indexer.workers}\n")
+
+    full, full_wall, full_cpu = _timed(lambda: anyio.run(lambda: indexer.run(full=True)))
+    rss_main, rss_child = _peak_rss_mb()
+    size, chunks = _db_bytes(db_path)
+    noop, noop_wall, _ = _timed(lambda: anyio.run(indexer.run))
+    _edit_and_delete(vault, db_path, 50, 5)
+    edit, edit_wall, _ = _timed(lambda: anyio.run(indexer.run))
+    cli_start = time.perf_counter()
+    subprocess.run(
+        [sys.executable, "-m", "pipeline.cli", "--vault", str(vault), "index", "--json"],
+        check=True,
+        capture_output=True,
+        env={**os.environ, "SIGNALDESK_CONFIG": ""},
+    )
+    cli_noop = time.perf_counter() - cli_start
+
+    _row("files scanned / notes indexed", f"{full.scanned} / {full.added}")
+    _row("chunks", str(chunks))
+    _row("full index: wall seconds", f"{full_wall:.1f}")
+    _row("full index: CPU seconds (all processes)", f"{full_cpu:.1f}")
+    _row("full index: chunks per second (wall)", f"{chunks / full_wall:.0f}")
+    _row("peak RSS MB: indexer / largest worker", f"{rss_main:.0f} / {rss_child:.0f}")
+    _row("database bytes", f"{size:,}")
+    _row("database bytes per chunk", f"{size / max(1, chunks):.0f}")
+    _row("no-op incremental: seconds (warm process)", f"{noop_wall:.2f}")
+    assert noop.chunks_embedded == 0 and noop.unchanged == noop.scanned
+    _row(
+        "no-op incremental: seconds (new process)",
+        f"{cli_noop:.2f}",
+        f"time signaldesk --vault {vault} index",
+    )
+    _row(
+        "edit 50 + delete 5: seconds",
+        f"{edit_wall:.2f}",
+    )
+    _row(
+        "  changed / deleted / embedded / reused",
+        f"{edit.changed} / {edit.deleted} / {edit.chunks_embedded} / {edit.chunks_reused}",
+    )
+    if n_queries:
+        latency = anyio.run(_latency, vault, settings, embedder, _queries(db_path, n_queries))
+        _row("cold first query (open + hybrid) ms", f"{latency['cold_first_query_s'] * 1000:.0f}")
+        for mode in ("bm25", "vector", "hybrid"):
+            p50, p95 = latency[mode]
+            _row(f"{mode} query p50 / p95 ms ({n_queries} queries)", f"{p50:.1f} / {p95:.1f}")
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m bench.scale", description=__doc__)
+    parser.add_argument("--keep", type=Path, help="extract into this folder and keep it")
+    parser.add_argument("--data", type=Path, default=_DATA, help="folder with the tarballs")
+    parser.add_argument("--workers", type=int, default=None, help="indexer worker processes")
+    parser.add_argument("--queries", type=int, default=200, help="queries per search mode")
+    args = parser.parse_args(argv)
+    if args.keep:
+        vault = args.keep.resolve()
+        if not vault.exists() or not any(vault.iterdir()):
+            _extract(args.data, vault)
+        run(vault, args.workers, args.queries)
+        return
+    tmp = Path(tempfile.mkdtemp(prefix="signaldesk-scale-"))
+    try:
+        vault = tmp / "vault"
+        _extract(args.data, vault)
+        run(vault, args.workers, args.queries)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

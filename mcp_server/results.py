@@ -1,0 +1,118 @@
+"""Tool results: the success shape (scrubbed text and structured content, capped) and
+the error shape (``isError`` with code, message and what to do), and the guard that
+turns every failure of a tool into the latter."""
+
+from __future__ import annotations
+
+import functools
+import logging
+from collections.abc import Awaitable, Callable
+from typing import ParamSpec, Protocol, TypeVar, cast
+
+import anyio
+from mcp_types import CallToolResult, TextContent
+from pydantic import BaseModel
+
+from mcp_server.budget import cap_text
+from mcp_server.errors import McpServerError
+from mcp_server.models import ErrorInfo
+from mcp_server.rendering import render_error
+from mcp_server.scrubbing import scrub_data, scrub_text
+from mcp_server.settings import McpSettings
+from retrieval.errors import (
+    IndexLockedError,
+    IndexUnavailableError,
+    ModelError,
+    QueryError,
+    RetrievalError,
+)
+from signaldesk.errors import SignaldeskError
+
+__all__ = ["NO_INDEX_HINT", "error_result", "guarded", "success_result"]
+
+_log = logging.getLogger(__name__)
+
+_P = ParamSpec("_P")
+_M = TypeVar("_M", bound=BaseModel)
+
+NO_INDEX_HINT = "run `signaldesk index` to build the index, then call this tool again"
+
+
+class _Configured(Protocol):
+    settings: McpSettings
+
+
+def _error_info(exc: BaseException) -> ErrorInfo:
+    if isinstance(exc, McpServerError):
+        return ErrorInfo(code=exc.code, message=exc.message, hint=exc.hint)
+    if isinstance(exc, IndexUnavailableError):
+        return ErrorInfo(
+            code="index_unavailable", message=exc.message, hint=exc.hint or NO_INDEX_HINT
+        )
+    if isinstance(exc, IndexLockedError):
+        return ErrorInfo(
+            code="index_busy", message=exc.message, hint=exc.hint or "try again shortly"
+        )
+    if isinstance(exc, QueryError):
+        return ErrorInfo(
+            code="invalid_query", message=exc.message, hint=exc.hint or "rephrase the query"
+        )
+    if isinstance(exc, ModelError):
+        return ErrorInfo(code="model_unavailable", message=exc.message, hint=exc.hint)
+    if isinstance(exc, RetrievalError | SignaldeskError):
+        return ErrorInfo(code="retrieval_error", message=exc.message, hint=exc.hint)
+    return ErrorInfo(
+        code="internal_error",
+        message="the server failed unexpectedly; the details are in its log",
+        hint="try again; if it keeps failing, run `signaldesk doctor`",
+    )
+
+
+def error_result(exc: BaseException) -> CallToolResult:
+    """An ``isError`` result for ``exc``, scrubbed (an error message may quote a note)."""
+    info = ErrorInfo.model_validate(scrub_data(_error_info(exc).model_dump(mode="json")))
+    return CallToolResult(
+        content=[TextContent(type="text", text=render_error(info))],
+        structured_content={"error": info.model_dump(mode="json")},
+        is_error=True,
+    )
+
+
+def success_result(model: _M, render: Callable[[_M], str], max_chars: int) -> CallToolResult:
+    """The text rendering and structured content of ``model``, both scrubbed; the text capped."""
+    clean = type(model).model_validate(scrub_data(model.model_dump(mode="json")))
+    text = cap_text(scrub_text(render(clean)), max_chars)
+    return CallToolResult(
+        content=[TextContent(type="text", text=text)],
+        structured_content=clean.model_dump(mode="json"),
+    )
+
+
+def guarded(
+    fn: Callable[_P, Awaitable[CallToolResult]],
+) -> Callable[_P, Awaitable[CallToolResult]]:
+    """Run a tool under its timeout and turn every failure into an error result."""
+
+    @functools.wraps(fn)
+    async def wrapper(*args: _P.args, **kwargs: _P.kwargs) -> CallToolResult:
+        # Tools are methods of an object carrying the settings (the Toolbox).
+        timeout = cast(_Configured, args[0]).settings.tool_timeout_seconds
+        try:
+            with anyio.fail_after(timeout):
+                return await fn(*args, **kwargs)
+        except SignaldeskError as exc:
+            _log.info("tool %s refused: %s", fn.__name__, exc.message)
+            return error_result(exc)
+        except TimeoutError:
+            _log.warning("tool %s timed out", fn.__name__)
+            return error_result(
+                McpServerError(
+                    f"{fn.__name__} took longer than {timeout:g} s",
+                    hint="try a smaller limit or max_tokens, or try again",
+                )
+            )
+        except Exception as exc:
+            _log.exception("tool %s failed", fn.__name__)
+            return error_result(exc)
+
+    return wrapper

@@ -1,0 +1,170 @@
+"""How `signaldesk demo` shows each step: a heading, what happened, and where to look."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.panel import Panel
+from rich.table import Table
+
+from pipeline.captains_log import CaptainsLog
+from pipeline.demo import DemoResult, DemoStep, DemoVault
+from pipeline.generated_notes import GeneratedNote
+from pipeline.intake_report import ScanStats
+from pipeline.triage import TriageReport
+from pipeline.triage_report import TriageReportNote
+from retrieval.records import IndexReport, SearchResult
+
+__all__ = ["DemoView"]
+
+
+class DemoView:
+    """Prints the demo's steps with rich as they finish."""
+
+    def __init__(self, console: Console) -> None:
+        self.console = console
+        self.vault: Path | None = None
+
+    def _heading(self, step: DemoStep) -> None:
+        self.console.rule(f"[bold]{step.title}[/] [dim]({step.seconds:.1f} s)[/]", align="left")
+
+    def _rel(self, path: Path | str) -> str:
+        path = Path(path)
+        if self.vault is not None:
+            try:
+                return path.relative_to(self.vault).as_posix()
+            except ValueError:
+                pass
+        return str(path)
+
+    def step(self, step: DemoStep) -> None:
+        self._heading(step)
+        handler = getattr(self, f"_show_{step.key}", None)
+        if handler is not None:
+            handler(step.data)
+
+    def _show_vault(self, data: DemoVault) -> None:
+        self.vault = data.init.vault
+        c = self.console
+        c.print(f"vault: [bold]{data.init.vault}[/]", highlight=False)
+        created = len(data.init.created)
+        c.print(
+            f"{created} folders/files created, {len(data.init.kept)} kept; "
+            f"{len(data.notes_added)} hand-written notes added",
+            highlight=False,
+        )
+        for placed in data.samples_placed:
+            c.print(f"  dropped sample: {placed}", highlight=False)
+        if not data.samples_placed:
+            c.print("  samples were placed by an earlier run (not placed again)")
+        if data.repo is not None:
+            c.print(f"  git repository for the captain's log: {data.repo}", highlight=False)
+        if data.repo_problem:
+            c.print(f"  [yellow]{data.repo_problem}[/]", highlight=False)
+
+    def _show_feeds(self, added: list[str]) -> None:
+        if added:
+            for url in added:
+                self.console.print(f"  subscribed: {url}", highlight=False)
+        else:
+            self.console.print("  feeds already subscribed (from an earlier run)")
+
+    def _show_scan(self, stats: ScanStats) -> None:
+        table = Table(show_edge=False)
+        for column in ("source", "new", "duplicate", "parked", "errors"):
+            table.add_column(column, justify="left" if column == "source" else "right")
+        for kind, t in stats.tallies.items():
+            table.add_row(kind, str(t.new), str(t.duplicate), str(t.parked), str(t.errors))
+        self.console.print(table)
+        self.console.print(
+            f"feeds polled {stats.feeds_polled}, failed {stats.feeds_failed}",
+            highlight=False,
+        )
+        for p in stats.feed_problems:
+            reason = p.disabled_reason or p.error or p.outcome
+            self.console.print(
+                f"  [yellow]{p.title or p.url}: {p.outcome}[/] ({reason})", highlight=False
+            )
+
+    def _show_triage(self, report: TriageReport | None) -> None:
+        if report is None:
+            self.console.print("triage after scan is turned off ([triage] after_scan = false)")
+            return
+        table = Table(show_edge=False)
+        for column in ("decision", "score", "domain", "item", "note"):
+            table.add_column(column, overflow="fold")
+        for d in sorted(report.decisions, key=lambda d: -d.composite):
+            colour = "green" if d.decision == "filed" else "yellow"
+            table.add_row(
+                f"[{colour}]{d.decision}[/]",
+                f"{d.composite:.2f}",
+                d.domain,
+                d.title,
+                d.note_path or d.origin_path or "",
+            )
+        self.console.print(table)
+        self.console.print(
+            f"{len(report.filed)} filed, {len(report.rejected)} below the threshold "
+            f"({report.scoring_mode} scoring)",
+            highlight=False,
+        )
+        if report.index_error:
+            self.console.print(f"[yellow]indexing after triage: {report.index_error}[/]")
+
+    def _show_note(self, note: GeneratedNote, detail: str) -> None:
+        self.console.print(
+            f"{self._rel(note.path)} [dim]({note.outcome})[/]: {detail}", highlight=False
+        )
+
+    def _show_report(self, data: tuple[TriageReportNote, GeneratedNote]) -> None:
+        report, note = data
+        self._show_note(
+            note,
+            f"{len(report.items)} arrived, {len(report.filed)} filed, "
+            f"{len(report.near_misses)} worth a look, {len(report.duplicates)} duplicates, "
+            f"{len(report.feed_issues)} feeds needing attention",
+        )
+
+    def _show_log(self, data: tuple[CaptainsLog, GeneratedNote]) -> None:
+        log, note = data
+        commits = sum(len(c) for c in log.commits.values())
+        self._show_note(
+            note,
+            f"{commits} commits, {len(log.decisions)} decisions, "
+            f"{len(log.todos) + len(log.unchecked)} open loops, {len(log.signals)} signals",
+        )
+
+    def _show_index(self, report: IndexReport) -> None:
+        self.console.print(
+            f"{report.added} added, {report.changed} changed, {report.unchanged} unchanged; "
+            f"{report.chunks_embedded} chunks embedded in {report.seconds:.1f} s",
+            highlight=False,
+        )
+
+    def _show_search(self, results: list[SearchResult]) -> None:
+        table = Table(show_edge=False)
+        for column in ("#", "score", "note", "section"):
+            table.add_column(column, overflow="fold")
+        for n, r in enumerate(results, 1):
+            table.add_row(str(n), f"{r.score:.3f}", r.path, r.section or "")
+        self.console.print(table)
+
+    def finish(self, result: DemoResult) -> None:
+        vault = result.vault
+        lines: list[Any] = [
+            f"Done in {result.seconds:.1f} s. Open [bold]{vault}[/] in Obsidian, or try:",
+            "",
+            f'  signaldesk --vault {vault} search "{result.query}"',
+            f"  signaldesk --vault {vault} items",
+            f"  signaldesk --vault {vault} status",
+            f"  signaldesk --vault {vault} serve      # keep it running",
+            "",
+            "Filed signals: 05-signals/<domain>/",
+        ]
+        if result.report is not None:
+            lines.append(f"Triage report: {self._rel(result.report.path)}")
+        if result.log is not None:
+            lines.append(f"Captain's log: {self._rel(result.log.path)}")
+        self.console.print(Panel("\n".join(str(line) for line in lines), title="where to look"))

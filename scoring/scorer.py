@@ -1,0 +1,202 @@
+"""The scorer: four dimensions, the composite, the threshold and the route for each item.
+
+Built once from :class:`~scoring.settings.ScoringSettings` and an optional embedder.
+With an embedder, relevance and routing add the similarity between an item and
+each topic / domain description; without one (``embedder=None``) both use keyword
+evidence only, which is fully deterministic and needs no model. Either way the
+same item and settings always give the same card: nothing here reads the clock.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+import numpy as np
+import numpy.typing as npt
+
+from scoring.authority import AuthorityModel
+from scoring.catalogue import build_domain_rules, build_profile, build_reputation
+from scoring.errors import EmbeddingFailed
+from scoring.keywords import FieldCounts, KeywordMatcher
+from scoring.records import DIMENSIONS, DimensionScore, ScoreCard
+from scoring.relevance import RelevanceModel
+from scoring.routing import Router
+from scoring.settings import ScoringSettings
+from scoring.substance import score_actionability, score_depth
+from scoring.text import TextView, analyse
+from signaldesk.errors import SignaldeskError
+from signaldesk.items import Item
+
+if TYPE_CHECKING:
+    from retrieval.embedder import Embedder
+
+__all__ = ["Scorer"]
+
+logger = logging.getLogger(__name__)
+
+# Characters of the body embedded with the title: the opening says what an item is
+# about, and a bounded input keeps embedding cost flat for long articles.
+_EMBED_CHARS = 1000
+
+
+class Scorer:
+    """Scores and routes :class:`~signaldesk.items.Item` records.
+
+    :param settings: the ``[scoring]`` section.
+    :param embedder: an embedding model (``retrieval.LazyEmbedder``), or ``None`` for
+        keyword-only mode: relevance and routing then use keyword evidence alone.
+    :raises DataFileError: a shipped default list is missing or malformed.
+    """
+
+    def __init__(self, settings: ScoringSettings, embedder: Embedder | None) -> None:
+        self.settings = settings
+        self._embedder = embedder
+        self._relevance = RelevanceModel(
+            build_profile(settings), embedding_share=settings.embedding_share
+        )
+        self._authority = AuthorityModel(build_reputation(settings))
+        self._router = Router(
+            build_domain_rules(settings),
+            embedding_share=settings.route_embedding_share,
+            min_confidence=settings.route_min_confidence,
+        )
+        # One matcher for every keyword list: each item's fields are scanned once.
+        self._matcher = KeywordMatcher([*self._relevance.terms, *self._router.terms])
+        weights = settings.weights
+        total = weights.relevance + weights.actionability + weights.depth + weights.authority
+        self._weights = {name: getattr(weights, name) / total for name in DIMENSIONS}
+        self._anchors: npt.NDArray[np.float32] | None = None
+        self._anchor_lock = threading.Lock()
+
+    @property
+    def keyword_only(self) -> bool:
+        """True when no embedder was given (relevance and routing use keywords alone)."""
+        return self._embedder is None
+
+    def score(self, item: Item, *, source_prior: float | None = None) -> ScoreCard:
+        """Score and route one item.
+
+        :param source_prior: the user's prior for the item's source (feed, sender, site), 0..1.
+        :raises EmbeddingFailed: the embedder failed.
+        """
+        return self.score_many([item], priors=[source_prior])[0]
+
+    def score_many(
+        self, items: Sequence[Item], *, priors: Sequence[float | None] | None = None
+    ) -> list[ScoreCard]:
+        """Score and route many items, embedding them in one batch.
+
+        :param priors: one source prior (or ``None``) per item, in the same order.
+        :raises ValueError: ``priors`` has a different length, or a prior is outside 0..1.
+        :raises EmbeddingFailed: the embedder failed.
+        """
+        if priors is None:
+            priors = [None] * len(items)
+        if len(priors) != len(items):
+            raise ValueError(f"{len(priors)} priors for {len(items)} items")
+        for prior in priors:
+            if prior is not None and not 0.0 <= prior <= 1.0:
+                raise ValueError(f"source prior {prior} is outside 0..1")
+        if not items:
+            return []
+        views = [analyse(item, max_chars=self.settings.max_chars) for item in items]
+        similarities = self._similarities(items)
+        n_topics = len(self._relevance.anchors)
+        cards = []
+        for i, (item, view, prior) in enumerate(zip(items, views, priors, strict=True)):
+            row = similarities[i] if similarities is not None else None
+            cards.append(
+                self._card(
+                    item,
+                    view,
+                    prior,
+                    None if row is None else row[:n_topics].tolist(),
+                    None if row is None else row[n_topics:].tolist(),
+                )
+            )
+        return cards
+
+    def _card(
+        self,
+        item: Item,
+        view: TextView,
+        prior: float | None,
+        topic_similarities: list[float] | None,
+        domain_similarities: list[float] | None,
+    ) -> ScoreCard:
+        counts = FieldCounts(
+            title=self._matcher.count_tokens(view.title_tokens),
+            tags=self._matcher.count_tokens(view.tag_tokens),
+            body=self._matcher.count_tokens(view.body_tokens),
+        )
+        dims: dict[str, DimensionScore] = {
+            "relevance": self._relevance.score(view, counts, topic_similarities),
+            "actionability": score_actionability(view),
+            "depth": score_depth(view, self._authority.is_primary),
+            "authority": self._authority.score(
+                view, url=item.url, site_name=item.site_name, author=item.author, prior=prior
+            ),
+        }
+        composite = round(sum(self._weights[name] * dims[name].value for name in DIMENSIONS), 4)
+        return ScoreCard(
+            relevance=dims["relevance"],
+            actionability=dims["actionability"],
+            depth=dims["depth"],
+            authority=dims["authority"],
+            composite=composite,
+            passed=composite > self.settings.threshold,
+            route=self._router.route(view, counts, domain_similarities),
+        )
+
+    def _encode(self, texts: list[str]) -> npt.NDArray[np.float32]:
+        assert self._embedder is not None
+        try:
+            return np.asarray(self._embedder.encode(texts), dtype=np.float32)
+        except SignaldeskError:
+            raise  # already says what to do (e.g. the model cannot be loaded)
+        except Exception as exc:
+            raise EmbeddingFailed(f"embedding items for scoring failed: {exc}") from exc
+
+    def _anchor_matrix(self) -> npt.NDArray[np.float32]:
+        """Embeddings of the topic, muted-topic and domain descriptions (computed once)."""
+        anchors = self._anchors
+        if anchors is None:
+            with self._anchor_lock:
+                anchors = self._anchors
+                if anchors is None:
+                    texts = [*self._relevance.anchors, *self._router.anchors]
+                    anchors = self._anchors = self._encode(texts)
+        return anchors
+
+    def _similarities(self, items: Sequence[Item]) -> npt.NDArray[np.float64] | None:
+        """Per item, 0..1 similarities to every anchor (topics, muted topics, domains).
+
+        Trigger: small static embedding models give every pair of English texts a
+        cosine of 0.2-0.5, so a raw cosine says little. Why: what separates "about
+        this topic" from "about something else" is how much closer the item is to one
+        description than to the others. Outcome: each cosine is centred on the
+        item's mean cosine within its group (the profile's anchors, the domains'
+        anchors) before ``similarity_range`` maps it onto 0..1.
+        """
+        if self._embedder is None:
+            return None
+        anchors = self._anchor_matrix()
+        texts = [_embedding_text(item) for item in items]
+        cosines = (self._encode(texts) @ anchors.T).astype(np.float64)
+        split = len(self._relevance.anchors)
+        for group in (slice(0, split), slice(split, cosines.shape[1])):
+            block = cosines[:, group]
+            if block.shape[1]:
+                block -= block.mean(axis=1, keepdims=True)
+        low, high = self.settings.similarity_range
+        mapped = np.clip((cosines - low) / (high - low), 0.0, 1.0)
+        return np.round(mapped, 4)
+
+
+def _embedding_text(item: Item) -> str:
+    body = item.text if item.text.strip() else (item.summary or "")
+    tags = f"\n{', '.join(item.tags)}" if item.tags else ""
+    return f"{item.title}{tags}\n{body[:_EMBED_CHARS]}"

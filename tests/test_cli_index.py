@@ -1,0 +1,153 @@
+"""`signaldesk index` and `signaldesk doctor`, through click and through a real process."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from pipeline.cli import cli
+from retrieval.settings import IndexSettings
+from retrieval.store import connect, index_db_path
+from tests.index_helpers import check_invariants, section, wait_for, write_note
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def invoke(*args: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(cli, list(args), catch_exceptions=False)
+    return result.exit_code, result.stdout, result.stderr
+
+
+def notes(vault: Path, n: int = 3) -> None:
+    for i in range(n):
+        write_note(vault, f"01-projects/note-{i}.md", section("Topic", f"word{i} lighthouse"))
+
+
+def test_index_json_then_status_json(vault: Path) -> None:
+    notes(vault)
+    code, out, _ = invoke("--vault", str(vault), "index", "--json")
+    assert code == 0
+    report = json.loads(out)
+    assert report["added"] == 3 and report["chunks_embedded"] == 3
+    assert report["interrupted"] is False and report["errors"] == []
+    code, out, _ = invoke("--vault", str(vault), "index", "--json")
+    assert json.loads(out)["unchanged"] == 3
+    code, out, _ = invoke("--vault", str(vault), "index", "--status", "--json")
+    status = json.loads(out)
+    assert code == 0
+    assert (status["notes"], status["chunks"], status["vectors"]) == (3, 3, 3)
+    assert status["exists"] is True and status["dimensions"] == 256
+    assert status["model"] and status["degraded"] == []
+    assert status["folders"] == {"01-projects": 3}
+    assert status["last_indexed"].startswith("20")
+
+
+def test_index_human_output_and_full(vault: Path) -> None:
+    notes(vault)
+    code, out, _ = invoke("--vault", str(vault), "index")
+    assert code == 0
+    assert "added" in out and "chunks embedded" in out and "bundled:" in out
+    code, out, _ = invoke("--vault", str(vault), "index", "--full")
+    assert code == 0 and "full rebuild requested" in out
+    code, out, _ = invoke("--vault", str(vault), "index", "--status")
+    assert "hybrid" in out and "notes" in out
+    check_invariants(vault)
+
+
+def test_status_without_an_index_says_how_to_build_one(vault: Path) -> None:
+    code, out, _ = invoke("--vault", str(vault), "index", "--status", "--json")
+    status = json.loads(out)
+    assert code == 0 and status["exists"] is False
+    assert "signaldesk index" in status["degraded"][0]
+
+
+def test_doctor_reports_every_check(vault: Path) -> None:
+    code, out, _ = invoke("--vault", str(vault), "doctor", "--json")
+    assert code == 0
+    result = json.loads(out)
+    checks = {c["name"]: c for c in result["checks"]}
+    assert result["ok"] is True
+    assert set(checks) == {
+        "python",
+        "sqlite",
+        "fts5",
+        "sqlite-vec",
+        "config",
+        "model",
+        "vault",
+        "index",
+    }
+    assert checks["sqlite"]["outcome"] == "ok" and "SQLite 3." in checks["sqlite"]["detail"]
+    assert checks["model"]["outcome"] == "ok" and "256 dims" in checks["model"]["detail"]
+    assert checks["index"]["outcome"] == "warn" and checks["index"]["fix"] == "signaldesk index"
+    notes(vault, 1)
+    invoke("--vault", str(vault), "index")
+    code, out, _ = invoke("--vault", str(vault), "doctor")
+    assert code == 0 and "✓" in out and "matches" in out
+
+
+def test_doctor_fails_on_a_broken_config(vault: Path) -> None:
+    (vault / "signaldesk.toml").write_text("[index]\nbatch_size = 'many'\n", encoding="utf-8")
+    code, out, _ = invoke("--vault", str(vault), "doctor", "--json")
+    assert code == 1
+    checks = {c["name"]: c for c in json.loads(out)["checks"]}
+    assert checks["config"]["outcome"] == "fail" and "batch_size" in checks["config"]["detail"]
+
+
+def test_index_in_a_real_process(vault: Path) -> None:
+    notes(vault)
+    proc = subprocess.run(
+        [sys.executable, "-m", "pipeline.cli", "--vault", str(vault), "index", "--json"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["added"] == 3
+    check_invariants(vault)
+
+
+@pytest.mark.slow
+def test_ctrl_c_stops_cleanly_with_exit_130(vault: Path) -> None:
+    for i in range(1200):
+        write_note(vault, f"03-resources/many/n{i:04d}.md", section("Topic", f"w{i} alpha"))
+    db_path = index_db_path(vault, IndexSettings())
+
+    def committed() -> bool:
+        try:
+            conn = connect(db_path, readonly=True)
+            try:
+                return int(conn.execute("SELECT count(*) FROM notes").fetchone()[0]) > 0
+            finally:
+                conn.close()
+        except Exception:
+            return False
+
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "pipeline.cli", "--vault", str(vault), "index", "--json"],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        wait_for(lambda: (db_path.exists() and committed()) or proc.poll() is not None)
+        assert proc.poll() is None, "finished before it could be interrupted"
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, err
+    assert "interrupted — index is consistent" in err
+    report = json.loads(out)
+    assert report["interrupted"] is True
+    state = check_invariants(vault)
+    assert 0 < state["notes"] < 1200 and report["added"] == state["notes"]

@@ -1,0 +1,122 @@
+"""`signaldesk status`, `report`, `log` and `serve` through the real CLI."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+
+import anyio
+import pytest
+from click.testing import CliRunner, Result
+
+from pipeline.cli import cli
+from pipeline.config import render_default_config, resolve_workspace
+from pipeline.feeds import FeedRegistry
+from pipeline.intake import open_ledger
+from pipeline.job_state import (
+    JobState,
+    ServeLock,
+    ServeState,
+    ServiceRunningError,
+    save_state,
+    state_path,
+)
+from signaldesk.items import Item
+
+
+def _run(vault: Path, *args: str) -> Result:
+    # Wide enough that rich does not wrap table cells mid-phrase.
+    return CliRunner(env={"COLUMNS": "200"}).invoke(cli, ["--vault", str(vault), *args])
+
+
+def _ok(vault: Path, *args: str) -> Result:
+    result = _run(vault, *args)
+    assert result.exit_code == 0, (result.output, result.exception)
+    return result
+
+
+def _utc_config(vault: Path) -> None:
+    (vault / "signaldesk.toml").write_text(render_default_config({"schedule": {"timezone": "UTC"}}))
+
+
+def test_status_before_serve_ever_ran(vault: Path) -> None:
+    out = _ok(vault, "status").output
+    assert "serve is not running" in out and "never started" in out
+    assert "index: none yet" in out
+    data = json.loads(_ok(vault, "status", "--json").stdout)
+    assert data["running"] is False and data["jobs"] == []
+    assert data["index"]["exists"] is False
+    # status never creates the ledger.
+    assert not (vault / ".signaldesk" / "ledger.db").exists()
+
+
+def test_status_shows_jobs_feeds_and_whether_serve_runs(vault: Path) -> None:
+    now = datetime(2026, 11, 30, 7, 0, tzinfo=UTC)
+    state = ServeState(pid=4242, started_at=now, ready=True)
+    state.jobs["feeds"] = JobState(
+        "feeds", last_started=now, outcome="error", error="HTTP client exploded", runs=3, failures=1
+    )
+    save_state(state_path(vault), state)
+
+    async def add_feeds() -> None:
+        async with open_ledger(resolve_workspace(vault)) as ledger:
+            await FeedRegistry(ledger).add("https://feeds.example/a.xml", title="A feed")
+
+    anyio.run(add_feeds)
+    with ServeLock(vault).held():
+        out = _ok(vault, "status").output
+        data = json.loads(_ok(vault, "status", "--json").stdout)
+    assert "serve is running" in out and "HTTP client exploded" in out
+    assert "feeds: 1 subscribed, 0 in backoff, 0 disabled" in out
+    assert data["running"] is True and data["pid"] == 4242
+    assert data["jobs"][0]["name"] == "feeds" and data["jobs"][0]["failures"] == 1
+    assert data["feeds"]["total"] == 1
+    assert "serve is not running" in _ok(vault, "status").output
+
+
+def test_serve_refuses_a_second_instance(vault: Path) -> None:
+    with ServeLock(vault).held():
+        result = _run(vault, "serve")
+    assert result.exit_code != 0
+    assert isinstance(result.exception, ServiceRunningError)
+
+
+def test_report_for_a_date_as_json(vault: Path) -> None:
+    _utc_config(vault)
+    arrived = datetime(2026, 11, 27, 9, 0, tzinfo=UTC)
+
+    async def fill() -> None:
+        async with open_ledger(resolve_workspace(vault)) as ledger:
+            item = Item(source_kind="rss", source_id="https://f.example/x", title="Hello", text="t")
+            [item_id] = await ledger.record([item], now=arrived)
+            await ledger.settle(item_id, item)
+
+    anyio.run(fill)
+    data = json.loads(_ok(vault, "report", "--date", "2026-11-27", "--json").stdout)
+    assert [i["title"] for i in data["items"]] == ["Hello"]
+    assert data["outcome"] == "created" and data["path"].endswith("06-daily/2026-11-27-triage.md")
+    out = _ok(vault, "report", "--date", "2026-11-27").output
+    assert "06-daily/2026-11-27-triage.md: unchanged" in out and "1 arrived" in out
+    other = json.loads(_ok(vault, "report", "--date", "2026-11-28", "--json").stdout)
+    assert other["items"] == []
+
+
+def test_report_rejects_a_bad_date(vault: Path) -> None:
+    result = _run(vault, "report", "--date", "yesterday")
+    assert result.exit_code == 2 and "not a date" in result.output
+
+
+def test_log_verb_writes_the_captains_log(vault: Path) -> None:
+    _utc_config(vault)
+    data = json.loads(_ok(vault, "log", "--date", "2026-11-30", "--json").stdout)
+    assert data["outcome"] == "created"
+    assert data["path"].endswith("06-daily/2026-11-30-captains-log.md")
+    out = _ok(vault, "log", "--date", "2026-11-30").output
+    assert "06-daily/2026-11-30-captains-log.md: unchanged" in out and "0 commits" in out
+
+
+@pytest.mark.parametrize("verb", ["serve", "status", "report", "log", "demo"])
+def test_every_verb_has_help(verb: str) -> None:
+    result = CliRunner().invoke(cli, [verb, "--help"])
+    assert result.exit_code == 0 and "Usage" in result.output

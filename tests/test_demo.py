@@ -1,0 +1,103 @@
+"""`signaldesk demo`: the README's first command, end to end, offline, and twice."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+import sys
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+import anyio
+import httpx
+import pytest
+
+from pipeline.demo import DEMO_QUERY, DemoStep, run_demo
+from pipeline.demo_server import DemoServer, render_template
+from retrieval.frontmatter import parse_note
+
+
+def _snapshot(vault: Path) -> dict[str, str]:
+    """Every file a person sees (the state folder aside), by content hash."""
+    return {
+        p.relative_to(vault).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(vault.rglob("*"))
+        if p.is_file() and ".signaldesk" not in p.relative_to(vault).parts
+    }
+
+
+def test_templates_fill_the_base_url_and_relative_dates() -> None:
+    now = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
+    text = render_template("{{BASE}}/x {{DAY:-1}} {{ISO:0}} {{DATE:0}}", base="http://h:1", now=now)
+    assert text == (
+        "http://h:1/x 2026-11-29 2026-11-30T11:00:00+00:00 Mon, 30 Nov 2026 11:00:00 +0000"
+    )
+
+
+def test_demo_server_serves_the_sample_site_and_nothing_else() -> None:
+    with DemoServer() as server, httpx.Client(trust_env=False) as client:
+        feed = client.get(server.base_url + "/feeds/advisories.xml")
+        assert feed.status_code == 200 and "rss" in feed.headers["content-type"]
+        assert server.base_url + "/articles/" in feed.text and "{{" not in feed.text
+        assert client.get(server.base_url + "/feeds/retired.xml").status_code == 410
+        assert client.get(server.base_url + "/../README.md").status_code == 404
+        assert client.get(server.base_url + "/feeds/missing.xml").status_code == 404
+
+
+@pytest.mark.slow
+@pytest.mark.anyio
+async def test_demo_runs_end_to_end_offline_and_again_changes_nothing(tmp_path: Path) -> None:
+    target = tmp_path / "demo-vault"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SIGNALDESK_")}
+    started = time.monotonic()
+    completed = await anyio.to_thread.run_sync(
+        lambda: subprocess.run(
+            [sys.executable, "-m", "pipeline.cli", "demo", str(target)],
+            env={**env, "COLUMNS": "120"},
+            capture_output=True,
+            text=True,
+            timeout=110,
+        )
+    )
+    seconds = time.monotonic() - started
+    assert completed.returncode == 0, completed.stdout + completed.stderr
+    assert seconds < 60, f"the demo took {seconds:.0f} s"
+    out = completed.stdout
+    for heading in ("Demo vault", "Scan", "Triage", "Triage report", "Captain's log", "Index"):
+        assert heading in out
+    assert "where to look" in out
+
+    filed = sorted((target / "05-signals").rglob("*.md"))
+    assert len(filed) >= 2, out
+    for note in filed:
+        meta = parse_note(note.read_text()).frontmatter
+        assert meta["type"] == "signal" and 0.0 <= float(meta["composite"]) <= 1.0
+    reports = list((target / "06-daily").glob("*-triage.md"))
+    logs = list((target / "06-daily").glob("*-captains-log.md"))
+    assert len(reports) == 1 and len(logs) == 1
+    report = reports[0].read_text()
+    assert "```mermaid" in report and "Retired Feed" in report and "## Duplicates merged" in report
+    assert "demo-repo" in logs[0].read_text()
+    assert (target / "03-resources" / "sqlite-notes.md").is_file()
+
+    # Again on the same folder: nothing a person sees changes, nothing new is found.
+    before = _snapshot(target)
+    steps: list[DemoStep] = []
+    result = await run_demo(target, on_step=steps.append)
+    assert _snapshot(target) == before
+    assert result.scan is not None and result.scan.totals.new == 0
+    assert result.report is not None and result.report.outcome == "unchanged"
+    assert [s.key for s in steps] == [
+        "vault",
+        "feeds",
+        "scan",
+        "triage",
+        "report",
+        "log",
+        "index",
+        "search",
+    ]
+    assert result.query == DEMO_QUERY
+    assert result.results and any("sqlite" in r.path for r in result.results[:3])

@@ -1,0 +1,126 @@
+"""Routing to the 12 domain folders: keyword rules, embeddings, fallback, overrides."""
+
+from __future__ import annotations
+
+import pytest
+
+from scoring import FALLBACK_DOMAIN, DomainRuleSettings, Scorer, ScoringSettings
+from signaldesk.items import Item
+from signaldesk.vault import DOMAINS
+
+# One real-shaped item per domain folder (title + opening paragraph).
+EXAMPLES: dict[str, tuple[str, str]] = {
+    "ai-tooling": (
+        "Running a coding agent with an MCP server",
+        "Claude Code and Cursor can call tools through the Model Context Protocol; "
+        "this post wires an MCP server to a local LLM served by Ollama.",
+    ),
+    "security": (
+        "Security advisory: RCE in an image library (CVE-2025-1234)",
+        "A remote code execution vulnerability lets an attacker run code; patched in 2.4.1.",
+    ),
+    "systems": (
+        "How io_uring changes syscall overhead in the Linux kernel",
+        "Batching system calls through io_uring cut tail latency of our file server.",
+    ),
+    "programming": (
+        "Python 3.13: the free-threaded build and the new REPL",
+        "The release removes the GIL in an optional build and improves the type checker story.",
+    ),
+    "web": (
+        "CSS container queries in practice",
+        "Container queries let a component respond to its container in the browser; "
+        "HTML and CSS examples follow.",
+    ),
+    "data": (
+        "PostgreSQL query planner tips for large tables",
+        "Indexes, VACUUM and the SQL query plan explain why the database chose a sequential scan.",
+    ),
+    "devops": (
+        "Zero-downtime deploys with Kubernetes and Helm",
+        "Our CI/CD pipeline in GitHub Actions builds a Docker image and rolls it out with Helm.",
+    ),
+    "design": (
+        "Building a design system with design tokens",
+        "Typography, colour palettes and WCAG contrast ratios live in one token file for Figma.",
+    ),
+    "mobile": (
+        "Migrating an Android app to Jetpack Compose",
+        "Edge-to-edge layouts on Android 15 and SwiftUI on iOS both need window insets.",
+    ),
+    "career": (
+        "Preparing for a staff engineer interview",
+        "Hiring loops, promotion packets and career ladders for senior engineers.",
+    ),
+    "research": (
+        "A new benchmark for retrieval: arXiv preprint",
+        "We propose a method and report ablation experiments against state-of-the-art baselines.",
+    ),
+}
+
+
+def _item(title: str, text: str) -> Item:
+    return Item(source_kind="rss", source_id="feed", title=title, text=text)
+
+
+@pytest.fixture(scope="module")
+def scorer() -> Scorer:
+    return Scorer(ScoringSettings(), None)
+
+
+def test_examples_cover_every_domain_but_the_fallback() -> None:
+    assert set(EXAMPLES) | {FALLBACK_DOMAIN} == set(DOMAINS)
+
+
+@pytest.mark.parametrize("domain", sorted(EXAMPLES))
+def test_each_domain_is_routed_by_its_keywords(scorer: Scorer, domain: str) -> None:
+    title, text = EXAMPLES[domain]
+    route = scorer.score(_item(title, text)).route
+    assert route.domain == domain, route.reason
+    assert route.confidence >= ScoringSettings().route_min_confidence
+    assert route.reason.startswith(domain)
+    assert route.candidates[0][0] == domain
+    assert len(route.candidates) == 3
+
+
+def test_nothing_confident_goes_to_other(scorer: Scorer) -> None:
+    route = scorer.score(
+        _item("Spiced honey pear jam", "Simmer the pears with honey and cinnamon for an hour.")
+    ).route
+    assert route.domain == FALLBACK_DOMAIN
+    assert "no domain reached" in route.reason
+
+
+def test_extra_keywords_route_a_new_term() -> None:
+    item = _item("Notes on Sigstore and cosign", "Signing artefacts with sigstore and cosign.")
+    assert Scorer(ScoringSettings(), None).score(item).route.domain == FALLBACK_DOMAIN
+    settings = ScoringSettings(
+        domains={"security": DomainRuleSettings(keywords={"sigstore": 3.0, "cosign": 3.0})}
+    )
+    route = Scorer(settings, None).score(item).route
+    assert route.domain == "security"
+    assert "sigstore" in route.reason
+
+
+def test_replace_drops_the_shipped_keywords() -> None:
+    title, text = EXAMPLES["devops"]
+    settings = ScoringSettings(
+        domains={"devops": DomainRuleSettings(keywords={"mainframe": 3.0}, replace=True)}
+    )
+    assert Scorer(settings, None).score(_item(title, text)).route.domain != "devops"
+
+
+def test_min_confidence_is_configurable() -> None:
+    title, text = EXAMPLES["web"]
+    strict = Scorer(ScoringSettings(route_min_confidence=1.0), None)
+    assert strict.score(_item(title, text)).route.domain == FALLBACK_DOMAIN
+
+
+def test_keyword_only_mode_is_marked_and_deterministic() -> None:
+    scorer = Scorer(ScoringSettings(), None)
+    assert scorer.keyword_only
+    title, text = EXAMPLES["data"]
+    first = scorer.score(_item(title, text))
+    assert first == Scorer(ScoringSettings(), None).score(_item(title, text))
+    assert first.relevance.features["best_topic_similarity"] == 0.0
+    assert "similar" not in first.route.reason

@@ -1,0 +1,313 @@
+"""`signaldesk serve`: the runner (failures, timeouts, clean stops), the watcher, and the
+real process under a schedule of seconds, stopped with SIGTERM."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+
+import anyio
+import pytest
+from apscheduler.triggers.cron import CronTrigger
+from apscheduler.triggers.interval import IntervalTrigger
+
+from pipeline.config import Workspace, render_default_config, resolve_workspace
+from pipeline.feeds import FeedRegistry
+from pipeline.intake import open_ledger
+from pipeline.job_state import ServeLock, ServiceRunningError, load_state, state_path
+from pipeline.jobs import JobServices, report_day
+from pipeline.scheduler import JOB_NAMES, JobSpec, _last_scheduled, serve
+from pipeline.watcher import VaultWatcher, vault_signature
+from retrieval.embedder import LazyEmbedder
+from tests.feedserver import FeedServer
+from tests.intake_data import clipping_note, serve_feeds
+
+pytestmark = pytest.mark.anyio
+
+
+# -- units ---------------------------------------------------------------------------
+
+
+def test_watcher_reports_a_change_once_it_has_settled() -> None:
+    now = [0.0]
+    watcher = VaultWatcher(Path("."), debounce=2.0, clock=lambda: now[0])
+    assert watcher.observe("a") is False  # the starting point
+    assert watcher.observe("a") is False
+    now[0] = 1.0
+    assert watcher.observe("b") is False and watcher.dirty  # changed, not settled yet
+    now[0] = 2.0
+    assert watcher.observe("c") is False  # still changing
+    now[0] = 3.5
+    assert watcher.observe("c") is False  # quiet for 1.5 s only
+    now[0] = 4.0
+    assert watcher.observe("c") is True  # quiet for 2 s: index now
+    now[0] = 10.0
+    assert watcher.observe("c") is False and not watcher.dirty  # reported once
+
+
+def test_vault_signature_sees_edits_and_ignores_excluded_folders(vault: Path) -> None:
+    note = vault / "01-projects" / "a.md"
+    note.write_text("one\n")
+    first, count = vault_signature(vault)
+    assert count == 1
+    (vault / ".signaldesk").mkdir(exist_ok=True)
+    (vault / ".signaldesk" / "x.md").write_text("state, not a note\n")
+    (vault / "07-templates" / "t.md").write_text("template\n")
+    assert vault_signature(vault)[0] == first
+    note.write_text("one, edited in place\n")
+    assert vault_signature(vault)[0] != first
+
+
+def test_last_scheduled_fire_time_of_a_daily_job() -> None:
+    trigger = CronTrigger(hour=7, minute=0, timezone=UTC)
+    assert _last_scheduled(trigger, datetime(2026, 11, 30, 8, 0, tzinfo=UTC)) == datetime(
+        2026, 11, 30, 7, 0, tzinfo=UTC
+    )
+    assert _last_scheduled(trigger, datetime(2026, 11, 30, 6, 59, tzinfo=UTC)) == datetime(
+        2026, 11, 29, 7, 0, tzinfo=UTC
+    )
+
+
+def test_scheduled_report_covers_the_configured_day() -> None:
+    day = datetime(2026, 11, 30).date()
+    assert report_day(day, "previous_day").isoformat() == "2026-11-29"
+    assert report_day(day, "same_day") == day
+
+
+# -- the runner, in process -------------------------------------------------------------
+
+
+def _spec(name: str, func: object, *, every: float = 0.05, timeout: float = 5.0) -> JobSpec:
+    return JobSpec(name, name, func, IntervalTrigger(seconds=every), timeout, 1)  # type: ignore[arg-type]
+
+
+async def _wait_for(condition: object, limit: float = 20.0) -> None:
+    with anyio.fail_after(limit):
+        while not condition():  # type: ignore[operator]
+            await anyio.sleep(0.02)
+
+
+async def test_a_failing_and_a_hanging_job_do_not_stop_the_others(vault: Path) -> None:
+    ws = resolve_workspace(vault)
+    stop = anyio.Event()
+    good_runs = 0
+
+    async def good(_: JobServices) -> str:
+        nonlocal good_runs
+        good_runs += 1
+        return f"run {good_runs}"
+
+    async def boom(_: JobServices) -> str:
+        raise RuntimeError("the source broke")
+
+    async def hang(_: JobServices) -> str:
+        await anyio.sleep_forever()
+        return "never"
+
+    specs = [_spec("good", good), _spec("boom", boom), _spec("hang", hang, timeout=0.1)]
+    result: dict[str, object] = {}
+
+    async def run() -> None:
+        result["state"] = await serve(
+            ws, stop=stop, handle_signals=False, specs=specs, embedder=LazyEmbedder(ws.config.index)
+        )
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(run)
+        path = state_path(vault)
+
+        def settled() -> bool:
+            state = load_state(path)
+            if state is None:
+                return False
+            jobs = state.jobs
+            return (
+                good_runs >= 5
+                and jobs.get("boom") is not None
+                and jobs["boom"].failures >= 2
+                and jobs.get("hang") is not None
+                and jobs["hang"].failures >= 2
+            )
+
+        await _wait_for(settled)
+        stop.set()
+    state = load_state(state_path(vault))
+    assert state is not None and state.clean_exit is True and state.ready is False
+    boom_state, hang_state = state.jobs["boom"], state.jobs["hang"]
+    assert boom_state.outcome == "error" and "the source broke" in (boom_state.error or "")
+    assert hang_state.outcome == "timeout" and "timed out" in (hang_state.error or "")
+    assert state.jobs["good"].outcome == "ok" and state.jobs["good"].failures == 0
+
+
+async def test_stop_lets_the_running_step_finish(vault: Path) -> None:
+    ws = resolve_workspace(vault)
+    stop = anyio.Event()
+    started, finished = anyio.Event(), anyio.Event()
+
+    async def slow(_: JobServices) -> str:
+        started.set()
+        await anyio.sleep(0.3)  # the work being done when the stop arrives
+        finished.set()
+        return "done"
+
+    async def run() -> None:
+        await serve(ws, stop=stop, handle_signals=False, specs=[_spec("slow", slow, every=60)])
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(run)
+        with anyio.fail_after(20):
+            await started.wait()
+        stop.set()
+    assert finished.is_set()
+    state = load_state(state_path(vault))
+    assert state is not None and state.clean_exit is True
+    assert state.jobs["slow"].outcome == "ok"
+
+
+async def test_a_job_still_running_after_the_grace_is_cancelled(vault: Path) -> None:
+    (vault / "signaldesk.toml").write_text(
+        render_default_config({"schedule": {"shutdown_grace": 0.1}})
+    )
+    ws = resolve_workspace(vault)
+    stop = anyio.Event()
+    started = anyio.Event()
+
+    async def stuck(_: JobServices) -> str:
+        started.set()
+        await anyio.sleep_forever()
+        return "never"
+
+    async def run() -> None:
+        await serve(ws, stop=stop, handle_signals=False, specs=[_spec("stuck", stuck, every=60)])
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(run)
+        with anyio.fail_after(20):
+            await started.wait()
+        stop.set()
+    state = load_state(state_path(vault))
+    assert state is not None and state.clean_exit is False
+    assert state.jobs["stuck"].outcome == "cancelled"
+
+
+async def test_one_serve_per_vault(vault: Path) -> None:
+    ws = resolve_workspace(vault)
+    with ServeLock(vault).held(), pytest.raises(ServiceRunningError):
+        await serve(ws, handle_signals=False, specs=[])
+
+
+# -- the real process ----------------------------------------------------------------------
+
+
+def _test_config(vault: Path) -> None:
+    schedule = {
+        "feeds_interval": 1.0,
+        "drops_interval": 1.0,
+        "triage_interval": 1.0,
+        "index_interval": 2.0,
+        "watch_interval": 0.5,
+        "watch_debounce": 0.2,
+        "report_time": "00:00",  # passed today, never run: caught up at start
+        "log_time": "00:00",
+        "shutdown_grace": 20.0,
+    }
+    (vault / "signaldesk.toml").write_text(
+        render_default_config({"vault": {"path": str(vault)}, "schedule": schedule})
+    )
+
+
+@pytest.fixture
+def server() -> Iterator[FeedServer]:
+    with FeedServer() as s:
+        yield s
+
+
+def _state(vault: Path) -> dict[str, object]:
+    try:
+        data: dict[str, object] = json.loads(state_path(vault).read_text())
+    except (FileNotFoundError, ValueError):
+        return {}
+    return data
+
+
+async def _subscribe(ws: Workspace, urls: tuple[str, ...]) -> None:
+    async with open_ledger(ws) as ledger:
+        for url in urls:
+            await FeedRegistry(ledger).add(url)
+
+
+@pytest.mark.slow
+async def test_serve_runs_every_job_and_stops_cleanly_on_sigterm(
+    vault: Path, server: FeedServer
+) -> None:
+    _test_config(vault)
+    ws = resolve_workspace(vault)
+    feeds = serve_feeds(server, 1, 3)
+    await _subscribe(ws, feeds.urls)
+    clipping_note(
+        vault / "Clippings",
+        "clip.md",
+        title="A clipped article about SQLite",
+        source="https://example.com/clip",
+        body="SQLite WAL mode and busy timeouts. " * 40,
+    )
+    env = {**os.environ, "SIGNALDESK_VAULT": str(vault)}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "pipeline.cli", "-v", "serve"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
+    try:
+        with anyio.fail_after(90):
+            while not _state(vault).get("ready"):
+                assert proc.poll() is None, proc.stdout.read() if proc.stdout else ""
+                await anyio.sleep(0.1)
+            assert _state(vault)["pid"] == proc.pid
+
+            def runs(state: dict[str, object]) -> dict[str, int]:
+                jobs = state.get("jobs") or {}
+                assert isinstance(jobs, dict)
+                return {name: int(job.get("runs") or 0) for name, job in jobs.items()}
+
+            while not all(runs(_state(vault)).get(name, 0) >= 1 for name in JOB_NAMES):
+                assert proc.poll() is None
+                await anyio.sleep(0.1)
+            # An edit made while serving is picked up by the watcher and indexed.
+            index_runs = runs(_state(vault))["index"]
+            (vault / "01-projects" / "edited.md").write_text("# Edited while serving\n")
+            while runs(_state(vault))["index"] < index_runs + 1:
+                await anyio.sleep(0.1)
+        proc.send_signal(signal.SIGTERM)
+        output, _ = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    text = output.decode(errors="replace")
+    assert proc.returncode == 0, text
+    assert "stopped cleanly" in text
+
+    state = load_state(state_path(vault))
+    assert state is not None and state.ready is False and state.clean_exit is True
+    failed = {n: j.error for n, j in state.jobs.items() if j.failures}
+    assert not failed, failed
+    assert {n for n, j in state.jobs.items() if j.runs >= 1} >= set(JOB_NAMES)
+    # Nothing half-written anywhere: atomic writes leave no temporary files.
+    leftovers = [p for p in vault.rglob("*.tmp")]
+    assert not leftovers, leftovers
+    today = datetime.now().astimezone().date()
+    assert (vault / "06-daily" / f"{today.isoformat()}-captains-log.md").is_file()
+    assert list((vault / "06-daily").glob("*-triage.md"))
+    # The feed's entries and the clipping went all the way through triage.
+    async with open_ledger(ws) as ledger:
+        counts = await ledger.status_counts()
+    assert sum(n for (kind, _), n in counts.items() if kind == "rss") == 3
+    assert {status for _, status in counts} <= {"filed", "rejected"}, counts
+    assert ("clipper", "filed") in counts or ("clipper", "rejected") in counts

@@ -1,0 +1,275 @@
+"""The daily triage report: the right day's items in the right sections, and Mermaid
+blocks that the real Mermaid parser accepts."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+from datetime import UTC, date, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from pipeline.config import Workspace, resolve_workspace
+from pipeline.feeds import FeedRegistry
+from pipeline.intake import open_ledger
+from pipeline.ledger import Ledger
+from pipeline.triage_report import (
+    gather_triage_report,
+    render_triage_report,
+    score_histogram,
+    write_triage_report,
+)
+from signaldesk.items import Item
+from sources.rss import FeedState
+
+DAY = date(2026, 11, 27)
+MERMAID_DIR = Path(__file__).resolve().parent / "mermaid"
+
+
+def _at(day: date, hour: int) -> datetime:
+    return datetime(day.year, day.month, day.day, hour, tzinfo=UTC)
+
+
+def _item(n: int, *, kind: str = "rss", source: str = "https://feeds.example/a.xml") -> Item:
+    origin = f"Clippings/item-{n}.md" if kind == "clipper" else None
+    return Item(
+        origin_path=origin,
+        source_kind=kind,  # type: ignore[arg-type]
+        source_id=source,
+        title=f"Item {n}",
+        text=f"Body of item number {n}. " + " ".join(f"word{n}x{i}" for i in range(40)),
+        guid=f"urn:test:{n}",
+        url=f"https://site.example/post/{n}",
+    )
+
+
+def _scores(value: float) -> dict[str, object]:
+    return {
+        name: {"value": value, "reason": "test", "features": {}}
+        for name in ("relevance", "actionability", "depth", "authority")
+    } | {"composite": value}
+
+
+async def _fill(ledger: Ledger) -> dict[str, str]:
+    """Items on the day before, the day, and the day after; returns title -> id."""
+    ids: dict[str, str] = {}
+
+    async def record(n: int, when: datetime, **kw: str) -> str:
+        [item_id] = await ledger.record([_item(n, **kw)], now=when)
+        ids[f"Item {n}"] = item_id
+        return item_id
+
+    before, after = DAY - timedelta(days=1), DAY + timedelta(days=1)
+    # The day before and after: one filed item each (must not show up).
+    for n, when in ((1, _at(before, 23)), (9, _at(after, 0))):
+        item_id = await record(n, when)
+        await ledger.settle(item_id, _item(n))
+        await ledger.record_triage(
+            item_id, "filed", score=0.9, scores=_scores(0.9), domain="web", note_path=f"x/{n}.md"
+        )
+    # The day itself.
+    filed = await record(2, _at(DAY, 8))
+    await ledger.settle(filed, _item(2))
+    await ledger.record_triage(
+        filed,
+        "filed",
+        score=0.71,
+        scores=_scores(0.71),
+        domain="security",
+        note_path="05-signals/security/2026-11-27-item-2.md",
+    )
+    near = await record(3, _at(DAY, 9), kind="clipper", source="Clippings")
+    await ledger.settle(near, _item(3, kind="clipper", source="Clippings"))
+    await ledger.record_triage(near, "rejected", score=0.50, scores=_scores(0.5), domain="data")
+    far = await record(4, _at(DAY, 10))
+    await ledger.settle(far, _item(4))
+    await ledger.record_triage(far, "rejected", score=0.20, scores=_scores(0.2), domain="other")
+    dup = await record(5, _at(DAY, 11), kind="newsletter", source="00-inbox/newsletters")
+    same_url = Item(
+        source_kind="newsletter",
+        source_id="00-inbox/newsletters",
+        title="Item 5",
+        text="different words entirely " * 10,
+        guid="urn:test:5",
+        url="https://site.example/post/2?utm_source=mail",
+    )
+    verdict = await ledger.settle(dup, same_url)
+    assert verdict.status == "duplicate"
+    parked = await record(6, _at(DAY, 12))
+    await ledger.park(parked, "HTTP 404 for the article page")
+    pending = await record(7, _at(DAY, 13))
+    await ledger.settle(pending, _item(7))
+    return ids
+
+
+async def _feeds(ledger: Ledger) -> None:
+    registry = FeedRegistry(ledger)
+    await registry.add("https://feeds.example/ok.xml", title="Healthy")
+    await registry.add("https://feeds.example/flaky.xml", title="Flaky")
+    await registry.add("https://feeds.example/dead.xml", title="Dead")
+    async with ledger.transaction() as conn:
+        await registry.save_state(
+            conn,
+            "https://feeds.example/flaky.xml",
+            FeedState(
+                url="https://feeds.example/flaky.xml",
+                title="Flaky",
+                error_count=2,
+                last_error="HTTP 503",
+                next_check_at=_at(DAY, 20),
+            ),
+        )
+        await registry.save_state(
+            conn,
+            "https://feeds.example/dead.xml",
+            FeedState(
+                url="https://feeds.example/dead.xml",
+                title="Dead",
+                error_count=1,
+                last_error="gone (410)",
+                disabled_reason="gone (410)",
+            ),
+        )
+
+
+@pytest.fixture
+async def workspace(vault: Path) -> Workspace:
+    ws = resolve_workspace(vault)
+    async with open_ledger(ws) as ledger:
+        await _fill(ledger)
+        await _feeds(ledger)
+    (vault / "Clippings").mkdir(exist_ok=True)
+    (vault / "Clippings" / "item-3.md").write_text("---\ntitle: Clipped three\n---\nText\n")
+    (vault / "00-inbox" / "idea.md").write_text("# An idea\n")
+    drops = vault / "00-inbox" / "tool-output"
+    drops.mkdir(parents=True, exist_ok=True)
+    (drops / "capture.md").write_text("# captured, not waiting in the inbox\n")
+    return ws
+
+
+def _sections(markdown: str) -> dict[str, str]:
+    parts = re.split(r"^## ", markdown, flags=re.MULTILINE)
+    return {p.split("\n", 1)[0].strip(): p.split("\n", 1)[1] for p in parts[1:]}
+
+
+@pytest.mark.anyio
+async def test_report_lists_exactly_the_days_items_in_the_right_sections(
+    workspace: Workspace,
+) -> None:
+    async with open_ledger(workspace) as ledger:
+        report = await gather_triage_report(workspace, ledger, DAY, tz=UTC)
+    assert sorted(i.title for i in report.items) == [f"Item {n}" for n in range(2, 8)]
+    assert [i.title for i in report.filed] == ["Item 2"]
+    assert [i.title for i in report.near_misses] == ["Item 3"]
+    assert [i.title for i in report.duplicates] == ["Item 5"]
+    assert report.duplicates[0].duplicate_of == "Item 2"
+    assert [i.title for i in report.parked] == ["Item 6"]
+    assert report.pending_total == 1
+    assert {f.title: f.state for f in report.feed_issues} == {
+        "Dead": "disabled",
+        "Flaky": "backoff",
+    }
+    waiting = {w.path: w for w in report.waiting_notes}
+    assert set(waiting) == {"00-inbox/idea.md", "Clippings/item-3.md"}
+
+    text = render_triage_report(report)
+    sections = _sections(text)
+    assert "[[05-signals/security/2026-11-27-item-2\\|Item 2]]" in sections["Filed"]
+    assert "0.71" in sections["Filed"]
+    for other in ("Item 1", "Item 9", "Item 3", "Item 4"):
+        assert other not in sections["Filed"]
+    assert "Item 3" in sections["Worth a look"] and "Item 4" not in sections["Worth a look"]
+    assert "Item 5" in sections["Duplicates merged"] and "Item 2" in sections["Duplicates merged"]
+    assert "HTTP 404 for the article page" in sections["Parked errors"]
+    assert "Flaky" in sections["Feeds needing attention"]
+    assert "HTTP 503" in sections["Feeds needing attention"]
+    assert "Healthy" not in sections["Feeds needing attention"]
+    assert "below threshold" in sections["Waiting"] and "Item 7" in sections["Waiting"]
+    assert "capture" not in sections["Waiting"]
+    arrived = sections["Arrived"]
+    assert "| clipper | 1 | 0 | 1 |" in arrived
+    for absent in ("Item 1", "Item 9"):
+        assert absent not in text
+
+
+@pytest.mark.anyio
+async def test_a_day_with_nothing_says_so(workspace: Workspace) -> None:
+    async with open_ledger(workspace) as ledger:
+        report = await gather_triage_report(workspace, ledger, date(2020, 1, 1), tz=UTC)
+    text = render_triage_report(report)
+    assert "Nothing arrived this day." in text
+    assert "```mermaid" not in text
+
+
+@pytest.mark.anyio
+async def test_report_note_is_written_and_a_hand_edit_is_kept(workspace: Workspace) -> None:
+    _, note = await write_triage_report(workspace, DAY, tz=UTC)
+    assert note.outcome == "created"
+    assert note.path == workspace.vault / "06-daily" / "2026-11-27-triage.md"
+    _, again = await write_triage_report(workspace, DAY, tz=UTC)
+    assert again.outcome == "unchanged"
+    note.path.write_text(note.path.read_text() + "\nMy own remark.\n")
+    _, kept = await write_triage_report(workspace, DAY, tz=UTC)
+    assert kept.outcome == "kept_edited"
+    assert "My own remark." in note.path.read_text()
+
+
+def test_score_histogram_bins() -> None:
+    assert score_histogram([0.0, 0.05, 0.55, 0.99, 1.0]) == [2, 0, 0, 0, 0, 1, 0, 0, 0, 2]
+
+
+# -- Mermaid: checked with the real parser (tests/mermaid, `npm ci` there) --------------
+
+
+def _mermaid_parse(diagrams: list[str]) -> list[dict[str, object]]:
+    node = shutil.which("node")
+    if node is None:
+        pytest.skip("node is not installed: cannot run the Mermaid parser")
+    if not (MERMAID_DIR / "node_modules" / "mermaid").is_dir():
+        pytest.skip("Mermaid parser not installed: run `cd tests/mermaid && npm ci`")
+    completed = subprocess.run(
+        [node, str(MERMAID_DIR / "check.mjs")],
+        input=json.dumps(diagrams),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    results: list[dict[str, object]] = json.loads(completed.stdout)
+    return results
+
+
+def _blocks(markdown: str) -> list[str]:
+    return re.findall(r"^```mermaid\n(.*?)^```", markdown, flags=re.MULTILINE | re.DOTALL)
+
+
+@pytest.mark.anyio
+async def test_mermaid_blocks_parse_and_the_parser_rejects_broken_ones(
+    workspace: Workspace,
+) -> None:
+    hostile_day = DAY + timedelta(days=5)
+    async with open_ledger(workspace) as ledger:
+        report = await gather_triage_report(workspace, ledger, DAY, tz=UTC)
+        # Labels from the data (a domain here) must not break a chart either.
+        [item_id] = await ledger.record([_item(20)], now=_at(hostile_day, 9))
+        await ledger.settle(item_id, _item(20))
+        await ledger.record_triage(
+            item_id, "filed", score=0.8, scores=_scores(0.8), domain='we"b\nx', note_path="a.md"
+        )
+        hostile = await gather_triage_report(workspace, ledger, hostile_day, tz=UTC)
+    blocks = _blocks(render_triage_report(report))
+    assert len(blocks) == 3
+    hostile_blocks = _blocks(render_triage_report(hostile))
+    broken = [
+        blocks[0].replace(" : ", " ", 1),  # a pie slice without its colon
+        blocks[1].replace("]", "", 1),  # an x-axis list never closed
+        blocks[2].replace("bar [", "bar ", 1),  # a bar series without brackets
+    ]
+    # One node process for all of them: loading Mermaid takes a few seconds.
+    results = _mermaid_parse(blocks + hostile_blocks + broken)
+    n = len(blocks) + len(hostile_blocks)
+    assert [r["ok"] for r in results] == [True] * n + [False] * 3, results
+    assert [r.get("type") for r in results[:3]] == ["pie", "xychart", "xychart"]
