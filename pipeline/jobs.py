@@ -12,6 +12,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta, tzinfo
 
+import anyio
 import anyio.to_thread
 
 from pipeline.captains_log import write_captains_log
@@ -40,6 +41,7 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 DROP_SOURCES = ("clipper", "newsletter", "tool_output")
+_STOPPING = "not started: serve is stopping"
 
 
 @dataclass
@@ -56,6 +58,10 @@ class JobServices:
     trigger: Callable[[str], None]
     watcher: VaultWatcher
     clock: Callable[[], datetime] = field(default=lambda: datetime.now().astimezone())
+    # Scans and triage runs take turns: each sweeps the ledger's pending items, and two
+    # sweeps at once would score (and try to file) the same item twice.
+    intake_lock: anyio.Lock = field(default_factory=anyio.Lock)
+    stopping: Callable[[], bool] = field(default=lambda: False)
 
     def today(self) -> date:
         return self.clock().astimezone(self.tz).date()
@@ -76,9 +82,12 @@ def _scan_summary(stats: ScanStats, report: TriageReport | None) -> str:
 
 async def feeds_job(services: JobServices) -> str:
     """Poll the feeds that are due (each keeps its own next check time) and triage what came."""
-    stats, report = await scan_and_triage(
-        services.workspace, sources=("rss",), embedder=services.embedder
-    )
+    async with services.intake_lock:
+        if services.stopping():  # waited for the lock while a stop came: start nothing
+            return _STOPPING
+        stats, report = await scan_and_triage(
+            services.workspace, sources=("rss",), embedder=services.embedder
+        )
     if report is not None and report.written:
         services.trigger("index")
     return _scan_summary(stats, report)
@@ -86,9 +95,12 @@ async def feeds_job(services: JobServices) -> str:
 
 async def drops_job(services: JobServices) -> str:
     """Read the clipper, newsletter and tool-output drops and triage what came."""
-    stats, report = await scan_and_triage(
-        services.workspace, sources=DROP_SOURCES, embedder=services.embedder
-    )
+    async with services.intake_lock:
+        if services.stopping():
+            return _STOPPING
+        stats, report = await scan_and_triage(
+            services.workspace, sources=DROP_SOURCES, embedder=services.embedder
+        )
     if report is not None and report.written:
         services.trigger("index")
     return _scan_summary(stats, report)
@@ -96,7 +108,10 @@ async def drops_job(services: JobServices) -> str:
 
 async def triage_job(services: JobServices) -> str:
     """Triage whatever is still pending (a scan interrupted earlier, a config change)."""
-    report = await triage(services.workspace, embedder=services.embedder)
+    async with services.intake_lock:
+        if services.stopping():
+            return _STOPPING
+        report = await triage(services.workspace, embedder=services.embedder)
     if report.written:
         services.trigger("index")
     return f"filed {len(report.filed)}, rejected {len(report.rejected)}"
@@ -121,6 +136,8 @@ async def watch_job(services: JobServices) -> str:
     if await services.watcher.poll():
         services.trigger("index")
         return f"vault changed ({services.watcher.notes} notes): indexing"
+    # A poll skipped for the CPU budget reads the same as "no change", so the state
+    # file is not rewritten for it.
     state = "changes settling" if services.watcher.dirty else "no change"
     return f"{state} ({services.watcher.notes} notes)"
 

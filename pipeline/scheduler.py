@@ -337,7 +337,11 @@ class _Runner:
         async with self._write_lock:
             self._refresh_next_runs()
             text = json.dumps(_jsonable(asdict(self.state)), indent=2, ensure_ascii=False)
-            await anyio.to_thread.run_sync(atomic_write_text, self._path, text + "\n")
+            try:
+                await anyio.to_thread.run_sync(atomic_write_text, self._path, text + "\n")
+            except OSError as exc:
+                # The jobs matter more than their bookkeeping: keep serving.
+                logger.error("cannot write the scheduler state %s: %s", self._path, exc)
 
 
 def _jsonable(value: Any) -> Any:
@@ -425,6 +429,7 @@ async def _serve_locked(
         tz=tz,
         trigger=trigger,
         watcher=watcher,
+        stopping=stop.is_set,
     )
     runner = _Runner(specs, services, state)
     hard_stopped = False

@@ -15,6 +15,8 @@ same run, so ``signaldesk search`` finds a note as soon as the command returns.
 Crash safety: each item is recorded in the ledger right after its note is
 written, and a note carries the item's id, so an item whose note was written but
 not recorded is recognised on the next run (its note is refreshed, never doubled).
+Two runs at once (the scheduler and a person) take turns batch by batch under
+:func:`~pipeline.triage_lock.triage_lock`, re-reading each item's status first.
 """
 
 from __future__ import annotations

@@ -47,14 +47,14 @@ class AuthorityModel:
                 host, path = "", ""
             found = self.reputation.lookup(host, path)
             if found is not None:
-                return found[0], f"{found[2]} is on the {found[1]} list"
+                return found[0], f"{found[2]}: {found[1]}"
         if site_name:
             # A feed's title or a newsletter's sender sometimes names the site
             # ("heise.de", "GitHub Blog") when the URL is a redirect or missing.
             key = site_name.strip().lower().removeprefix("www.")
             found = self.reputation.lookup(key) if "." in key else None
             if found is not None:
-                return found[0], f"{found[2]} is on the {found[1]} list"
+                return found[0], f"{found[2]}: {found[1]}"
         return self.reputation.unknown, "unknown site"
 
     def score(
@@ -71,7 +71,7 @@ class AuthorityModel:
         if prior is not None:
             source, source_reason = prior, f"your prior for this source {prior:.2f}"
         else:
-            source, source_reason = site_value, f"{site_reason} ({site_value:.2f})"
+            source, source_reason = site_value, f"{site_reason} {site_value:.2f}"
         primary = {host for host in view.links if host != view.url_host and self.is_primary(host)}
         has_author = bool(author and author.strip())
         references = min(len(primary), 3) / 3 * 0.8 + (0.2 if view.citations >= 2 else 0.0)

@@ -57,8 +57,12 @@ class Profile:
 
 
 def _topics(raw: object, where: str) -> list[TopicSettings]:
+    if raw is None:
+        return []
+    if not isinstance(raw, list):
+        raise DataFileError(f"{where}: topics must be an array of tables", hint="reinstall signaldesk")
     try:
-        return [TopicSettings.model_validate(entry) for entry in (raw or [])]  # type: ignore[attr-defined]
+        return [TopicSettings.model_validate(entry) for entry in raw]
     except ValidationError as exc:
         raise DataFileError(
             f"invalid topic in {where}: {exc}", hint="reinstall signaldesk"
@@ -129,7 +133,7 @@ def build_reputation(settings: ScoringSettings) -> Reputation:
             for site, score in table.items():
                 entries[site.lower().removeprefix("www.")] = (float(score), kind.replace("_", " "))
     for site, score in settings.reputation.items():
-        entries[site.lower().removeprefix("www.").rstrip("/")] = (score, "your reputation list")
+        entries[site.lower().removeprefix("www.").rstrip("/")] = (score, "your reputation setting")
     return Reputation(entries=entries, unknown=settings.unknown_site_reputation)
 
 

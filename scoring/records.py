@@ -30,7 +30,8 @@ class RouteDecision:
     """Which domain folder an item is filed under, and how sure the router is.
 
     :param domain: one of :data:`signaldesk.vault.DOMAINS` (``other`` when nothing is confident).
-    :param confidence: the best domain's combined keyword and embedding score, in [0, 1].
+    :param confidence: the best domain's combined keyword and embedding score, in [0, 1];
+        for ``other``, one minus the best domain's score (how clearly nothing fits).
     :param reason: one line naming the keywords and similarity that decided it.
     :param candidates: the best domains with their combined scores, best first.
     """

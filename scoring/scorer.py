@@ -39,7 +39,7 @@ logger = logging.getLogger(__name__)
 
 # Characters of the body embedded with the title: the opening says what an item is
 # about, and a bounded input keeps embedding cost flat for long articles.
-_EMBED_CHARS = 1000
+_EMBED_CHARS = 600
 
 
 class Scorer:

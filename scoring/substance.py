@@ -12,6 +12,7 @@ import re
 from collections.abc import Callable
 
 from scoring._calc import clamp, ramp, saturate
+from scoring.keywords import KeywordMatcher
 from scoring.records import DimensionScore
 from scoring.text import TextView
 
@@ -26,14 +27,23 @@ _RELEASE_TITLE = re.compile(
     r"\brelease[sd]?\b|\breleasing\b|\bannounc\w*|\bversion\b|\bchangelog\b|\bv?\d+\.\d+"
     r"|\bnow\s+available\b|\bwhat'?s\s+new\b|\bsunset\b|\bdeprecat\w*|\bend\s+of\s+life\b"
 )
-_RELEASE_BODY = re.compile(
-    r"\bbreaking\s+changes?\b|\bdeprecat\w*|\bmigrat\w*|\bremoved\b|\bchangelog\b"
-    r"|\bupgrade\s+guide\b|\bnew\s+features?\b|\bbug\s+fixes\b|\brequire[sd]?\b"
+# Phrases of release notes that tell the reader what to change, counted in the opening.
+_RELEASE_BODY = KeywordMatcher(
+    (
+        "breaking change*",
+        "deprecat*",
+        "migrat*",
+        "removed",
+        "changelog",
+        "upgrade guide",
+        "new feature*",
+        "bug fixes",
+        "require*",
+    )
 )
+_RELEASE_TOKENS = 800
 # Substring checks (cheap on long bodies) for "this is a security advisory".
 _ADVISORY_HINTS = ("vulnerabilit", "advisory", "security fix", "security update", "exploit")
-# Clickbait phrasing is looked for in the title and the opening only.
-_OPENING_CHARS = 1500
 _LISTICLE_TITLE = re.compile(
     r"^\s*(?:the\s+)?(?:top\s+)?\d{1,3}\s+(?:\S+\s+){0,3}?(?:things|ways|reasons|tips|tricks|"
     r"hacks|secrets|mistakes|facts|signs|gadgets|deals|trends|habits|lessons|ideas|"
@@ -41,13 +51,52 @@ _LISTICLE_TITLE = re.compile(
     r"|\b\d{1,3}\s+(?:best|must[- ]have|must[- ]see|essential|amazing|incredible)\b"
     r"|\bthings\s+(?:in\s+\w+\s+)?you\s+need\s+to\s+know\b"
 )
-_CLICKBAIT = re.compile(
-    r"won'?t\s+believe|\bshocking\b|mind[- ]blowing|jaw[- ]dropping|one\s+weird\s+trick|"
-    r"this\s+one\s+(?:trick|habit|thing)|what\s+happens\s+next|will\s+blow\s+your\s+mind|"
-    r"you\s+need\s+to\s+(?:see|know)|everyone\s+is\s+talking|goes\s+viral|\binsane\b|"
-    r"must[- ]see|here'?s\s+why|the\s+truth\s+about|before\s+it'?s\s+too\s+late|"
-    r"changed\s+my\s+life|\bgame[- ]changer\b|\bunbelievable\b|\bsecret\s+to\b|"
-    r"\bmillionaire\b|\bgo(?:es|ing)?\s+viral\b|\bexplod(?:e|es|ing)\b|\bskyrocket"
+# Clickbait phrasing, counted in the title and the opening (token phrases: cheap to match).
+_CLICKBAIT = KeywordMatcher(
+    (
+        "won't believe",
+        "wont believe",
+        "won’t believe",
+        "shocking",
+        "mind-blowing",
+        "mind blowing",
+        "jaw-dropping",
+        "one weird trick",
+        "this one trick",
+        "this one habit",
+        "this one thing",
+        "what happens next",
+        "will blow your mind",
+        "you need to see",
+        "everyone is talking",
+        "goes viral",
+        "going viral",
+        "insane",
+        "must-see",
+        "here's why",
+        "heres why",
+        "here’s why",
+        "the truth about",
+        "before it's too late",
+        "changed my life",
+        "game-changer",
+        "game changer",
+        "unbelievable",
+        "secret to",
+        "millionaire",
+        "skyrocket*",
+    )
+)
+_OPENING_TOKENS = 300
+
+# Hosts where a link means "the code (or model, or data) is there to run".
+_CODE_HOSTS = (
+    "github.com",
+    "gitlab.com",
+    "codeberg.org",
+    "huggingface.co",
+    "pypi.org",
+    "crates.io",
 )
 
 # Saturation scale of the actionability sum: a sum of 0.6 gives ~0.63.
@@ -59,12 +108,17 @@ def score_actionability(view: TextView) -> DimensionScore:
     how_to = bool(_HOW_TO_TITLE.search(view.title))
     release_title = bool(_RELEASE_TITLE.search(view.title))
     release = view.versions > 0 and (release_title or "release" in view.tags)
-    release_detail = len(_RELEASE_BODY.findall(view.body[:4000])) if release else 0
+    release_detail = (
+        sum(_RELEASE_BODY.count_tokens(view.body_tokens[:_RELEASE_TOKENS]).values())
+        if release
+        else 0
+    )
     advisory = view.cves > 0 or any(
         hint in view.title or hint in view.body for hint in _ADVISORY_HINTS
     )
     imperative = view.imperative_items
     steps = view.numbered if view.numbered >= 3 else 0
+    code_link = any(host == h or host.endswith("." + h) for host in view.links for h in _CODE_HOSTS)
 
     parts = {
         "code_blocks": 0.18 * min(view.code_blocks, 3),
@@ -76,6 +130,7 @@ def score_actionability(view: TextView) -> DimensionScore:
         "release_versions": (0.3 + 0.04 * min(release_detail, 3)) if release else 0.0,
         "advisory_fix": (0.55 if view.fixes else 0.1) if advisory else 0.0,
         "version_numbers": 0.03 * min(view.versions, 3) if not release else 0.0,
+        "code_link": 0.12 if code_link else 0.0,
     }
     value = saturate(sum(parts.values()), _ACTION_SCALE)
     if view.words < 25 and not (view.code_blocks or view.fixes):
@@ -93,6 +148,7 @@ def score_actionability(view: TextView) -> DimensionScore:
         "cves": float(view.cves),
         "fix_mentions": float(view.fixes),
         "advisory": float(advisory),
+        "code_link": float(code_link),
     }
     reasons = []
     if advisory and view.fixes:
@@ -107,8 +163,12 @@ def score_actionability(view: TextView) -> DimensionScore:
         reasons.append(f"{view.commands} command(s)")
     if steps:
         reasons.append(f"{steps} numbered steps")
+    if imperative:
+        reasons.append(f"{imperative} list items saying what to do")
     if how_to:
         reasons.append("how-to title")
+    if code_link:
+        reasons.append("links to code to run")
     if view.inline_code and not view.code_blocks:
         reasons.append(f"{view.inline_code} inline code span(s)")
     return DimensionScore(
@@ -126,8 +186,8 @@ def score_depth(view: TextView, is_primary: Callable[[str], bool]) -> DimensionS
     """
     primary_links = sum(1 for host in set(view.links) if host != view.url_host and is_primary(host))
     listicle = bool(_LISTICLE_TITLE.search(view.title))
-    clickbait = len(_CLICKBAIT.findall(view.title)) + min(
-        len(_CLICKBAIT.findall(view.body[:_OPENING_CHARS])), 2
+    clickbait = sum(_CLICKBAIT.count_tokens(view.title_tokens).values()) + min(
+        sum(_CLICKBAIT.count_tokens(view.body_tokens[:_OPENING_TOKENS]).values()), 2
     )
     shouting = view.title_exclamations + max(view.title_caps_words - 1, 0)
 
@@ -136,7 +196,7 @@ def score_depth(view: TextView, is_primary: Callable[[str], bool]) -> DimensionS
         "headings": 0.1 * min(view.headings, 4) / 4,
         "lists": 0.07 * min(view.bullets + view.numbered, 8) / 8,
         "code": 0.12 * min(view.code_blocks, 3) / 3,
-        "data": 0.08 * min(view.numbers, 25) / 25 + (0.03 if view.table_rows >= 3 else 0.0),
+        "data": 0.1 * min(view.numbers, 15) / 15 + (0.03 if view.table_rows >= 3 else 0.0),
         "primary_links": 0.13 * min(primary_links, 4) / 4,
         "references": 0.05 if (view.references_section or view.citations >= 2) else 0.0,
         # A paper, a standard or an advisory is itself the primary source.

@@ -135,9 +135,12 @@ _NUMBERED = re.compile(r"(?:\d{1,2}[.)]|step\s+\d+[:.)]?)\s+\S")
 _INLINE_CODE = re.compile(r"`[^`\n]{2,120}`")
 _MD_LINK = re.compile(r"\]\((https?://[^)\s]+)\)")
 _BARE_URL = re.compile(r"https?://[^\s)>\]\"'`]+")
+# URLs are cut out before keyword matching: a link to testing.googleblog.com is not
+# an item about testing, and every link would otherwise count as "http" for web.
+_ANY_URL = re.compile(r"https?://[^\s)>\]\"'`]+|www\.[^\s)>\]\"'`]+")
 _NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
 _VERSION = re.compile(r"\d+\.\d+(?:\.\d+){0,2}")
-_V_VERSION = re.compile(r"\bv\d+")
+_V_VERSION = re.compile(r"v\d")
 _CVE = re.compile(r"cve-\d{4}-\d{4,}|ghsa(?:-[0-9a-z]{4}){3}")
 # One literal-led pattern per phrase: a fix or patched version named in words.
 _FIX_PATTERNS = tuple(
@@ -302,13 +305,18 @@ def analyse(item: Item, *, max_chars: int) -> TextView:
         if any(hint in body for hint in _FIX_HINTS)
         else 0
     )
-    versions = len(_VERSION.findall(both)) + len(_V_VERSION.findall(both))
+    # "v2" counts only at the start of a word; the check is done here because a
+    # literal-led pattern scans much faster than one that starts with a lookbehind.
+    v_versions = sum(
+        1 for m in _V_VERSION.finditer(both) if m.start() == 0 or not both[m.start() - 1].isalnum()
+    )
+    versions = len(_VERSION.findall(both)) + v_versions
     return TextView(
         title=lowered_title,
         body=body,
         tags=tags,
         title_tokens=tuple(tokens(lowered_title)),
-        body_tokens=tuple(tokens(body)),
+        body_tokens=tuple(tokens(_ANY_URL.sub(" ", body))),
         tag_tokens=tuple(tokens(tags)),
         words=len(full_body.split()),
         headings=lines.headings,

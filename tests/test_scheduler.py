@@ -17,6 +17,7 @@ import pytest
 from apscheduler.triggers.cron import CronTrigger
 from apscheduler.triggers.interval import IntervalTrigger
 
+import pipeline.watcher as watcher_module
 from pipeline.config import Workspace, render_default_config, resolve_workspace
 from pipeline.feeds import FeedRegistry
 from pipeline.intake import open_ledger
@@ -311,3 +312,25 @@ async def test_serve_runs_every_job_and_stops_cleanly_on_sigterm(
     assert sum(n for (kind, _), n in counts.items() if kind == "rss") == 3
     assert {status for _, status in counts} <= {"filed", "rejected"}, counts
     assert ("clipper", "filed") in counts or ("clipper", "rejected") in counts
+
+
+async def test_watcher_scans_a_large_vault_less_often(
+    vault: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (vault / "01-projects" / "a.md").write_text("one\n")
+    now = [0.0]
+
+    def slow_scan(path: Path) -> tuple[str, int]:
+        now[0] += 1.0  # this scan "takes" one second
+        return vault_signature(path)
+
+    monkeypatch.setattr(watcher_module, "vault_signature", slow_scan)
+    watcher = VaultWatcher(vault, debounce=0.0, clock=lambda: now[0])
+    await watcher.poll()
+    assert not watcher.skipped
+    now[0] += 5.0  # the next tick: too soon for the CPU budget of a 1 s scan
+    await watcher.poll()
+    assert watcher.skipped
+    now[0] += 20.0
+    (vault / "01-projects" / "a.md").write_text("one, edited\n")
+    assert await watcher.poll() is True and not watcher.skipped

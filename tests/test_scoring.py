@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
 import pytest
 from pydantic import ValidationError
@@ -211,11 +212,11 @@ def test_reputation_override_wins_over_shipped_list() -> None:
     shipped = Scorer(ScoringSettings(), None).score(item)
     trusted = Scorer(ScoringSettings(reputation={"news.ycombinator.com": 0.95}), None).score(item)
     assert trusted.authority.value > shipped.authority.value
-    assert "your reputation list" in trusted.authority.reason
+    assert "your reputation setting" in trusted.authority.reason
     reputation = build_reputation(ScoringSettings(reputation={"example.com/docs": 0.9}))
     assert reputation.lookup("api.example.com", "/docs/intro") == (
         0.9,
-        "your reputation list",
+        "your reputation setting",
         "example.com/docs",
     )
     assert reputation.lookup("example.com", "/blog") is None
@@ -258,3 +259,37 @@ def test_keyword_matcher_whole_words_phrases_and_prefixes() -> None:
     assert counts["cve-*"] == 1
     assert counts["go 1.*"] == 1
     assert matcher.count("the c programming language")["c++"] == 0
+
+
+def test_overrides_from_a_toml_config_file(tmp_path: Path) -> None:
+    from pipeline.config import load_config
+
+    path = tmp_path / "signaldesk.toml"
+    path.write_text(
+        """
+[scoring]
+threshold = 0.4
+weights = { relevance = 0.5, actionability = 0.2, depth = 0.2, authority = 0.1 }
+topics = [{ name = "zig", keywords = ["zig", "comptime"], description = "The Zig language" }]
+muted_words = ["webinar"]
+reputation = { "ziglang.org" = 0.95 }
+
+[scoring.domains.programming]
+keywords = { "comptime" = 3.0 }
+""",
+        encoding="utf-8",
+    )
+    settings = load_config(path).scoring
+    scorer = Scorer(settings, None)
+    item = _item(
+        title="Zig comptime in depth",
+        text="Comptime runs Zig code while compiling. " * 30,
+        url="https://ziglang.org/documentation/master/",
+    )
+    card = scorer.score(item)
+    assert "topic zig" in card.relevance.reason
+    assert card.route.domain == "programming"
+    assert "ziglang.org: your reputation setting" in card.authority.reason
+    assert card.passed == (card.composite > 0.4)
+    muted = scorer.score(dataclasses.replace(item, text="Join our webinar. " + item.text))
+    assert muted.relevance.value < card.relevance.value

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import datetime
 from pathlib import Path
 
@@ -18,6 +19,7 @@ from retrieval.frontmatter import parse_note
 from retrieval.retriever import Retriever
 from scoring.settings import ScoreWeights, ScoringSettings
 from tests.index_helpers import real_embedder
+from tests.intake_data import article_text
 from tests.triage_data import (
     ADVISORY,
     advisory_item,
@@ -243,7 +245,12 @@ async def test_identity_matches_the_ledger(vault: Path) -> None:
 
 async def test_two_runs_at_once_write_each_note_once(vault: Path) -> None:
     ws = workspace(vault, config(triage=TriageSettings(batch_size=2)))
-    await pend(ws, [advisory_item(n) for n in range(1, 6)])
+    # Distinct enough texts that dedupe keeps all five.
+    items = [
+        dataclasses.replace(i, text=i.text + "\n\n" + article_text(n))
+        for n, i in ((n, advisory_item(n)) for n in range(1, 6))
+    ]
+    await pend(ws, items)
     reports = []
 
     async def run() -> None:

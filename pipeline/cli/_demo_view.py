@@ -83,9 +83,11 @@ class DemoView:
             highlight=False,
         )
         for p in stats.feed_problems:
-            reason = p.disabled_reason or p.error or p.outcome
+            reason = p.disabled_reason or p.error
+            detail = f" ({reason})" if reason and not reason.startswith(p.outcome) else ""
             self.console.print(
-                f"  [yellow]{p.title or p.url}: {p.outcome}[/] ({reason})", highlight=False
+                f"  [yellow]{p.title or p.url}: {reason or p.outcome}[/]{detail}",
+                highlight=False,
             )
 
     def _show_triage(self, report: TriageReport | None) -> None:

@@ -107,6 +107,12 @@ def status(app: AppContext, as_json: bool) -> None:
             f"[yellow]serve is not running[/] (last stopped {_when(state.stopped_at)})",
             highlight=False,
         )
+    elif state is not None:
+        console.print(
+            f"[red]serve is not running[/]: the one started {_when(state.started_at)} "
+            "ended without stopping cleanly (see its log)",
+            highlight=False,
+        )
     else:
         console.print(
             "[yellow]serve is not running[/] (never started for this vault: `signaldesk serve`)",
