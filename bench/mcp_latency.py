@@ -19,6 +19,7 @@ Run from the repository root::
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import shlex
 import statistics
@@ -333,6 +334,7 @@ def main(argv: list[str] | None = None) -> int:
         "--starts", type=int, default=3, help="server starts per transport (first-call median)"
     )
     args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     calls = max(100, args.calls)
     with tempfile.TemporaryDirectory(prefix="mcp-bench-") as tmp:
         if args.vault is not None:

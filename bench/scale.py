@@ -166,9 +166,9 @@ def run(vault: Path, workers: int | None, n_queries: int) -> None:
     full, full_wall, full_cpu = _timed(lambda: anyio.run(lambda: indexer.run(full=True)))
     rss_main, rss_child = _peak_rss_mb()
     size, chunks = _db_bytes(db_path)
-    noop, noop_wall, _ = _timed(lambda: anyio.run(indexer.run))
+    noop, noop_wall, noop_cpu = _timed(lambda: anyio.run(indexer.run))
     _edit_and_delete(vault, db_path, 50, 5)
-    edit, edit_wall, _ = _timed(lambda: anyio.run(indexer.run))
+    edit, edit_wall, edit_cpu = _timed(lambda: anyio.run(indexer.run))
     cli_start = time.perf_counter()
     subprocess.run(
         [sys.executable, "-m", "pipeline.cli", "--vault", str(vault), "index", "--json"],
@@ -186,17 +186,15 @@ def run(vault: Path, workers: int | None, n_queries: int) -> None:
     _row("peak RSS MB: indexer / largest worker", f"{rss_main:.0f} / {rss_child:.0f}")
     _row("database bytes", f"{size:,}")
     _row("database bytes per chunk", f"{size / max(1, chunks):.0f}")
-    _row("no-op incremental: seconds (warm process)", f"{noop_wall:.2f}")
+    _row("load average after the full index", " ".join(f"{x:.1f}" for x in os.getloadavg()))
+    _row("no-op incremental: wall / CPU seconds (warm)", f"{noop_wall:.2f} / {noop_cpu:.2f}")
     assert noop.chunks_embedded == 0 and noop.unchanged == noop.scanned
     _row(
         "no-op incremental: seconds (new process)",
         f"{cli_noop:.2f}",
         f"time signaldesk --vault {vault} index",
     )
-    _row(
-        "edit 50 + delete 5: seconds",
-        f"{edit_wall:.2f}",
-    )
+    _row("edit 50 + delete 5: wall / CPU seconds", f"{edit_wall:.2f} / {edit_cpu:.2f}")
     _row(
         "  changed / deleted / embedded / reused",
         f"{edit.changed} / {edit.deleted} / {edit.chunks_embedded} / {edit.chunks_reused}",

@@ -51,6 +51,7 @@ __all__ = [
 _REPO = Path(__file__).resolve().parent.parent
 LABELLED_DIR = _REPO / "tests" / "labelled"
 _DEFAULT_SHARED = _REPO.parent / "shared" / "data"
+_SHORT = ("ai", "sec", "sys", "prog", "web", "data", "ops", "dsgn", "mob", "car", "res", "oth")
 _SOURCE_KINDS: tuple[SourceKind, ...] = ("rss", "clipper", "newsletter", "tool_output")
 
 
@@ -211,11 +212,11 @@ def evaluate(labelled: Sequence[LabelledItem], cards: Sequence[ScoreCard]) -> Re
 
 
 def _confusion_table(results: Results) -> Table:
-    short = {d: d.split("-")[0][:5] for d in DOMAINS}
+    short = dict(zip(DOMAINS, _SHORT, strict=True))
     table = Table(title="Domain confusion (rows: labelled, columns: routed)")
-    table.add_column("labelled \\ routed")
+    table.add_column("labelled", no_wrap=True)
     for domain in DOMAINS:
-        table.add_column(short[domain], justify="right")
+        table.add_column(short[domain], justify="right", no_wrap=True)
     for truth in DOMAINS:
         row = []
         for predicted in DOMAINS:
@@ -246,7 +247,8 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = _args(argv)
-    console = Console(stderr=args.json)
+    # The confusion matrix needs ~100 columns; a pipe gets 80 by default.
+    console = Console(stderr=args.json, width=max(Console().width, 110))
     labelled, skipped = load_labelled(shared=args.shared)
     if not labelled:
         console.print("no labelled items found")

@@ -7,7 +7,6 @@ from pathlib import Path
 
 from mcp.server.mcpserver import MCPServer
 from mcp_types import ToolAnnotations
-from retrieval.ignore import VaultFilter
 
 from mcp_server.backend import RetrieverLike, RetrieverOpener, RetrieverSlot
 from mcp_server.instructions import build_instructions
@@ -15,6 +14,7 @@ from mcp_server.paths import ExcludedPredicate
 from mcp_server.settings import McpSettings
 from mcp_server.tools import Toolbox
 from retrieval.errors import IndexUnavailableError
+from retrieval.ignore import VaultFilter
 from retrieval.records import IndexStatus
 from signaldesk import __version__
 
@@ -75,6 +75,8 @@ def build_server(
         description="Hybrid (keyword + semantic) search over a markdown knowledge vault.",
         instructions=build_instructions(vault, status),
         version=__version__,
+        # The SDK configures logging when nothing else has; keep its request chatter out.
+        log_level="WARNING",
     )
     annotations = {
         name: ToolAnnotations(

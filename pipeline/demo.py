@@ -303,8 +303,8 @@ async def run_demo(
         step("feeds", f"Sample site on {server.base_url}", added)
         scan, triaged = await scan_and_triage(workspace, force=True, embedder=embedder)
     result.scan, result.triage = scan, triaged
-    step("scan", "Scan: feeds, clippings, newsletters, tool output (triaged as they arrive)", scan)
-    step("triage", "Triage: scored, routed, filed", triaged)
+    step("scan", "Scan and triage: feeds, clippings, newsletter, tool output", scan)
+    step("triage", "Triage decisions (made during the scan)", triaged)
 
     report: TriageReportNote
     report, result.report = await write_triage_report(workspace, today, tz=tz)

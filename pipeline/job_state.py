@@ -34,6 +34,7 @@ __all__ = [
     "ServeState",
     "ServiceRunningError",
     "load_state",
+    "render_state",
     "save_state",
     "serve_running",
     "state_path",
@@ -111,10 +112,14 @@ def _decode_time(value: Any) -> datetime | None:
         return None
 
 
+def render_state(state: ServeState) -> str:
+    """The state file's text for ``state`` (a snapshot: later changes do not affect it)."""
+    return json.dumps(_encode(asdict(state)), indent=2, ensure_ascii=False) + "\n"
+
+
 def save_state(path: Path, state: ServeState) -> None:
     """Write ``state`` atomically (readers see the old file or the new one)."""
-    data = _encode(asdict(state))
-    atomic_write_text(path, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+    atomic_write_text(path, render_state(state))
 
 
 def load_state(path: Path) -> ServeState | None:

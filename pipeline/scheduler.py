@@ -24,13 +24,12 @@ Job state goes to ``.signaldesk/scheduler.json`` (see :mod:`pipeline.job_state`)
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import signal
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from datetime import datetime, timedelta, tzinfo
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -45,7 +44,14 @@ from apscheduler.triggers.interval import IntervalTrigger
 
 from pipeline.config import Workspace
 from pipeline.errors import PipelineError
-from pipeline.job_state import JobState, ServeLock, ServeState, load_state, state_path
+from pipeline.job_state import (
+    JobState,
+    ServeLock,
+    ServeState,
+    load_state,
+    render_state,
+    state_path,
+)
 from pipeline.jobs import (
     JobFunc,
     JobServices,
@@ -336,20 +342,12 @@ class _Runner:
         """Write the state file (a snapshot taken now; writes never overtake each other)."""
         async with self._write_lock:
             self._refresh_next_runs()
-            text = json.dumps(_jsonable(asdict(self.state)), indent=2, ensure_ascii=False)
+            text = render_state(self.state)
             try:
-                await anyio.to_thread.run_sync(atomic_write_text, self._path, text + "\n")
+                await anyio.to_thread.run_sync(atomic_write_text, self._path, text)
             except OSError as exc:
                 # The jobs matter more than their bookkeeping: keep serving.
                 logger.error("cannot write the scheduler state %s: %s", self._path, exc)
-
-
-def _jsonable(value: Any) -> Any:
-    if isinstance(value, datetime):
-        return value.isoformat(timespec="seconds")
-    if isinstance(value, dict):
-        return {k: _jsonable(v) for k, v in value.items()}
-    return value
 
 
 def _describe(exc: BaseException) -> str:

@@ -55,11 +55,13 @@ CREATE INDEX chunks_embed_hash ON chunks(embed_hash);
 -- (CJK runs split into overlapping bigrams), which differs from what is shown,
 -- and keeping a second copy would double the database. Columns are weighted
 -- text 1.0, section 0.5, context (title, tags, heading path) 0.3 at query time.
+-- Porter stemming (English suffixes; other scripts pass through unchanged) is
+-- worth +0.02 nDCG@10 on SciFact, see docs/ranking.md.
 CREATE VIRTUAL TABLE chunks_fts USING fts5(
     text, section, context,
     content = '',
     contentless_delete = 1,
-    tokenize = 'unicode61 remove_diacritics 2'
+    tokenize = 'porter unicode61 remove_diacritics 2'
 );
 
 -- Keep the keyword index in step with chunks whichever way a chunk goes.

@@ -60,7 +60,9 @@ def _topics(raw: object, where: str) -> list[TopicSettings]:
     if raw is None:
         return []
     if not isinstance(raw, list):
-        raise DataFileError(f"{where}: topics must be an array of tables", hint="reinstall signaldesk")
+        raise DataFileError(
+            f"{where}: topics must be an array of tables", hint="reinstall signaldesk"
+        )
     try:
         return [TopicSettings.model_validate(entry) for entry in raw]
     except ValidationError as exc:

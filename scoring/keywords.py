@@ -32,8 +32,9 @@ def normalise_term(term: str) -> str:
 
 
 def tokens(lowered: str) -> list[str]:
-    """Split lower-cased text into word and punctuation tokens."""
-    return _TOKEN.findall(lowered)
+    """Split lower-cased text into word and punctuation tokens (a typographic apostrophe
+    counts as a plain one, so "won\u2019t" matches the term "won't")."""
+    return _TOKEN.findall(lowered.replace("\u2019", "'"))
 
 
 # A compiled term: its tokens, whether the last one is a prefix, whether one more

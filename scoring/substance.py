@@ -56,7 +56,6 @@ _CLICKBAIT = KeywordMatcher(
     (
         "won't believe",
         "wont believe",
-        "won’t believe",
         "shocking",
         "mind-blowing",
         "mind blowing",
@@ -75,7 +74,6 @@ _CLICKBAIT = KeywordMatcher(
         "must-see",
         "here's why",
         "heres why",
-        "here’s why",
         "the truth about",
         "before it's too late",
         "changed my life",

@@ -13,6 +13,7 @@ one pass over the lines plus a few regular expressions that start with a literal
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 from urllib.parse import urlsplit
@@ -202,8 +203,6 @@ class TextView:
 
     @property
     def log_words(self) -> float:
-        import math
-
         return math.log10(max(self.words, 1))
 
 

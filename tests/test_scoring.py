@@ -224,7 +224,7 @@ def test_reputation_override_wins_over_shipped_list() -> None:
 
 def test_invalid_settings_are_rejected() -> None:
     with pytest.raises(ValidationError, match="unknown domain"):
-        ScoringSettings(domains={"cooking": {"keywords": {"soup": 1.0}}})  # type: ignore[dict-item]
+        ScoringSettings(domains={"cooking": {"keywords": {"soup": 1.0}}})
     with pytest.raises(ValidationError, match=r"0\.\.1"):
         ScoringSettings(reputation={"x.com": 2.0})
     with pytest.raises(ValidationError, match="similarity_range"):
@@ -293,3 +293,34 @@ keywords = { "comptime" = 3.0 }
     assert card.passed == (card.composite > 0.4)
     muted = scorer.score(dataclasses.replace(item, text="Join our webinar. " + item.text))
     assert muted.relevance.value < card.relevance.value
+
+
+def test_missing_data_file_is_a_scoring_error() -> None:
+    from scoring import DataFileError, ScoringError
+    from scoring.catalogue import load_data_file
+
+    with pytest.raises(DataFileError, match=r"no-such-file\.toml") as info:
+        load_data_file("no-such-file.toml")
+    assert isinstance(info.value, ScoringError)
+    assert info.value.hint == "reinstall signaldesk"
+
+
+class _BrokenEmbedder:
+    """An embedder whose model fails at encode time (a corrupt file, say)."""
+
+    name = "broken"
+    dimensions = 4
+    fingerprint = "broken"
+
+    def encode(self, texts: object) -> object:
+        raise RuntimeError("weights file truncated")
+
+
+def test_embedder_failure_is_converted() -> None:
+    from scoring import EmbeddingFailed
+
+    scorer = Scorer(ScoringSettings(), _BrokenEmbedder())  # type: ignore[arg-type]
+    assert not scorer.keyword_only
+    with pytest.raises(EmbeddingFailed, match="weights file truncated") as info:
+        scorer.score(_item())
+    assert isinstance(info.value.__cause__, RuntimeError)

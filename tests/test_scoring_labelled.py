@@ -37,9 +37,9 @@ def test_keyword_only_agreement_with_labels(shared_data: Path) -> None:
         [x.item for x in items], priors=[x.prior for x in items]
     )
     results = evaluate(items, cards)
-    # Figures at the time of writing: routing 0.83, decisions 0.85, no false accepts.
+    # Figures at the time of writing: routing 0.82, decisions 0.92, no false accepts.
     assert results.routing_accuracy >= 0.75, results.misrouted
-    assert results.decision_agreement >= 0.78, results.false_accepts + results.false_rejects
+    assert results.decision_agreement >= 0.85, results.false_accepts + results.false_rejects
     assert len(results.false_accepts) <= 2, results.false_accepts
 
 
@@ -56,7 +56,6 @@ def test_evaluate_counts_agreement() -> None:
     assert sum(results.confusion.values()) == results.total
 
 
-@pytest.mark.slow
 def test_with_the_bundled_embedder(shared_data: Path) -> None:
     from retrieval.embedder import LazyEmbedder
     from retrieval.settings import IndexSettings
@@ -73,8 +72,8 @@ def test_with_the_bundled_embedder(shared_data: Path) -> None:
     single = scorer.score(items[0].item, source_prior=items[0].prior)
     assert single.composite == pytest.approx(batch[0].composite, abs=1e-3)
     results = evaluate(items, batch)
-    # Figures at the time of writing: routing 0.84, decisions 0.875, no false accepts.
+    # Figures at the time of writing: routing 0.84, decisions 0.93, no false accepts.
     assert results.routing_accuracy >= 0.78, results.misrouted
-    assert results.decision_agreement >= 0.8
+    assert results.decision_agreement >= 0.87
     assert len(results.false_accepts) <= 2, results.false_accepts
     assert any(card.relevance.features["best_topic_similarity"] > 0 for card in batch)

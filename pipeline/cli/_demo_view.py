@@ -95,8 +95,10 @@ class DemoView:
             self.console.print("triage after scan is turned off ([triage] after_scan = false)")
             return
         table = Table(show_edge=False)
-        for column in ("decision", "score", "domain", "item", "note"):
-            table.add_column(column, overflow="fold")
+        for column in ("decision", "score", "domain"):
+            table.add_column(column, no_wrap=True)
+        table.add_column("item", overflow="fold", ratio=1)
+        table.add_column("note", overflow="fold", ratio=1)
         for d in sorted(report.decisions, key=lambda d: -d.composite):
             colour = "green" if d.decision == "filed" else "yellow"
             table.add_row(
