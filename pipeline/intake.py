@@ -43,6 +43,7 @@ from pipeline.stages import (
 )
 from signaldesk.items import SourceKind
 from sources.http import HostLimiter, build_client
+from sources.rss import feed_parse_limiter
 from sources.tool_output import write_capture
 
 __all__ = ["capture", "ledger_path", "open_ledger", "run_scan", "scan"]
@@ -82,6 +83,7 @@ async def run_scan(
     handoff: Handoff | None = None,
     on_progress: Callable[[ScanStats], None] | None = None,
     now: Callable[[], datetime] = utcnow,
+    parse_limiter: anyio.CapacityLimiter | None = None,
 ) -> ScanStats:
     """Run one scan through every stage and return what it did.
 
@@ -92,6 +94,9 @@ async def run_scan(
     :param sources: the source kinds to scan (default all).
     :param handoff: awaited with each new item's id (the seam to triage).
     :param on_progress: called with the live :class:`ScanStats` after each step.
+    :param parse_limiter: bounds the feed parses running in worker threads at once
+        (default: a new one for this scan, one thread per CPU; pass one to share the
+        bound with other work, e.g. a scheduler running scans side by side).
     :raises IntakeError: an unknown source kind, or feeds to scan but no client.
     """
     kinds = _kinds(sources)
@@ -113,6 +118,7 @@ async def run_scan(
         handoff=handoff,
         on_progress=on_progress,
         full_text_by_feed={f.url: f.state.full_text for f in feeds},
+        parse_limiter=parse_limiter or feed_parse_limiter(),
     )
     in_flight = [e for e in await ledger.in_flight() if e.item.source_kind in kinds]
     ctx.stats.resumed = len(in_flight)

@@ -36,6 +36,7 @@ from pipeline.dedupe import (
     to_signed64,
 )
 from pipeline.errors import LedgerError
+from pipeline.ledger_clippings import ClippingClaim, read_clipping_claims
 from pipeline.ledger_records import (
     ENTRY_COLUMNS,
     DedupeVerdict,
@@ -505,6 +506,11 @@ class Ledger:
             params,
         ) as cursor:
             return [entry_from_row(row) async for row in cursor]
+
+    async def clipping_claims(self, source_id: str) -> dict[str, list[ClippingClaim]]:
+        """The clipper items of the folder ``source_id`` by vault path (see
+        :mod:`pipeline.ledger_clippings` for how a file is matched to one)."""
+        return await read_clipping_claims(self._conn, source_id)
 
     async def known_guids(self, source_kind: str) -> set[str]:
         """The source's own guids (as the adapter gave them) already in the ledger."""

@@ -29,6 +29,7 @@ from pipeline.config import Workspace
 from pipeline.feeds import FeedRecord, FeedRegistry
 from pipeline.intake_report import FeedProblem, Handoff, ScanStats
 from pipeline.ledger import Ledger, LedgerEntry, item_identity
+from pipeline.ledger_clippings import resolve_clipping
 from signaldesk.errors import SignaldeskError
 from signaldesk.items import Item, SourceKind
 from sources.clipper import scan_clippings
@@ -72,6 +73,8 @@ class ScanContext:
     handoff: Handoff | None
     on_progress: Callable[[ScanStats], None] | None
     full_text_by_feed: dict[str, bool]
+    # Shared by every fetch worker: bounds the feed parses running in threads at once.
+    parse_limiter: anyio.CapacityLimiter | None = None
 
     def progress(self) -> None:
         if self.on_progress is not None:
@@ -109,9 +112,7 @@ async def discover_local(
     for kind in kinds:
         found: list[tuple[str, Item | None, str | None]]
         if kind == "clipper":
-            found = await anyio.to_thread.run_sync(
-                lambda: [(r.path, r.item, r.error) for r in scan_clippings(vault, config.clipper)]
-            )
+            found = await _read_clippings(ctx)
             source_id = config.clipper.folder
         elif kind == "newsletter":
             found = await anyio.to_thread.run_sync(
@@ -130,6 +131,21 @@ async def discover_local(
         else:
             continue
         await _record_local(ctx, kind, source_id, found, send)
+
+
+async def _read_clippings(ctx: ScanContext) -> list[tuple[str, Item | None, str | None]]:
+    """The clipper folder's files, each item carrying the guid that makes it the right
+    ledger item: a file at a path whose earlier clipping triage moved away is a new
+    clipping, an edit of one still in place is not (:mod:`pipeline.ledger_clippings`)."""
+    config = ctx.workspace.config
+    results = await anyio.to_thread.run_sync(
+        lambda: list(scan_clippings(ctx.workspace.vault, config.clipper))
+    )
+    claims = await ctx.ledger.clipping_claims(config.clipper.folder)
+    return [
+        (r.path, resolve_clipping(r.item, r.fingerprint, claims) if r.item else None, r.error)
+        for r in results
+    ]
 
 
 def _read_drop_folder(ctx: ScanContext) -> list[tuple[str, Item | None, str | None]]:
@@ -232,6 +248,7 @@ async def _poll_one(ctx: ScanContext, record: FeedRecord, send: ObjectSendStream
                 now=ctx.now(),
                 limiter=ctx.limiter,
                 force=ctx.force,
+                parse_limiter=ctx.parse_limiter,
             )
     except (TimeoutError, SignaldeskError) as exc:
         # poll_feed reports its own failures in the result; reaching here means the

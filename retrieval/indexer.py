@@ -345,7 +345,10 @@ class Indexer:
         ) as outcomes:
             for outcome in outcomes:
                 self._collect(outcome, known, batch, counters)
-                if batch.files >= _BATCH_FILES or batch.chunks >= _BATCH_CHUNKS:
+                # A stop request commits the notes prepared so far (each one whole)
+                # rather than waiting for the batch to fill up.
+                stopping = self._stop.is_set()
+                if stopping or batch.files >= _BATCH_FILES or batch.chunks >= _BATCH_CHUNKS:
                     self._flush(writer, batch, counters)
                     batch = _Batch()
                     if progress:

@@ -43,6 +43,7 @@ from retrieval.explanation import ExplainRow, SearchExplanation
 from retrieval.filters import filters_sql
 from retrieval.fts_query import build_match
 from retrieval.fusion import Candidate, FusionParams, fuse, sort_key
+from retrieval.search_legs import ChunkRow
 from retrieval.records import IndexStatus, NoteInfo, SearchFilters, SearchMode, SearchResult
 from retrieval.schema import VECTOR_TABLE
 from retrieval.settings import IndexSettings, SearchSettings
@@ -372,7 +373,9 @@ class Retriever:
             rrf_k=s.rrf_k,
         )
 
-        def run(conn: Any) -> tuple[list[Candidate], dict[int, search_legs.ChunkRow]]:
+        def run(
+            conn: Any,
+        ) -> tuple[list[Candidate], dict[int, tuple[str, int, str]], dict[int, ChunkRow]]:
             bm25: list[tuple[int, float]] = []
             bm25_all: dict[int, float] = {}
             vec: list[tuple[int, float]] = []
@@ -407,16 +410,17 @@ class Retriever:
                     replace(c, score=(c.bm25_score if effective == "bm25" else c.vector_score) or 0.0)
                     for c in cands
                 ]
-            rows = search_legs.chunk_rows(conn, [c.chunk_id for c in cands])
+            keys = search_legs.chunk_keys(conn, [c.chunk_id for c in cands])
+            # A chunk deleted since its list was read cannot be shown (same snapshot,
+            # so this only guards against an inconsistent index).
+            cands = [c for c in cands if c.chunk_id in keys]
+            cands.sort(key=lambda c: sort_key(c, keys[c.chunk_id][0], keys[c.chunk_id][1]))
+            rows = search_legs.chunk_rows(conn, [c.chunk_id for c in cands[:limit]])
             timings["fuse"] = (time.perf_counter() - t) * 1000
-            return cands, rows
+            return cands, keys, rows
 
-        candidates, rows = await self._run(run)
-        candidates = [c for c in candidates if c.chunk_id in rows]
-        candidates.sort(
-            key=lambda c: sort_key(c, rows[c.chunk_id].path, rows[c.chunk_id].ordinal)
-        )
-        top = candidates[:limit]
+        candidates, keys, rows = await self._run(run)
+        top = [c for c in candidates[:limit] if c.chunk_id in rows]
         texts = take([rows[c.chunk_id].text for c in top], budget)
         results = tuple(
             self._result(c, rows[c.chunk_id], text) for c, text in zip(top, texts, strict=False)
@@ -435,9 +439,9 @@ class Retriever:
             degraded=tuple(degraded),
             rows=tuple(
                 ExplainRow(
-                    path=rows[c.chunk_id].path,
-                    section=rows[c.chunk_id].section,
-                    ordinal=rows[c.chunk_id].ordinal,
+                    path=keys[c.chunk_id][0],
+                    section=keys[c.chunk_id][2],
+                    ordinal=keys[c.chunk_id][1],
                     chunk_id=c.chunk_id,
                     score=c.score,
                     bm25_rank=c.bm25_rank,
@@ -492,7 +496,7 @@ class Retriever:
         return out
 
     @staticmethod
-    def _result(c: Candidate, row: search_legs.ChunkRow, text: str) -> SearchResult:
+    def _result(c: Candidate, row: ChunkRow, text: str) -> SearchResult:
         return SearchResult(
             path=row.path,
             section=row.section,

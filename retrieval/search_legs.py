@@ -20,6 +20,7 @@ __all__ = [
     "ChunkRow",
     "allowed_chunk_ids",
     "bm25_list",
+    "chunk_keys",
     "chunk_rows",
     "vec_knn",
     "vec_scores_for",
@@ -143,6 +144,21 @@ def _tags(raw: str | None) -> tuple[str, ...]:
 
 def _heading_path(raw: str | None) -> tuple[str, ...]:
     return _tags(raw)
+
+
+def chunk_keys(conn: Any, chunk_ids: list[int]) -> dict[int, tuple[str, int, str]]:
+    """``(path, ordinal, section)`` of each listed chunk that still exists: what
+    ordering and explaining need, without reading any chunk text."""
+    if not chunk_ids:
+        return {}
+    sql = (
+        "SELECT c.id, n.path, c.ordinal, c.section FROM chunks c JOIN notes n ON n.id = c.note_id "
+        "WHERE c.id IN (SELECT value FROM json_each(?))"
+    )
+    return {
+        int(r[0]): (str(r[1]), int(r[2]), str(r[3]))
+        for r in conn.execute(sql, (json.dumps(chunk_ids),))
+    }
 
 
 def chunk_rows(conn: Any, chunk_ids: list[int]) -> dict[int, ChunkRow]:

@@ -506,7 +506,11 @@ async def test_without_a_model_the_index_is_keyword_only_until_one_loads(
     assert meta(vault, "vector_type") == "int8"
 
 
-_SECRETS = ("Tr0ub4dor-Xq93-zzP1", "AKIAQ3EGUXZPLMNB7R2K", "ghp_9fJ2kLm4NpQ7rS1tUvW3xYz5AbC8dEf0GhIj")
+_SECRETS = (
+    "Tr0ub4dor-Xq93-zzP1",
+    "AKIAQ3EGUXZPLMNB7R2K",
+    "ghp_9fJ2kLm4NpQ7rS1tUvW3xYz5AbC8dEf0GhIj",
+)
 
 
 async def test_secrets_never_reach_the_database_or_the_model(
@@ -542,3 +546,20 @@ async def test_secrets_never_reach_the_database_or_the_model(
         assert secret.encode() not in raw
         assert secret not in embedded
     assert fts_paths(vault, "rotation") == {"01-projects/deploy.md"}
+
+
+async def test_progress_is_reported_in_the_event_loop_thread(
+    vault: Path, embedder: CountingEmbedder
+) -> None:
+    import threading
+
+    three_notes(vault)
+    seen: list[tuple[str, int, int, bool]] = []
+    loop_thread = threading.get_ident()
+
+    def on_progress(p: IndexProgress) -> None:
+        seen.append((p.phase, p.files_done, p.files_total, threading.get_ident() == loop_thread))
+
+    await make_indexer(vault, embedder).run(progress=on_progress)
+    assert seen[0][0] == "scanning" and seen[-1] == ("done", 3, 3, True)
+    assert all(in_loop for *_, in_loop in seen)
