@@ -507,10 +507,10 @@ class Ledger:
         ) as cursor:
             return [entry_from_row(row) async for row in cursor]
 
-    async def clipping_claims(self, source_id: str) -> dict[str, list[ClippingClaim]]:
-        """The clipper items of the folder ``source_id`` by vault path (see
-        :mod:`pipeline.ledger_clippings` for how a file is matched to one)."""
-        return await read_clipping_claims(self._conn, source_id)
+    async def clipping_claims(self) -> dict[str, list[ClippingClaim]]:
+        """The clipper items by vault path (see :mod:`pipeline.ledger_clippings` for
+        how a clipping file is matched to one)."""
+        return await read_clipping_claims(self._conn)
 
     async def known_guids(self, source_kind: str) -> set[str]:
         """The source's own guids (as the adapter gave them) already in the ledger."""

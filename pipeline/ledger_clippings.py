@@ -35,7 +35,6 @@ from dataclasses import dataclass
 import aiosqlite
 
 from pipeline.dedupe import canonical_url
-from pipeline.ledger_records import location_identity
 from signaldesk.items import Item
 
 __all__ = [
@@ -85,28 +84,24 @@ def clipping_guid(path: str, fingerprint: str, *, first: bool) -> str:
     return f"clipper:{path}" if first else f"clipper:{path}@{fingerprint[:16]}"
 
 
-async def read_clipping_claims(
-    conn: aiosqlite.Connection, source_id: str
-) -> dict[str, list[ClippingClaim]]:
-    """Every clipper item of the folder ``source_id`` by its vault path, oldest first.
+async def read_clipping_claims(conn: aiosqlite.Connection) -> dict[str, list[ClippingClaim]]:
+    """Every clipper item in the ledger by its vault path, oldest first.
 
-    Rows parked by location (a file that could not be read at all) are left out:
-    they stand for a path, not a clipping, and go once the file reads.
+    Rows parked by location (a file that could not be read at all) have no guid and
+    are left out: they stand for a path, not a clipping, and go once the file reads.
+    Clipper items are few (a person saves each one), so they are read in one go.
     """
     rows = await conn.execute_fetchall(
         "SELECT id, json_extract(payload, '$.guid'), json_extract(payload, '$.origin_path'), "
         "status, note_path, json_extract(payload, '$.extra." + FINGERPRINT_KEY + "'), "
-        "canonical_url "
-        "FROM items WHERE source_kind = 'clipper' AND source_id = ? ORDER BY discovered_at",
-        (source_id,),
+        "canonical_url FROM items WHERE source_kind = 'clipper' ORDER BY discovered_at, id"
     )
     claims: dict[str, list[ClippingClaim]] = {}
     for item_id, guid, path, status, note_path, fingerprint, canon in rows:
-        if not path or not guid or item_id == location_identity("clipper", source_id, path):
-            continue
-        claims.setdefault(path, []).append(
-            ClippingClaim(item_id, guid, path, status, note_path, fingerprint, canon)
-        )
+        if path and guid:
+            claims.setdefault(path, []).append(
+                ClippingClaim(item_id, guid, path, status, note_path, fingerprint, canon)
+            )
     return claims
 
 

@@ -141,7 +141,7 @@ async def _read_clippings(ctx: ScanContext) -> list[tuple[str, Item | None, str 
     results = await anyio.to_thread.run_sync(
         lambda: list(scan_clippings(ctx.workspace.vault, config.clipper))
     )
-    claims = await ctx.ledger.clipping_claims(config.clipper.folder)
+    claims = await ctx.ledger.clipping_claims()
     return [
         (r.path, resolve_clipping(r.item, r.fingerprint, claims) if r.item else None, r.error)
         for r in results

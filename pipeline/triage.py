@@ -41,6 +41,7 @@ from pipeline.feeds import FeedRegistry
 from pipeline.intake import ledger_path, open_ledger, run_scan
 from pipeline.intake_report import ScanStats
 from pipeline.ledger import Ledger, LedgerEntry, item_identity
+from pipeline.ledger_clippings import resolve_clipping
 from pipeline.notes import FilingError, NoteResult, NoteWriter, read_note_id
 from pipeline.stages import normalise
 from pipeline.triage_lock import TriageBusyError, triage_lock
@@ -218,13 +219,14 @@ class Triager:
         results = await anyio.to_thread.run_sync(
             lambda: list(scan_clippings(self.workspace.vault, config.clipper))
         )
-        known: set[str] = set()
-        if self.ledger is not None:
-            known = await self.ledger.known_guids("clipper")
+        claims = await self.ledger.clipping_claims() if self.ledger is not None else {}
+        known = {claim.guid for found in claims.values() for claim in found}
+        # The identity a scan would give each file (a new clipping at a reused path too).
+        items = [resolve_clipping(r.item, r.fingerprint, claims) for r in results if r.item]
         jobs = [
-            _Job(item_identity(r.item), normalise(r.item), "new", None, in_ledger=False)
-            for r in results
-            if r.item is not None and r.item.guid not in known
+            _Job(item_identity(item), normalise(item), "new", None, in_ledger=False)
+            for item in items
+            if item.guid not in known
         ]
         self._total += len(jobs)
         await self._process(jobs)

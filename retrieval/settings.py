@@ -64,10 +64,10 @@ class SearchSettings(SettingsModel):
         ),
     )
     bm25_weight: float = Field(
-        0.7, ge=0.0, description="Weight of the keyword (BM25) list in fusion."
+        0.75, ge=0.0, description="Weight of the keyword (BM25) list in fusion."
     )
     vector_weight: float = Field(
-        0.3, ge=0.0, description="Weight of the vector (semantic) list in fusion."
+        0.25, ge=0.0, description="Weight of the vector (semantic) list in fusion."
     )
     rrf_k: int = Field(
         60, ge=1, description="RRF constant k: larger flattens the difference between ranks."

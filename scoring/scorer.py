@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import numpy.typing as npt
 
+from scoring._calc import noisy_or
 from scoring.authority import AuthorityModel
 from scoring.catalogue import build_domain_rules, build_profile, build_reputation
 from scoring.errors import EmbeddingFailed
@@ -132,8 +133,11 @@ class Scorer:
             tags=self._matcher.count_tokens(view.tag_tokens),
             body=self._matcher.count_tokens(view.body_tokens),
         )
+        relevance = self._relevance.score(view, counts, topic_similarities)
+        if item.source_kind == "clipper" and self.settings.clipping_intent > 0:
+            relevance = _with_clipping_intent(relevance, self.settings.clipping_intent)
         dims: dict[str, DimensionScore] = {
-            "relevance": self._relevance.score(view, counts, topic_similarities),
+            "relevance": relevance,
             "actionability": score_actionability(view),
             "depth": score_depth(view, self._authority.is_primary),
             "authority": self._authority.score(
@@ -194,6 +198,15 @@ class Scorer:
         low, high = self.settings.similarity_range
         mapped = np.clip((cosines - low) / (high - low), 0.0, 1.0)
         return np.round(mapped, 4)
+
+
+def _with_clipping_intent(score: DimensionScore, intent: float) -> DimensionScore:
+    """A page the user chose to clip is evidence of interest the text alone cannot show."""
+    return DimensionScore(
+        value=round(noisy_or(score.value, intent), 4),
+        reason=f"{score.reason}; clipped by you",
+        features={**score.features, "clipping_intent": intent},
+    )
 
 
 def _embedding_text(item: Item) -> str:

@@ -159,6 +159,15 @@ class ScoringSettings(SettingsModel):
             "to its group) mapped to 0 and 1; depends on the embedding model."
         ),
     )
+    clipping_intent: float = Field(
+        0.5,
+        ge=0.0,
+        le=1.0,
+        description=(
+            "Relevance evidence carried by the act of clipping a page: a Web Clipper note's "
+            "relevance is combined with this (noisy-or). 0 treats clippings like any item."
+        ),
+    )
     max_chars: int = Field(
         8_000,
         ge=500,

@@ -324,3 +324,19 @@ def test_embedder_failure_is_converted() -> None:
     with pytest.raises(EmbeddingFailed, match="weights file truncated") as info:
         scorer.score(_item())
     assert isinstance(info.value.__cause__, RuntimeError)
+
+
+def test_a_clipping_carries_the_intent_of_clipping_it() -> None:
+    from scoring import Scorer, ScoringSettings
+    from signaldesk.items import Item
+
+    text = "Notes on a gardening weekend with photos of tomatoes and a recipe for soup."
+    feed = Item(source_kind="rss", source_id="f", title="Weekend garden", text=text)
+    clip = Item(source_kind="clipper", source_id="Clippings", title="Weekend garden", text=text)
+    scorer = Scorer(ScoringSettings(), None)
+    as_feed, as_clip = scorer.score(feed), scorer.score(clip)
+    assert as_clip.relevance.value >= 0.5 > as_feed.relevance.value
+    assert "clipped by you" in as_clip.relevance.reason
+    assert as_clip.actionability == as_feed.actionability
+    off = Scorer(ScoringSettings(clipping_intent=0.0), None).score(clip)
+    assert off.relevance.value == as_feed.relevance.value
