@@ -217,9 +217,13 @@ async def capture(
     tags: Collection[str] = (),
     source: str | None = None,
     handoff: Handoff | None = None,
+    ledger: Ledger | None = None,
 ) -> tuple[Path, ScanStats]:
     """Write ``text`` into the tool-output drop folder and ingest that folder at once.
 
+    :param handoff: awaited with each new item's id, as in :func:`run_scan`
+        (:func:`pipeline.triage.capture_and_triage` passes triage's).
+    :param ledger: an open ledger to record into (default: open the workspace's).
     :returns: the file written and the stats of the ingest.
     :raises IntakeError: the text is empty.
     """
@@ -231,5 +235,8 @@ async def capture(
     path = await anyio.to_thread.run_sync(
         lambda: write_capture(folder, text, title=title, tags=tuple(tags), source=source)
     )
-    stats = await scan(workspace, sources=("tool_output",), handoff=handoff)
+    if ledger is None:
+        stats = await scan(workspace, sources=("tool_output",), handoff=handoff)
+    else:
+        stats = await run_scan(workspace, ledger, None, sources=("tool_output",), handoff=handoff)
     return path, stats

@@ -30,6 +30,7 @@ from collections.abc import AsyncIterator, Callable, Collection, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Final, Literal
 
 import anyio
@@ -38,7 +39,7 @@ import anyio.to_thread
 from pipeline.config import Workspace
 from pipeline.errors import PipelineError
 from pipeline.feeds import FeedRegistry
-from pipeline.intake import ledger_path, open_ledger, run_scan
+from pipeline.intake import capture, ledger_path, open_ledger, run_scan
 from pipeline.intake_report import ScanStats
 from pipeline.ledger import Ledger, LedgerEntry, item_identity
 from pipeline.ledger_clippings import resolve_clipping
@@ -68,6 +69,7 @@ __all__ = [
     "TriageProgress",
     "TriageReport",
     "Triager",
+    "capture_and_triage",
     "card_to_json",
     "scan_and_triage",
     "triage",
@@ -519,3 +521,51 @@ async def scan_and_triage(
         )
         await triager.run_ledger()
         return stats, await triager.finish()
+
+
+async def capture_and_triage(
+    workspace: Workspace,
+    text: str,
+    *,
+    title: str | None = None,
+    tags: Collection[str] = (),
+    source: str | None = None,
+    progress: Callable[[TriageProgress], None] | None = None,
+    embedder: Embedder | _Default | None = CONFIGURED_MODEL,
+) -> tuple[Path, ScanStats, TriageReport | None]:
+    """Capture ``text`` (:func:`pipeline.intake.capture`) and triage it through the
+    same hand-off a scan uses: when it passes, its note is filed and indexed by the
+    time this returns.
+
+    Only what this capture ingested is triaged (items pending from elsewhere wait
+    for the next scan or ``signaldesk triage``, so a capture stays quick). With
+    ``[triage] after_scan = false`` intake leaves triage for later, and so does
+    this: the item stays pending and the report is ``None``.
+
+    :raises IntakeError: the text is empty.
+    :raises TriageError: the scorer cannot be built (the capture is kept, pending).
+    """
+    async with open_ledger(workspace) as ledger:
+        if not workspace.config.triage.after_scan:
+            path, stats = await capture(
+                workspace, text, title=title, tags=tags, source=source, ledger=ledger
+            )
+            return path, stats, None
+        triager = Triager(
+            workspace,
+            ledger,
+            embedder=(
+                LazyEmbedder(workspace.config.index) if embedder is CONFIGURED_MODEL else embedder
+            ),
+            progress=progress,
+        )
+        path, stats = await capture(
+            workspace,
+            text,
+            title=title,
+            tags=tags,
+            source=source,
+            handoff=triager.submit,
+            ledger=ledger,
+        )
+        return path, stats, await triager.finish()

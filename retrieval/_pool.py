@@ -9,17 +9,21 @@ than a few dozen notes.
 
 from __future__ import annotations
 
+import logging
 import multiprocessing
 import os
 import signal
 from collections import deque
 from collections.abc import Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
 
 from retrieval._prepare import FileJob, Outcome, prepare_file, prepare_many
 
 __all__ = ["POOL_MIN_FILES", "default_workers", "prepared"]
+
+logger = logging.getLogger(__name__)
 
 # Below this many files the in-process path is faster than starting workers.
 POOL_MIN_FILES = 600
@@ -59,9 +63,34 @@ def prepared(
         initializer=_worker_init,
     )
     try:
-        yield _ordered(pool, vault, jobs, max_chars, min_chars, workers * _IN_FLIGHT_PER_WORKER)
+        yield _with_fallback(
+            _ordered(pool, vault, jobs, max_chars, min_chars, workers * _IN_FLIGHT_PER_WORKER),
+            vault,
+            jobs,
+            max_chars,
+            min_chars,
+        )
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _with_fallback(
+    outcomes: Iterator[Outcome],
+    vault: str,
+    jobs: Sequence[FileJob],
+    max_chars: int,
+    min_chars: int,
+) -> Iterator[Outcome]:
+    """Finish in this process if the pool breaks (a worker killed, spawn impossible)."""
+    done = 0
+    try:
+        for outcome in outcomes:
+            yield outcome
+            done += 1
+    except BrokenProcessPool as exc:
+        logger.warning("worker processes failed (%s); preparing the rest in-process", exc)
+        for job in jobs[done:]:
+            yield prepare_file(vault, job, max_chars, min_chars)
 
 
 def _ordered(

@@ -5,17 +5,22 @@ from __future__ import annotations
 from retrieval.budget import CHARS_PER_TOKEN, ELLIPSIS, MIN_EXCERPT_CHARS, cut
 from retrieval.records import SearchResult
 
-__all__ = ["render_context", "source_label"]
+__all__ = ["SOURCE_SEPARATOR", "render_context", "source_label"]
+
+# U+203A between the path and each heading: it reads as a breadcrumb and never
+# occurs in a path or heading by accident, unlike ">" or "/".
+SOURCE_SEPARATOR = " \u203a "
 
 
 def source_label(result: SearchResult) -> str:
-    """``path › heading › subheading`` (just the path for text before any heading)."""
+    """``path`` then each heading, joined by :data:`SOURCE_SEPARATOR` (just the path
+    for text before any heading)."""
     headings = [h for h in result.heading_path if h] or ([result.section] if result.section else [])
-    return " › ".join([result.path, *headings])
+    return SOURCE_SEPARATOR.join([result.path, *headings])
 
 
 def render_context(topic: str, results: list[SearchResult], max_tokens: int) -> str:
-    """Excerpts in rank order under ``### source`` headings, within ``max_tokens``.
+    """Excerpts in rank order under ``### <source_label>`` headings, within ``max_tokens``.
 
     The budget counts the whole block, headings included. The first excerpt
     always appears; the first one that does not fit is cut with ``...`` and

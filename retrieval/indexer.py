@@ -40,7 +40,7 @@ from retrieval._scan import Known, ScanPlan, known_hashes, load_known, plan_path
 from retrieval._writer import IndexWriter, ModelMeta, move_aside, quantize
 from retrieval.embedder import Embedder
 from retrieval.errors import ModelError, StoreError
-from retrieval.lock import DEFAULT_LOCK_TIMEOUT, IndexLock
+from retrieval.lock import DEFAULT_LOCK_TIMEOUT, IndexLock, LockWaitAborted
 from retrieval.records import IndexReport
 from retrieval.settings import IndexSettings
 from retrieval.store import index_db_path, is_corruption_error, sqlite_module
@@ -107,6 +107,8 @@ class Indexer:
     :param lock_timeout: seconds to wait for another writer before giving up.
     :param workers: processes that chunk notes in a large run (default: CPUs, at most 4;
         1 keeps everything in this process).
+
+    One run at a time per instance (other processes and instances wait for the lock).
     """
 
     def __init__(
@@ -192,7 +194,12 @@ class Indexer:
         """:meth:`run` without the event loop (blocks the calling thread)."""
         started = time.perf_counter()
         db_error: type[Exception] = sqlite_module().Error
-        with IndexLock(self.db_path, timeout=self.lock_timeout):
+        lock = IndexLock(self.db_path, timeout=self.lock_timeout, abort=self._stop)
+        try:
+            lock.acquire()
+        except LockWaitAborted:
+            return IndexReport(seconds=round(time.perf_counter() - started, 3), interrupted=True)
+        try:
             recovered: str | None = None
             while True:
                 try:
@@ -212,6 +219,8 @@ class Indexer:
                     recovered = self._move_aside(exc)
                 finally:
                     writer.close()
+        finally:
+            lock.release()
 
     def _move_aside(self, exc: Exception) -> str:
         moved = move_aside(self.db_path)

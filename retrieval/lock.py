@@ -11,18 +11,23 @@ from __future__ import annotations
 import fcntl
 import logging
 import os
+import threading
 import time
 from pathlib import Path
 from types import TracebackType
 
 from retrieval.errors import IndexLockedError
 
-__all__ = ["DEFAULT_LOCK_TIMEOUT", "IndexLock", "lock_path_for"]
+__all__ = ["DEFAULT_LOCK_TIMEOUT", "IndexLock", "LockWaitAborted", "lock_path_for"]
 
 logger = logging.getLogger(__name__)
 
 DEFAULT_LOCK_TIMEOUT = 30.0
 _POLL_SECONDS = 0.05
+
+
+class LockWaitAborted(Exception):
+    """The wait for the lock was given up on request (not an error to report)."""
 
 
 def lock_path_for(db_path: Path) -> Path:
@@ -34,12 +39,20 @@ class IndexLock:
     """An exclusive, process-wide writer lock on one index database.
 
     Use as a context manager or call :meth:`acquire` / :meth:`release`. Waiting
-    is bounded: after ``timeout`` seconds :class:`IndexLockedError` is raised.
+    is bounded: after ``timeout`` seconds :class:`IndexLockedError` is raised,
+    and setting ``abort`` ends the wait at once.
     """
 
-    def __init__(self, db_path: Path, *, timeout: float = DEFAULT_LOCK_TIMEOUT) -> None:
+    def __init__(
+        self,
+        db_path: Path,
+        *,
+        timeout: float = DEFAULT_LOCK_TIMEOUT,
+        abort: threading.Event | None = None,
+    ) -> None:
         self.path = lock_path_for(db_path)
         self.timeout = timeout
+        self.abort = abort
         self._fd: int | None = None
 
     @property
@@ -51,6 +64,7 @@ class IndexLock:
 
         :raises IndexLockedError: another process (or another :class:`IndexLock`
             in this one) still holds it after ``timeout`` seconds.
+        :raises LockWaitAborted: ``abort`` was set while waiting.
         """
         if self._fd is not None:
             raise RuntimeError("IndexLock is not re-entrant")
@@ -62,6 +76,9 @@ class IndexLock:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
                 break
             except BlockingIOError:
+                if self.abort is not None and self.abort.is_set():
+                    os.close(fd)
+                    raise LockWaitAborted(f"stopped while waiting for {self.path}") from None
                 if time.monotonic() >= deadline:
                     holder = _read_holder(fd)
                     os.close(fd)

@@ -43,9 +43,9 @@ from retrieval.explanation import ExplainRow, SearchExplanation
 from retrieval.filters import filters_sql
 from retrieval.fts_query import build_match
 from retrieval.fusion import Candidate, FusionParams, fuse, sort_key
-from retrieval.search_legs import ChunkRow
 from retrieval.records import IndexStatus, NoteInfo, SearchFilters, SearchMode, SearchResult
 from retrieval.schema import VECTOR_TABLE
+from retrieval.search_legs import ChunkRow
 from retrieval.settings import IndexSettings, SearchSettings
 from retrieval.store import capabilities, connect, get_meta, index_db_path, sqlite_module
 from retrieval.vector_matrix import VectorMatrix, load_matrix, query_blob
@@ -326,7 +326,9 @@ class Retriever:
         s = self._settings
         requested: SearchMode = mode or s.mode
         if requested not in _MODES:
-            raise QueryError(f"unknown search mode {requested!r}", hint="use hybrid, bm25 or vector")
+            raise QueryError(
+                f"unknown search mode {requested!r}", hint="use hybrid, bm25 or vector"
+            )
         match = build_match(query)  # raises QueryError on an empty query
         limit = s.limit if limit is None else max(1, int(limit))
         budget = s.max_tokens if max_tokens is None else max(1, int(max_tokens))
@@ -351,7 +353,9 @@ class Retriever:
                 "no search method is available: " + "; ".join(degraded),
                 hint="check `signaldesk doctor`, then run `signaldesk index --full`",
             )
-        effective: SearchMode = "hybrid" if use_vec and use_bm25 else "vector" if use_vec else "bm25"
+        effective: SearchMode = (
+            "hybrid" if use_vec and use_bm25 else "vector" if use_vec else "bm25"
+        )
 
         qvec: npt.NDArray[np.float32] | None = None
         if use_vec:
@@ -407,7 +411,9 @@ class Retriever:
                 cands = fuse(cands, params)
             else:
                 cands = [
-                    replace(c, score=(c.bm25_score if effective == "bm25" else c.vector_score) or 0.0)
+                    replace(
+                        c, score=(c.bm25_score if effective == "bm25" else c.vector_score) or 0.0
+                    )
                     for c in cands
                 ]
             keys = search_legs.chunk_keys(conn, [c.chunk_id for c in cands])
@@ -456,9 +462,7 @@ class Retriever:
         )
 
     @staticmethod
-    def _candidates(
-        bm25: list[tuple[int, float]], vec: list[tuple[int, float]]
-    ) -> list[Candidate]:
+    def _candidates(bm25: list[tuple[int, float]], vec: list[tuple[int, float]]) -> list[Candidate]:
         by_id: dict[int, Candidate] = {}
         for rank, (cid, score) in enumerate(bm25, start=1):
             by_id[cid] = Candidate(cid, bm25_rank=rank, bm25_score=score)
@@ -522,7 +526,7 @@ class Retriever:
         max_tokens: int | None = None,
         filters: SearchFilters | None = None,
     ) -> str:
-        """One markdown block about ``topic``: excerpts headed by ``path › heading``.
+        """One markdown block about ``topic``: excerpts headed by ``path > heading``.
 
         The whole block (headings included) keeps to the token budget; the last
         excerpt that does not fit is cut with ``...``.

@@ -129,8 +129,7 @@ def vec_scores_for(
         "WHERE rowid IN (SELECT value FROM json_each(?))"
     )
     return {
-        int(r[0]): 1.0 - float(r[1])
-        for r in conn.execute(sql, (query_blob, json.dumps(chunk_ids)))
+        int(r[0]): 1.0 - float(r[1]) for r in conn.execute(sql, (query_blob, json.dumps(chunk_ids)))
     }
 
 

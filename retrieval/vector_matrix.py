@@ -57,10 +57,7 @@ class VectorMatrix:
             if k == 0:
                 return []
         k = min(k, len(self))
-        if k < len(self):
-            top = np.argpartition(-scores, k - 1)[:k]
-        else:
-            top = np.arange(len(self))
+        top = np.argpartition(-scores, k - 1)[:k] if k < len(self) else np.arange(len(self))
         # Stable order for equal scores: by chunk id, so a query is repeatable.
         order = sorted(top.tolist(), key=lambda i: (-float(scores[i]), int(self.ids[i])))
         return [(int(self.ids[i]), float(scores[i])) for i in order]

@@ -8,10 +8,15 @@ threshold, and the :class:`RouteDecision` naming the domain folder.
 
 from __future__ import annotations
 
+import typing
+
 from scoring.errors import DataFileError, EmbeddingFailed, ScoringError
 from scoring.records import DIMENSIONS, DimensionScore, RouteDecision, ScoreCard
-from scoring.routing import FALLBACK_DOMAIN
-from scoring.scorer import Scorer
+from signaldesk.lazy import lazy_attributes as _lazy_attributes
+
+if typing.TYPE_CHECKING:
+    from scoring.routing import FALLBACK_DOMAIN
+    from scoring.scorer import Scorer
 from scoring.settings import DomainRuleSettings, ScoreWeights, ScoringSettings, TopicSettings
 
 __all__ = [
@@ -29,3 +34,7 @@ __all__ = [
     "ScoringSettings",
     "TopicSettings",
 ]
+
+# The scorer needs numpy and the embedder; load it when it is first used.
+_EXPORTS = {"FALLBACK_DOMAIN": "scoring.routing", "Scorer": "scoring.scorer"}
+__getattr__ = _lazy_attributes(__name__, _EXPORTS)

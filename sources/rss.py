@@ -49,8 +49,8 @@ __all__ = [
     "ParsedFeed",
     "PollOutcome",
     "PollResult",
-    "is_teaser",
     "feed_parse_limiter",
+    "is_teaser",
     "parse_feed",
     "poll_feed",
 ]

@@ -13,6 +13,7 @@ from pipeline.cli import cli
 from pipeline.errors import IntakeError
 from tests.feedserver import FeedServer
 from tests.intake_data import article_text, clipping_note, serve_feeds
+from tests.triage_data import ADVISORY, CONFIG_TOML
 
 SETTLED = {"pending", "filed", "rejected"}
 
@@ -103,3 +104,46 @@ def test_capture_argument_and_stdin(vault: Path) -> None:
 
     empty = _run(vault, "capture", "   ")
     assert isinstance(empty.exception, IntakeError)
+
+
+def test_capture_files_and_indexes_a_note_worth_keeping(vault: Path) -> None:
+    (vault / "signaldesk.toml").write_text(CONFIG_TOML, encoding="utf-8")
+    out = json.loads(
+        _ok(
+            vault,
+            "capture",
+            ADVISORY.format(n=9),
+            "--title",
+            "OpenSSH 9.9p2 fixes CVE-2026-9234",
+            "--source",
+            "https://www.openssh.com/txt/release-9.9p2",
+            "--json",
+        ).stdout
+    )
+    report = out["triage"]
+    assert report["filed"] == 1 and report["indexed"]["added"] == 1, report
+    [decision] = report["decisions"]
+    assert decision["item_id"] == out["new_ids"][0] and decision["outcome"] == "created"
+    note = decision["note_path"]
+    assert note.startswith("05-signals/security/") and (vault / note).is_file()
+    [item] = json.loads(_ok(vault, "items", "--json", "--source", "tool_output").stdout)
+    assert (item["status"], item["note_path"]) == ("filed", note)
+    # Searchable the moment `capture` returned.
+    found = json.loads(_ok(vault, "search", "OpenSSH 9.9p2 CVE-2026-9234", "--json").stdout)
+    assert found["results"][0]["path"] == note
+
+    # Weak text is triaged too, and shown: below the threshold, nothing written.
+    shown = _ok(vault, "capture", "Click here. You won't believe number seven!").stdout
+    assert "1 new" in shown and "Triage: 0 filed, 1 below threshold" in shown
+    assert len([p for p in (vault / "05-signals").rglob("*.md")]) == 1
+
+
+def test_capture_leaves_triage_for_later_when_scan_does(vault: Path) -> None:
+    (vault / "signaldesk.toml").write_text(
+        CONFIG_TOML + "[triage]\nafter_scan = false\n", encoding="utf-8"
+    )
+    out = json.loads(_ok(vault, "capture", ADVISORY.format(n=9), "--json").stdout)
+    assert out["new"] == 1 and out["triage"] is None
+    [item] = json.loads(_ok(vault, "items", "--json").stdout)
+    assert item["status"] == "pending"
+    assert not list((vault / "05-signals").rglob("*.md"))

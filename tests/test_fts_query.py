@@ -46,7 +46,12 @@ HOSTILE = [
 
 
 def test_terms_are_lowercased_distinct_words() -> None:
-    assert query_terms("Cats, DOGS and cats!") == ["cats", "dogs", "and"]
+    assert query_terms("Cats, DOGS and cats!") == ["cats", "dogs"]
+
+
+def test_stopwords_dropped_unless_the_query_is_only_stopwords() -> None:
+    assert query_terms("what is the role of the gut microbiome") == ["role", "gut", "microbiome"]
+    assert query_terms("to be or not to be") == ["to", "be", "or", "not"]
 
 
 def test_match_is_quoted_or_of_terms() -> None:
@@ -54,7 +59,8 @@ def test_match_is_quoted_or_of_terms() -> None:
 
 
 def test_operators_become_plain_words() -> None:
-    assert build_match("cats AND NOT dogs") == '"cats" OR "and" OR "not" OR "dogs"'
+    assert build_match("cats AND NOT dogs") == '"cats" OR "dogs"'
+    assert build_match("NOT") == '"not"'
 
 
 @pytest.mark.parametrize("query", ["", "   ", "\n\t "])

@@ -31,8 +31,14 @@ def test_blend_minmax_over_the_union() -> None:
 
 
 def test_blend_zscore() -> None:
-    cands = [Candidate(1, bm25_score=2.0, vector_score=0.5), Candidate(2, bm25_score=0.0, vector_score=0.5)]
-    fused = {c.chunk_id: c.score for c in fuse(cands, FusionParams("blend", 1.0, 1.0, normalisation="zscore"))}
+    cands = [
+        Candidate(1, bm25_score=2.0, vector_score=0.5),
+        Candidate(2, bm25_score=0.0, vector_score=0.5),
+    ]
+    fused = {
+        c.chunk_id: c.score
+        for c in fuse(cands, FusionParams("blend", 1.0, 1.0, normalisation="zscore"))
+    }
     assert fused[1] == pytest.approx(1.0)
     assert fused[2] == pytest.approx(-1.0)
 

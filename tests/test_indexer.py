@@ -563,3 +563,68 @@ async def test_progress_is_reported_in_the_event_loop_thread(
     await make_indexer(vault, embedder).run(progress=on_progress)
     assert seen[0][0] == "scanning" and seen[-1] == ("done", 3, 3, True)
     assert all(in_loop for *_, in_loop in seen)
+
+
+def test_a_broken_worker_pool_falls_back_to_this_process(
+    vault: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    import multiprocessing
+
+    from retrieval._pool import prepared
+    from retrieval._prepare import FileJob, PreparedNote
+
+    _many_notes(vault, POOL_MIN_FILES + 100)
+    jobs = [
+        FileJob(str(p.relative_to(vault)), 0, 0, None)
+        for p in sorted((vault / "03-resources/batch").iterdir())
+    ]
+    paths: list[str] = []
+    with prepared(str(vault), jobs, 1800, 200, workers=2) as outcomes:
+        for outcome in outcomes:
+            if not paths:
+                for child in multiprocessing.active_children():
+                    os.kill(child.pid or 0, signal.SIGKILL)
+            assert isinstance(outcome, PreparedNote)
+            paths.append(outcome.path)
+    assert paths == [job.path for job in jobs]
+    assert "preparing the rest in-process" in caplog.text
+
+
+async def test_a_malformed_page_is_treated_as_corruption(
+    vault: Path, embedder: CountingEmbedder
+) -> None:
+    from retrieval.store import PAGE_SIZE
+
+    three_notes(vault)
+    await make_indexer(vault, embedder).run()
+    db_path = index_db_path(vault, SETTINGS)
+    conn = connect(db_path)
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    conn.close()
+    data = bytearray(db_path.read_bytes())
+    # Keep the header page (the file still opens), scramble every other page.
+    data[PAGE_SIZE:] = bytes((i * 7 + 3) % 251 for i in range(len(data) - PAGE_SIZE))
+    db_path.write_bytes(bytes(data))
+    report = await make_indexer(vault, embedder).run()
+    assert report.full_rebuild and "unreadable" in (report.rebuild_reason or "")
+    assert check_invariants(vault)["notes"] == 3
+
+
+async def test_cancelling_while_waiting_for_the_lock_ends_the_wait(
+    vault: Path, embedder: CountingEmbedder
+) -> None:
+    import time
+
+    three_notes(vault)
+    indexer = make_indexer(vault, embedder, lock_timeout=60)
+    with IndexLock(index_db_path(vault, SETTINGS)):
+        started = time.monotonic()
+        with anyio.move_on_after(0.3) as scope:
+            await indexer.run()
+        assert scope.cancelled_caught
+        assert time.monotonic() - started < 10  # not the 60 s lock timeout
+        # stop() ends the wait too, with an interrupted report.
+        indexer.stop()
+        report = indexer.run_sync()
+        assert report.interrupted and report.added == 0
+    assert (await indexer.run()).added == 3

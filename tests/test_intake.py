@@ -7,6 +7,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 
 from pipeline.config import Config, Workspace
@@ -285,3 +286,49 @@ async def test_unreadable_drop_files_are_parked_once(vault: Path) -> None:
     third = await scan(ws, sources=["tool_output"])
     assert third.totals.new == 1
     assert await _entries(ws, status="parked") == []
+
+
+async def test_a_clipping_read_again_or_edited_before_triage_stays_one_item(vault: Path) -> None:
+    ws = _workspace(vault)
+    clip = clipping_note(
+        vault / "Clippings",
+        "Same name.md",
+        title="A clipped page",
+        source="https://example.com/page",
+        body=article_text(11),
+    )
+    first = await scan(ws, sources=["clipper"])
+    again = await scan(ws, sources=["clipper"])
+    assert (first.totals.new, again.totals.new, again.totals.duplicate) == (1, 0, 0)
+    # The person fixes the clipping where it is before any triage ran.
+    clip.write_text(clip.read_text(encoding="utf-8") + "\nMy own remark.\n", encoding="utf-8")
+    edited = await scan(ws, sources=["clipper"])
+    assert edited.totals.new == edited.totals.duplicate == 0
+    [entry] = await _entries(ws)
+    assert entry.status == "pending" and entry.item.guid == "clipper:Clippings/Same name.md"
+
+
+async def test_feed_parses_share_the_scans_limiter(vault: Path, server: FeedServer) -> None:
+    ws = _workspace(vault)
+    feeds = serve_feeds(server, 3, 4)
+    await _subscribe(ws, *feeds.urls)
+    limiter = anyio.CapacityLimiter(1)
+    holder = object()
+    await limiter.acquire_on_behalf_of(holder)
+    seen: list[int] = []
+    done: list[ScanStats] = []
+
+    async def run() -> None:
+        done.append(
+            await _scan(ws, parse_limiter=limiter, on_progress=lambda s: seen.append(s.items_seen))
+        )
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(run)
+        with anyio.fail_after(20):
+            while limiter.statistics().tasks_waiting < 3:  # every feed fetched, none parsed
+                await anyio.sleep(0.01)
+        assert not done and all(n == 0 for n in seen)
+        limiter.release_on_behalf_of(holder)
+    [stats] = done
+    assert stats.tally("rss").new == 12 and stats.feeds_failed == 0

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import sqlite3
 from datetime import UTC, datetime
 from pathlib import Path
@@ -11,6 +12,7 @@ import pytest
 
 from pipeline.errors import LedgerError
 from pipeline.ledger import Ledger, global_guid, item_from_json, item_identity, item_to_json
+from pipeline.ledger_clippings import FINGERPRINT_KEY, resolve_clipping
 from pipeline.ledger_schema import SCHEMA_VERSION
 from signaldesk.items import Item
 from tests.intake_data import article_text
@@ -230,3 +232,49 @@ async def test_copies_within_one_batch_are_one_item(tmp_path: Path) -> None:
         assert [v.status for v in verdicts] == ["pending", "duplicate", "pending"]
         assert verdicts[1].duplicate_of == ids[0]
         assert await ledger.settle_many([]) == []
+
+
+async def test_clipping_identity_follows_the_path_until_triage_frees_it(tmp_path: Path) -> None:
+    def clip(path: str, fingerprint: str, url: str | None = "https://example.com/a") -> Item:
+        # As the clipper adapter reads a file: the guid is the path.
+        item = _item(source_kind="clipper", source_id="Clippings", guid=f"clipper:{path}", url=url)
+        return resolve_clipping(dataclasses.replace(item, origin_path=path), fingerprint, claims)
+
+    async with Ledger.open(tmp_path / "ledger.db") as ledger:
+        claims = await ledger.clipping_claims()
+        first = clip("Clippings/a.md", "f1" * 32)
+        assert first.guid == "clipper:Clippings/a.md"  # the first one keeps the plain guid
+        assert first.extra[FINGERPRINT_KEY] == "f1" * 32
+        [first_id] = await ledger.record([first], status="fetched")
+        await ledger.settle(first_id, first)
+        claims = await ledger.clipping_claims()
+        # Read again, or edited before triage (other bytes, even another source): the same item.
+        assert item_identity(clip("Clippings/a.md", "f1" * 32)) == first_id
+        assert item_identity(clip("Clippings/a.md", "f2" * 32, "https://x.example/")) == first_id
+
+        # Rejected, it stays in the inbox: an edit is the same item, another page is not.
+        await ledger.record_triage(first_id, "rejected", score=0.1)
+        claims = await ledger.clipping_claims()
+        assert item_identity(clip("Clippings/a.md", "f2" * 32)) == first_id
+        other_page = clip("Clippings/a.md", "f3" * 32, "https://other.example/b")
+        assert item_identity(other_page) != first_id
+        assert other_page.guid == "clipper:Clippings/a.md@" + "f3" * 8
+
+        # Filed where it is (`leave`) holds the path too; moved away frees it.
+        await ledger.record_triage(first_id, "filed", note_path="Clippings/a.md")
+        claims = await ledger.clipping_claims()
+        assert item_identity(clip("Clippings/a.md", "f2" * 32)) == first_id
+        await ledger.record_triage(first_id, "filed", note_path="05-signals/web/a.md")
+        claims = await ledger.clipping_claims()
+        second = clip("Clippings/a.md", "f4" * 32)
+        assert item_identity(second) != first_id
+        # The original bytes seen again (e.g. the inbox copy of a `copy`) are still the first.
+        assert item_identity(clip("Clippings/a.md", "f1" * 32)) == first_id
+        [second_id] = await ledger.record([second], status="fetched")
+        claims = await ledger.clipping_claims()
+        assert [c.item_id for c in claims["Clippings/a.md"]] == [first_id, second_id]
+        # The second generation, pending, now holds the path for its own edits.
+        assert item_identity(clip("Clippings/a.md", "f5" * 32)) == second_id
+        # A file that could not be read is parked by location: it claims no clipping.
+        await ledger.park_location("clipper", "Clippings", "Clippings/b.md", "binary")
+        assert "Clippings/b.md" not in await ledger.clipping_claims()

@@ -4,15 +4,19 @@ from __future__ import annotations
 
 import json
 import random
+import threading
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
+from typing import Any
 
+import anyio
 import httpx
 import pytest
 
+import sources.rss
 from sources.http import build_client
-from sources.rss import FeedState, PollResult, poll_feed
+from sources.rss import FeedState, ParsedFeed, PollResult, poll_feed
 from sources.settings import HttpSettings, RssSettings
 from tests.feedserver import FeedServer, RecordedRequest, Reply, feed_server
 
@@ -349,3 +353,46 @@ async def test_unknown_rhythm_uses_configured_default_interval(
     # Once the feed has been read, its own interval carries over.
     again = await poll_feed(client, result.state, http=HTTP, rss=RSS, now=NOW, force=True)
     assert again.state.interval_seconds == 5400
+
+
+async def test_feeds_are_parsed_in_worker_threads_under_the_limiter(
+    feed_server: FeedServer, client: httpx.AsyncClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    feed_server.route("/feed", Reply(body=rss(entries=3)))
+    feed_server.route("/broken", Reply(body=b"\x00\x01 not a feed at all \xff"))
+    threads: list[int] = []
+    real_parse = sources.rss.parse_feed
+
+    def recording_parse(*args: Any, **kwargs: Any) -> ParsedFeed:
+        threads.append(threading.get_ident())
+        return real_parse(*args, **kwargs)
+
+    monkeypatch.setattr(sources.rss, "parse_feed", recording_parse)
+    limiter = anyio.CapacityLimiter(1)
+    holder = object()
+    await limiter.acquire_on_behalf_of(holder)
+    results: dict[str, PollResult] = {}
+
+    async def run(path: str) -> None:
+        results[path] = await poll_feed(
+            client,
+            FeedState(url=feed_server.url(path)),
+            http=HTTP,
+            rss=RSS,
+            now=NOW,
+            parse_limiter=limiter,
+        )
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(run, "/feed")
+        tg.start_soon(run, "/broken")
+        with anyio.fail_after(10):
+            while limiter.statistics().tasks_waiting < 2:  # both fetched, both wait to parse
+                await anyio.sleep(0.01)
+        # The event loop is free meanwhile (this test runs on it): no parse has started.
+        assert threads == [] and results == {}
+        limiter.release_on_behalf_of(holder)
+    assert results["/feed"].outcome == "updated" and len(results["/feed"].items) == 3
+    # A parse error in the thread still comes back as a result, not an exception.
+    assert results["/broken"].outcome == "error" and results["/broken"].error
+    assert len(threads) == 2 and threading.get_ident() not in threads

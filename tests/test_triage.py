@@ -9,8 +9,9 @@ from pathlib import Path
 import anyio
 import pytest
 
-from pipeline.config import Config
+from pipeline.config import Config, Workspace
 from pipeline.intake import ledger_path, open_ledger
+from pipeline.ledger import LedgerEntry
 from pipeline.notes import NoteWriter, read_note_id
 from pipeline.settings import TriageSettings
 from pipeline.triage import triage
@@ -22,6 +23,8 @@ from tests.index_helpers import real_embedder
 from tests.intake_data import article_text
 from tests.triage_data import (
     ADVISORY,
+    HOWTO,
+    THIN,
     advisory_item,
     card,
     clipping,
@@ -277,3 +280,56 @@ async def test_a_busy_lock_leaves_items_pending(vault: Path) -> None:
     assert [d.outcome for d in (await triage(ws, embedder=real_embedder())).decisions] == [
         "created"
     ]
+
+
+async def _clipper_entries(ws: Workspace) -> list[LedgerEntry]:
+    async with open_ledger(ws) as ledger:
+        return await ledger.entries(source_kind="clipper")
+
+
+async def test_a_new_clipping_under_a_moved_ones_name_is_a_new_item(vault: Path) -> None:
+    ws = workspace(vault)
+    clipping(vault, "Weekly.md", title="OpenSSH 6.9p2", body=ADVISORY.format(n=6))
+    first = await triage(ws, embedder=real_embedder())
+    (moved,) = first.decisions
+    assert moved.outcome == "moved" and not (vault / "Clippings" / "Weekly.md").exists()
+
+    # Later the Web Clipper saves another page under the same file name.
+    clipping(
+        vault,
+        "Weekly.md",
+        title="Profiling with py-spy",
+        body=HOWTO,
+        source="https://example.org/py-spy",
+    )
+    preview = await triage(ws, embedder=real_embedder(), dry_run=True)
+    second = await triage(ws, embedder=real_embedder())
+    (new,) = second.decisions
+    assert [d.item_id for d in preview.decisions] == [new.item_id] != [moved.item_id]
+    assert new.decision == "filed" and new.outcome == "moved"
+    assert new.note_path is not None and new.note_path != moved.note_path
+    assert read_note_id(vault / new.note_path) == new.item_id
+    assert read_note_id(vault / str(moved.note_path)) == moved.item_id  # the first untouched
+    entries = await _clipper_entries(ws)
+    assert sorted(e.id for e in entries) == sorted([moved.item_id, new.item_id])
+    assert {e.status for e in entries} == {"filed"}
+    assert (await triage(ws, embedder=real_embedder())).decisions == []
+
+
+async def test_an_inbox_clipping_edited_is_one_item_replaced_is_a_new_one(vault: Path) -> None:
+    ws = workspace(vault)
+    meh = clipping(vault, "Page.md", title="Meh", body=THIN + "\n", source="https://buzz.example/x")
+    (rejected,) = (await triage(ws, embedder=real_embedder())).decisions
+    assert rejected.outcome == "stays" and meh.exists()
+
+    # Edited where it stays (same page): nothing new to triage.
+    meh.write_text(meh.read_text(encoding="utf-8") + "Seen it.\n", encoding="utf-8")
+    assert (await triage(ws, embedder=real_embedder())).decisions == []
+    # Deleted by the person, and a clipping of another page saved under the name.
+    meh.unlink()
+    clipping(vault, "Page.md", title="OpenSSH 8.9p2", body=ADVISORY.format(n=8))
+    (replaced,) = (await triage(ws, embedder=real_embedder())).decisions
+    assert replaced.item_id != rejected.item_id
+    assert replaced.decision == "filed" and replaced.outcome == "moved"
+    statuses = {e.id: e.status for e in await _clipper_entries(ws)}
+    assert statuses == {rejected.item_id: "rejected", replaced.item_id: "filed"}

@@ -3,7 +3,7 @@
 Examples::
 
     python -m bench.quality --dataset ../shared/data/scifact --split test --keep-index /tmp/sf
-    python -m bench.quality --dataset ../shared/data/scifact --split train --keep-index /tmp/sf --tune
+    python -m bench.quality --split train --keep-index /tmp/sf --tune
     python -m bench.quality --dataset paraphrase --keep-index /tmp/hub
 """
 
@@ -41,7 +41,9 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="python -m bench.quality", description=__doc__.splitlines()[0])
     p.add_argument("--dataset", default=str(DEFAULT_DATASET), help="BEIR folder, or `paraphrase`.")
     p.add_argument("--split", default="test", help="qrels split (test | train).")
-    p.add_argument("--keep-index", type=Path, help="Folder for the vault and index, reused next time.")
+    p.add_argument(
+        "--keep-index", type=Path, help="Folder for the vault and index, reused next time."
+    )
     p.add_argument("--model", help="IndexSettings.model override (default: the config default).")
     p.add_argument("--tune", action="store_true", help="Grid-search fusion settings on this split.")
     p.add_argument("--fusion", choices=["blend", "rrf"], help="Override SearchSettings.fusion.")
@@ -49,9 +51,7 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--vector-weight", type=float)
     p.add_argument("--rrf-k", type=int)
     p.add_argument("--candidates", type=int)
-    p.add_argument(
-        "--column-weights", type=float, nargs=3, metavar=("TEXT", "SECTION", "CONTEXT")
-    )
+    p.add_argument("--column-weights", type=float, nargs=3, metavar=("TEXT", "SECTION", "CONTEXT"))
     p.add_argument("--modes", default="bm25,vector,hybrid", help="Comma-separated modes to run.")
     return p.parse_args(argv)
 
@@ -116,7 +116,7 @@ async def _main(args: argparse.Namespace, console: Console) -> None:
     results = []
     for mode in args.modes.split(","):
         label = f"{mode} ({search.fusion})" if mode == "hybrid" else f"{mode} only"
-        results.append(await run_mode(dataset, vault, index, search, embedder, mode, label))  # type: ignore[arg-type]
+        results.append(await run_mode(dataset, vault, index, search, embedder, mode, label))
     console.print(_table(f"{dataset.name} {dataset.split} — model {embedder.name}", results))
 
 

@@ -14,7 +14,7 @@ import tarfile
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-__all__ = ["Dataset", "load_beir", "load_paraphrase", "PARAPHRASE_DIR"]
+__all__ = ["PARAPHRASE_DIR", "Dataset", "load_beir", "load_paraphrase"]
 
 PARAPHRASE_DIR = Path(__file__).resolve().parent.parent / "paraphrase"
 

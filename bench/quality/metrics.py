@@ -21,9 +21,7 @@ Qrels = Mapping[str, Mapping[str, int]]
 
 def ndcg_at_k(ranking: Sequence[str], judged: Mapping[str, int], k: int) -> float:
     """Normalised discounted cumulative gain of the first ``k`` documents."""
-    dcg = sum(
-        judged.get(doc, 0) / math.log2(i + 2) for i, doc in enumerate(ranking[:k])
-    )
+    dcg = sum(judged.get(doc, 0) / math.log2(i + 2) for i, doc in enumerate(ranking[:k]))
     ideal = sorted((g for g in judged.values() if g > 0), reverse=True)[:k]
     idcg = sum(g / math.log2(i + 2) for i, g in enumerate(ideal))
     return dcg / idcg if idcg > 0 else 0.0
@@ -68,4 +66,4 @@ def evaluate(run: Run, qrels: Qrels) -> Metrics:
         totals[1] += recall_at_k(ranking, judged, 10)
         totals[2] += recall_at_k(ranking, judged, 100)
         totals[3] += mrr_at_k(ranking, judged, 10)
-    return Metrics(*(t / n for t in totals), queries=n)
+    return Metrics(totals[0] / n, totals[1] / n, totals[2] / n, totals[3] / n, queries=n)

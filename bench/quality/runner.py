@@ -11,12 +11,12 @@ from typing import Any
 
 from bench.quality.datasets import Dataset
 from bench.quality.metrics import Metrics, evaluate
-from retrieval.records import SearchMode
 from retrieval.embedder import Embedder
+from retrieval.records import SearchMode
 from retrieval.retriever import Retriever
 from retrieval.settings import IndexSettings, SearchSettings
 
-__all__ = ["ModeResult", "build_index", "run_mode", "ranked_docs"]
+__all__ = ["ModeResult", "build_index", "ranked_docs", "run_mode"]
 
 # Deep enough for Recall@100 at document level (a note may span chunks).
 DEPTH = 100

@@ -83,14 +83,16 @@ def _variants() -> list[Variant]:
             out.append(
                 Variant(
                     f"blend {norm} {1 - wv:.2f}:{wv:.2f}",
-                    FusionParams("blend", 1 - wv, wv, normalisation=norm),  # type: ignore[arg-type]
+                    FusionParams("blend", 1 - wv, wv, normalisation=norm),
                 )
             )
     # Per-query weighting: short (identifier-like) queries lean on BM25, long
     # natural-language ones give the vector list more say.
     for short_wv, long_wv, cut in ((0.1, 0.4, 4), (0.2, 0.4, 5), (0.15, 0.35, 6), (0.2, 0.5, 8)):
 
-        def weights(q: str, s: float = short_wv, lw: float = long_wv, c: int = cut) -> tuple[float, float]:
+        def weights(
+            q: str, s: float = short_wv, lw: float = long_wv, c: int = cut
+        ) -> tuple[float, float]:
             wv = s if len(query_terms(q)) < c else lw
             return 1 - wv, wv
 
@@ -116,11 +118,17 @@ async def tune(
     collected = await collect(dataset, vault, index, search, embedder)
     scored = [(v, evaluate_variant(dataset, collected, v)) for v in _variants()]
     scored.sort(key=lambda item: -item[1].ndcg10)
-    table = Table(title=f"fusion variants on {dataset.name} {dataset.split} (depth {search.candidates})")
+    table = Table(
+        title=f"fusion variants on {dataset.name} {dataset.split} (depth {search.candidates})"
+    )
     for column in ("variant", "nDCG@10", "Recall@10", "Recall@100", "MRR@10"):
         table.add_column(column, justify="left" if column == "variant" else "right")
     for variant, m in scored:
         table.add_row(
-            variant.label, f"{m.ndcg10:.4f}", f"{m.recall10:.3f}", f"{m.recall100:.3f}", f"{m.mrr10:.3f}"
+            variant.label,
+            f"{m.ndcg10:.4f}",
+            f"{m.recall10:.3f}",
+            f"{m.recall100:.3f}",
+            f"{m.mrr10:.3f}",
         )
     console.print(table)

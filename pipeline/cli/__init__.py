@@ -7,6 +7,7 @@ and exit code.
 
 from __future__ import annotations
 
+import importlib
 import logging
 import sys
 from pathlib import Path
@@ -15,17 +16,53 @@ import click
 from rich.console import Console
 from rich.logging import RichHandler
 
-from pipeline.cli import feeds, index, intake, mcp, operate, search, setup, triage
 from pipeline.cli._context import AppContext
 from signaldesk import __version__
 from signaldesk.errors import SignaldeskError
 
 __all__ = ["cli", "main"]
 
-_COMMAND_MODULES = (setup, index, search, feeds, intake, triage, mcp, operate)
+# Verb -> the module of this package that defines it, in the order `--help` lists
+# them. Only the invoked verb's module is imported: the verbs between them pull
+# in numpy, trafilatura, APScheduler and the MCP SDK, which a quick
+# `signaldesk index` or `signaldesk search` should not pay for.
+_VERBS: dict[str, str] = {
+    "init": "setup",
+    "doctor": "setup",
+    "index": "index",
+    "search": "search",
+    "context": "search",
+    "feeds": "feeds",
+    "scan": "intake",
+    "items": "intake",
+    "capture": "intake",
+    "triage": "triage",
+    "score": "triage",
+    "report": "operate",
+    "log": "operate",
+    "serve": "operate",
+    "status": "operate",
+    "mcp": "mcp",
+    "demo": "operate",
+}
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class _LazyGroup(click.Group):
+    """A group whose verbs are imported when they are invoked (or listed in help)."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return list(_VERBS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        module_name = _VERBS.get(cmd_name)
+        if module_name is None:
+            return None
+        module = importlib.import_module(f"pipeline.cli.{module_name}")
+        commands: list[click.Command] = module.COMMANDS
+        return next(command for command in commands if command.name == cmd_name)
+
+
+@click.group(cls=_LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option(
     "--vault",
     type=click.Path(file_okay=False, path_type=Path),
@@ -51,15 +88,12 @@ def cli(ctx: click.Context, vault: Path | None, config_path: Path | None, verbos
     ctx.obj = AppContext(vault_option=vault, config_option=config_path)
 
 
-for _module in _COMMAND_MODULES:
-    for _command in _module.COMMANDS:
-        cli.add_command(_command)
-
-
 def main(argv: list[str] | None = None) -> None:
     """Run the CLI; library errors become a message, a hint and exit code 1."""
     try:
-        cli.main(args=argv, prog_name="signaldesk", standalone_mode=False)
+        # Without standalone mode click returns (rather than exits with) the code a
+        # verb asked for through ctx.exit().
+        code = cli.main(args=argv, prog_name="signaldesk", standalone_mode=False)
     except click.exceptions.Abort:
         Console(stderr=True).print("[yellow]aborted[/]")
         sys.exit(130)
@@ -74,3 +108,4 @@ def main(argv: list[str] | None = None) -> None:
         if exc.hint:
             console.print(f"[bold]hint:[/] {exc.hint}", highlight=False)
         sys.exit(1)
+    sys.exit(code if isinstance(code, int) else 0)

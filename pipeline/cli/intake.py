@@ -1,4 +1,5 @@
-"""`signaldesk scan`, `items` and `capture`: run intake, look at the ledger, capture text."""
+"""`signaldesk scan`, `items` and `capture`: run intake (and triage), look at the ledger,
+capture text."""
 
 from __future__ import annotations
 
@@ -14,12 +15,11 @@ from rich.table import Table
 from pipeline.cli._context import AppContext
 from pipeline.cli._output import print_json
 from pipeline.cli.triage import print_triage_report, triage_json
-from pipeline.intake import capture as capture_text
 from pipeline.intake import open_ledger
 from pipeline.intake_report import SOURCE_KINDS, ScanStats
 from pipeline.ledger import LedgerEntry
 from pipeline.ledger_schema import ITEM_STATUSES
-from pipeline.triage import scan_and_triage
+from pipeline.triage import capture_and_triage, scan_and_triage
 
 __all__ = ["COMMANDS", "capture", "items", "scan"]
 
@@ -218,13 +218,16 @@ def capture(
     source_url: str | None,
     as_json: bool,
 ) -> None:
-    """Capture TEXT (or stdin: `-` or no TEXT) into the tool-output drop folder and ingest it."""
+    """Capture TEXT (or stdin: `-` or no TEXT) into the tool-output drop folder, ingest it
+    and triage it as `scan` does (score, file, index)."""
     workspace = app.workspace()
     if text is None or text == "-":
         text = sys.stdin.read()
     tag_list = tuple(t.strip() for t in tags.split(",") if t.strip())
-    path, stats = anyio.run(
-        lambda: capture_text(workspace, text or "", title=title, tags=tag_list, source=source_url)
+    path, stats, report = anyio.run(
+        lambda: capture_and_triage(
+            workspace, text or "", title=title, tags=tag_list, source=source_url
+        )
     )
     tally = stats.tally("tool_output")
     if as_json:
@@ -235,6 +238,7 @@ def capture(
                 "new": tally.new,
                 "duplicate": tally.duplicate,
                 "parked": tally.parked,
+                "triage": triage_json(report) if report else None,
             }
         )
         return
@@ -251,6 +255,8 @@ def capture(
         f"captured to {shown}: {tally.new} new, {tally.duplicate} duplicate, {tally.parked} parked",
         highlight=False,
     )
+    if report is not None and (report.decisions or report.errors):
+        print_triage_report(app.console, report)
 
 
 COMMANDS: list[click.Command] = [scan, items, capture]

@@ -19,7 +19,8 @@ from rich.text import Text
 from pipeline.cli._context import AppContext
 from pipeline.cli._output import print_json, to_jsonable
 from pipeline.config import Workspace
-from retrieval.context_block import source_label
+from retrieval.cleaning import readable_text
+from retrieval.context_block import SOURCE_SEPARATOR, source_label
 from retrieval.errors import RetrievalError
 from retrieval.explanation import SearchExplanation
 from retrieval.records import SearchFilters, SearchMode, SearchResult
@@ -38,7 +39,9 @@ def _filter_options(fn: F) -> F:
         click.option("--folder", help="Only notes under this vault folder."),
         click.option("--type", "note_type", help="Only notes of this `type`."),
         click.option("--domain", help="Only notes of this domain."),
-        click.option("--tag", "tags", multiple=True, help="Only notes with this tag (repeatable: all)."),
+        click.option(
+            "--tag", "tags", multiple=True, help="Only notes with this tag (repeatable: all)."
+        ),
         click.option("--status", help="Only notes with this `status`."),
         click.option("--since", type=_DATE, help="Only notes updated on or after YYYY-MM-DD."),
         click.option("--until", type=_DATE, help="Only notes updated on or before YYYY-MM-DD."),
@@ -93,7 +96,8 @@ def _explain_json(exp: SearchExplanation) -> dict[str, Any]:
 
 
 def _snippet(text: str, width: int = 220) -> str:
-    flat = re.sub(r"\s+", " ", text).strip()
+    # The words a reader sees (no badge URLs, comments or link targets), on one line.
+    flat = readable_text(text) or re.sub(r"\s+", " ", text).strip()
     return flat if len(flat) <= width else flat[: width - 3].rstrip() + "..."
 
 
@@ -107,14 +111,12 @@ def _print_results(console: Console, query: str, results: list[SearchResult]) ->
     table.add_column("source", ratio=2, overflow="fold")
     table.add_column("snippet", ratio=3)
     for rank, r in enumerate(results, start=1):
-        table.add_row(
-            str(rank), f"{r.score:.3f}", Text(source_label(r)), Text(_snippet(r.text))
-        )
+        table.add_row(str(rank), f"{r.score:.3f}", Text(source_label(r)), Text(_snippet(r.text)))
     console.print(table)
 
 
 def _fmt(value: float | int | None, spec: str = "") -> str:
-    return "–" if value is None else format(value, spec)
+    return "-" if value is None else format(value, spec)
 
 
 def _print_explain(console: Console, exp: SearchExplanation, rows_shown: int) -> None:
@@ -124,8 +126,7 @@ def _print_explain(console: Console, exp: SearchExplanation, rows_shown: int) ->
         f"[bold]rrf k[/]: {exp.rrf_k}   [bold]candidates/list[/]: {exp.candidates}",
         f"[bold]bm25 column weights[/] (text, section, context): {exp.column_weights}",
         f"[bold]MATCH[/]: {exp.match if exp.match is not None else '(none)'}",
-        "[bold]timings[/]: "
-        + ", ".join(f"{k} {v:.1f} ms" for k, v in exp.timings_ms.items()),
+        "[bold]timings[/]: " + ", ".join(f"{k} {v:.1f} ms" for k, v in exp.timings_ms.items()),
     ]
     if exp.degraded:
         lines.append("[bold yellow]degraded[/]: " + "; ".join(exp.degraded))
@@ -142,7 +143,7 @@ def _print_explain(console: Console, exp: SearchExplanation, rows_shown: int) ->
         table.add_column(name, justify=justify, no_wrap=True)  # type: ignore[arg-type]
     table.add_column("source", overflow="fold")
     for rank, row in enumerate(exp.rows[:rows_shown], start=1):
-        label = row.path + (f" › {row.section}" if row.section else "")
+        label = row.path + (f"{SOURCE_SEPARATOR}{row.section}" if row.section else "")
         table.add_row(
             str(rank),
             f"{row.score:.4f}",
@@ -165,7 +166,7 @@ async def _batch(retriever: Retriever, path: Path, kwargs: dict[str, Any]) -> No
                 query_id, query = item.get("id", number), item["query"]
             except (ValueError, KeyError, AttributeError) as exc:
                 raise SignaldeskError(
-                    f"{path}:{number}: not a {{\"id\", \"query\"}} JSON object ({exc})",
+                    f'{path}:{number}: not a {{"id", "query"}} JSON object ({exc})',
                     hint='one JSON object per line, e.g. {"id": "q1", "query": "vector search"}',
                 ) from exc
             try:
@@ -186,7 +187,9 @@ async def _batch(retriever: Retriever, path: Path, kwargs: dict[str, Any]) -> No
 )
 @_filter_options
 @click.option("--max-tokens", type=click.IntRange(min=1), help="Token budget for result text.")
-@click.option("--explain", is_flag=True, help="Show both lists' ranks and scores and the MATCH used.")
+@click.option(
+    "--explain", is_flag=True, help="Show both lists' ranks and scores and the MATCH used."
+)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
 @click.option(
     "--batch",

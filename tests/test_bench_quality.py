@@ -1,0 +1,35 @@
+"""The bench's IR metrics, checked against values computed by hand."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from bench.quality.metrics import evaluate, mrr_at_k, ndcg_at_k, recall_at_k
+
+JUDGED = {"d1": 1, "d3": 2}  # graded: d3 is more relevant than d1
+RANKING = ["d2", "d3", "d4", "d1"]
+
+
+def test_ndcg_linear_gain() -> None:
+    dcg = 2 / math.log2(3) + 1 / math.log2(5)
+    idcg = 2 / math.log2(2) + 1 / math.log2(3)
+    assert ndcg_at_k(RANKING, JUDGED, 10) == pytest.approx(dcg / idcg)
+    assert ndcg_at_k(RANKING, JUDGED, 1) == 0.0
+    assert ndcg_at_k(["d3", "d1"], JUDGED, 10) == pytest.approx(1.0)
+
+
+def test_recall_and_mrr() -> None:
+    assert recall_at_k(RANKING, JUDGED, 2) == 0.5
+    assert recall_at_k(RANKING, JUDGED, 100) == 1.0
+    assert mrr_at_k(RANKING, JUDGED, 10) == 0.5
+    assert mrr_at_k(RANKING, JUDGED, 1) == 0.0
+
+
+def test_evaluate_counts_queries_without_results() -> None:
+    m = evaluate({"q1": ["d3", "d1"]}, {"q1": JUDGED, "q2": {"x": 1}})
+    assert m.queries == 2
+    assert m.ndcg10 == pytest.approx(0.5)
+    assert m.recall10 == pytest.approx(0.5)
+    assert m.mrr10 == pytest.approx(0.5)

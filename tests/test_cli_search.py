@@ -1,0 +1,162 @@
+"""`signaldesk search` and `signaldesk context` through the real entry point."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from pipeline.cli import main
+from pipeline.config import resolve_workspace
+from retrieval.context_block import SOURCE_SEPARATOR as SEP
+from retrieval.embedder import LazyEmbedder
+from retrieval.indexer import Indexer
+
+NOTES = {
+    "03-resources/sourdough.md": """---
+type: note
+domain: cooking
+tags: [baking]
+---
+# Sourdough bread
+
+## Feeding the starter
+
+Feed the sourdough starter flour and water every day and discard half before
+each feeding so the levain stays active.
+""",
+    "03-resources/kubernetes.md": """---
+type: reference
+domain: tech
+tags: [ops]
+---
+# Kubernetes
+
+## kubectl
+
+Use kubectl get pods to list workloads and kubectl rollout undo to go back.
+""",
+}
+
+
+def _run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    code = 0
+    try:
+        main(list(args))
+    except SystemExit as exc:
+        code = int(exc.code or 0)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.fixture(autouse=True)
+def _wide_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
+    # rich folds long paths at 80 columns; a wide "terminal" keeps them whole.
+    monkeypatch.setenv("COLUMNS", "240")
+
+
+@pytest.fixture
+def indexed_vault(vault: Path) -> Path:
+    for rel, text in NOTES.items():
+        target = vault / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text, encoding="utf-8")
+    workspace = resolve_workspace(vault, None)
+    Indexer(vault, workspace.config.index, LazyEmbedder(workspace.config.index)).run_sync()
+    return vault
+
+
+def test_missing_index_is_a_clean_error(vault: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = _run(capsys, "--vault", str(vault), "search", "anything")
+    assert code == 1
+    assert "Traceback" not in err
+    assert "signaldesk index" in err
+    assert out == ""
+
+
+def test_json_output_shape(indexed_vault: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = _run(
+        capsys, "--vault", str(indexed_vault), "search", "starter feeding", "--json", "--limit", "2"
+    )
+    assert code == 0
+    payload = json.loads(out)
+    assert payload["query"] == "starter feeding"
+    first = payload["results"][0]
+    assert first["path"] == "03-resources/sourdough.md"
+    for key in ("section", "text", "score", "bm25_rank", "vector_rank", "title", "heading_path"):
+        assert key in first
+    assert len(payload["results"]) <= 2
+
+
+def test_explain_json_and_table(indexed_vault: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = _run(
+        capsys, "--vault", str(indexed_vault), "search", "kubectl pods", "--explain", "--json"
+    )
+    assert code == 0
+    explain = json.loads(out)["explain"]
+    assert explain["match"] == '"kubectl" OR "pods"'
+    assert explain["mode"] == "hybrid"
+    assert explain["rows"][0]["bm25_rank"] == 1
+    code, out, _ = _run(
+        capsys, "--vault", str(indexed_vault), "search", "kubectl pods", "--explain"
+    )
+    assert code == 0
+    assert "MATCH" in out and "kubernetes.md" in out
+
+
+def test_human_output_and_filters(indexed_vault: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = _run(
+        capsys,
+        "--vault",
+        str(indexed_vault),
+        "search",
+        "starter",
+        "--mode",
+        "bm25",
+        "--tag",
+        "baking",
+    )
+    assert code == 0
+    assert "sourdough.md" in out and "kubernetes.md" not in out
+    code, out, _ = _run(
+        capsys, "--vault", str(indexed_vault), "search", "starter", "--domain", "tech", "--json"
+    )
+    assert code == 0
+    assert {r["path"] for r in json.loads(out)["results"]} <= {"03-resources/kubernetes.md"}
+
+
+def test_batch_jsonl(
+    indexed_vault: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    batch = tmp_path / "queries.jsonl"
+    batch.write_text(
+        '{"id": "a", "query": "starter feeding"}\n\n{"id": "b", "query": "kubectl rollout"}\n'
+        '{"id": "c", "query": "   "}\n',
+        encoding="utf-8",
+    )
+    code, out, _ = _run(
+        capsys, "--vault", str(indexed_vault), "search", "--batch", str(batch), "--json"
+    )
+    assert code == 0
+    lines = [json.loads(line) for line in out.splitlines()]
+    assert [line["id"] for line in lines] == ["a", "b", "c"]
+    assert lines[0]["results"][0]["path"] == "03-resources/sourdough.md"
+    assert lines[1]["results"][0]["path"] == "03-resources/kubernetes.md"
+    assert "empty" in lines[2]["error"]
+
+
+def test_query_and_batch_are_exclusive(
+    indexed_vault: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, _, err = _run(capsys, "--vault", str(indexed_vault), "search")
+    assert code == 2 and "QUERY" in err
+
+
+def test_context_block(indexed_vault: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = _run(
+        capsys, "--vault", str(indexed_vault), "context", "sourdough starter", "--max-tokens", "40"
+    )
+    assert code == 0
+    assert out.startswith(f"### 03-resources/sourdough.md{SEP}Sourdough bread")
+    assert len(out) <= 40 * 4 + 1

@@ -1,0 +1,159 @@
+"""The layers import only in the allowed direction (SPEC section 1, docs/architecture.md).
+
+Every module's imports are read with ``ast`` (nothing is imported), including imports
+inside functions and ``TYPE_CHECKING`` blocks: a lazy import is still a dependency.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+LAYERS = ("signaldesk", "sources", "retrieval", "scoring", "mcp_server", "pipeline")
+
+# What each layer may import besides itself and third-party code. An entry allows the
+# module and everything under it; `retrieval.embedder` does not allow `retrieval`.
+ALLOWED: dict[str, frozenset[str]] = {
+    "signaldesk": frozenset(),
+    "sources": frozenset({"signaldesk"}),
+    "retrieval": frozenset({"signaldesk"}),
+    "scoring": frozenset(
+        {"signaldesk", "retrieval.embedder", "retrieval.settings", "retrieval.records"}
+    ),
+    "mcp_server": frozenset({"signaldesk", "retrieval"}),
+    "pipeline": frozenset({"signaldesk", "sources", "scoring", "retrieval", "mcp_server"}),
+}
+
+# Never imported by any layer: they sit on top of the package, not inside it.
+OUTSIDE = ("bench", "tests")
+
+
+@dataclass(frozen=True)
+class Violation:
+    module: str
+    line: int
+    imported: str
+
+    def __str__(self) -> str:
+        return f"{self.module}:{self.line} imports {self.imported}"
+
+
+def _module_name(root: Path, path: Path) -> str:
+    parts = list(path.relative_to(root).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _imports(root: Path, path: Path) -> list[tuple[int, str]]:
+    """``(line, absolute module name)`` for every import statement in the file."""
+    module = _module_name(root, path)
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    found: list[tuple[int, str]] = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, alias.name) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                parts = package.split(".")
+                base = ".".join(parts[: len(parts) - (node.level - 1)])
+                target = ".".join(p for p in (base, node.module) if p)
+            else:
+                target = node.module or ""
+            # `from retrieval import embedder` imports the submodule when it is one.
+            for alias in node.names:
+                candidate = f"{target}.{alias.name}"
+                sub = root.joinpath(*candidate.split("."))
+                is_module = sub.with_suffix(".py").is_file() or (sub / "__init__.py").is_file()
+                found.append((node.lineno, candidate if is_module else target))
+    return found
+
+
+def _allowed(layer: str, imported: str) -> bool:
+    top = imported.split(".")[0]
+    if top in OUTSIDE:
+        return False
+    if top not in LAYERS or top == layer:
+        return True
+    return any(imported == ok or imported.startswith(ok + ".") for ok in ALLOWED[layer])
+
+
+def find_violations(root: Path) -> tuple[int, list[Violation]]:
+    """How many modules were read under ``root``, and every import that breaks the rules."""
+    count = 0
+    violations: list[Violation] = []
+    for layer in LAYERS:
+        for path in sorted((root / layer).rglob("*.py")):
+            count += 1
+            for line, imported in _imports(root, path):
+                if not _allowed(layer, imported):
+                    violations.append(Violation(_module_name(root, path), line, imported))
+    return count, violations
+
+
+def test_layers_import_only_downwards() -> None:
+    count, violations = find_violations(REPO_ROOT)
+    assert count > 50, f"only {count} modules found under {REPO_ROOT}: wrong root?"
+    assert not violations, (
+        "imports against the layer rules (see docs/architecture.md):\n"
+        + "\n".join(f"  {v}" for v in violations)
+    )
+
+
+def _write(root: Path, rel: str, text: str) -> None:
+    path = root / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+
+
+@pytest.mark.parametrize(
+    ("rel", "source", "expected"),
+    [
+        ("sources/rss.py", "from pipeline.ledger import Ledger\n", "pipeline.ledger"),
+        ("retrieval/x.py", "def f():\n    import scoring.scorer\n", "scoring.scorer"),
+        ("retrieval/x.py", "from sources import clipper\n", "sources.clipper"),
+        ("mcp_server/x.py", "from pipeline import config\n", "pipeline.config"),
+        ("mcp_server/x.py", "import sources\n", "sources"),
+        ("scoring/x.py", "from retrieval.indexer import Indexer\n", "retrieval.indexer"),
+        ("scoring/x.py", "from retrieval import Retriever\n", "retrieval"),
+        ("signaldesk/x.py", "from retrieval.records import NoteInfo\n", "retrieval.records"),
+        ("pipeline/x.py", "from bench.scale import main\n", "bench.scale"),
+        ("retrieval/sub/x.py", "from ..sub import x\nimport pipeline.config\n", "pipeline.config"),
+    ],
+)
+def test_a_forbidden_import_is_reported(
+    tmp_path: Path, rel: str, source: str, expected: str
+) -> None:
+    for layer in LAYERS:
+        _write(tmp_path, f"{layer}/__init__.py", "")
+    _write(tmp_path, "pipeline/config.py", "")
+    _write(tmp_path, "pipeline/ledger.py", "")
+    _write(tmp_path, "sources/clipper.py", "")
+    _write(tmp_path, "scoring/scorer.py", "")
+    _write(tmp_path, "retrieval/sub/__init__.py", "")
+    _write(tmp_path, rel, source)
+    _, violations = find_violations(tmp_path)
+    assert [v.imported for v in violations] == [expected]
+
+
+def test_allowed_imports_pass(tmp_path: Path) -> None:
+    for layer in LAYERS:
+        _write(tmp_path, f"{layer}/__init__.py", "")
+    _write(tmp_path, "retrieval/embedder.py", "")
+    _write(
+        tmp_path,
+        "scoring/x.py",
+        "from retrieval.embedder import Embedder\nfrom signaldesk.items import Item\n"
+        "from . import y\nimport numpy\n",
+    )
+    _write(tmp_path, "mcp_server/x.py", "from retrieval.records import NoteInfo\n")
+    _write(
+        tmp_path, "pipeline/x.py", "import sources, scoring, retrieval, mcp_server, signaldesk\n"
+    )
+    _, violations = find_violations(tmp_path)
+    assert violations == []

@@ -1,0 +1,537 @@
+"""The hybrid retriever against the real indexer and the real bundled model.
+
+One small vault (real-shaped notes with frontmatter, folders, an ignored
+folder and real Chinese / Japanese / Korean tldr pages) is indexed once per
+module; tests that change an index work on their own copy.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tarfile
+from collections.abc import Iterator
+from datetime import UTC, date, datetime
+from pathlib import Path
+
+import anyio
+import pytest
+
+from retrieval.context_block import SOURCE_SEPARATOR as SEP
+from retrieval.embedder import Embedder, load_embedder
+from retrieval.errors import IndexUnavailableError, QueryError
+from retrieval.indexer import Indexer
+from retrieval.records import SearchFilters
+from retrieval.retriever import Retriever
+from retrieval.settings import IndexSettings, SearchSettings
+from retrieval.store import connect
+
+pytestmark = pytest.mark.anyio
+
+NOTES: dict[str, str] = {
+    "notes/sourdough.md": """---
+type: note
+domain: cooking
+tags: [baking, bread]
+status: active
+created: 2024-02-01
+updated: 2024-03-01
+---
+# Sourdough bread
+
+## Feeding the starter
+
+A sourdough starter is a culture of wild yeast and lactic bacteria. Feed it
+flour and water every day, keep it at room temperature, and discard half before
+each feeding so the levain stays active and bubbly.
+
+## Baking day
+
+Mix the levain with flour, water and salt, fold the dough every half hour,
+shape a boule and bake it in a hot Dutch oven for a crisp crust.
+""",
+    "notes/kubernetes.md": """---
+type: reference
+domain: tech
+tags: [k8s, ops]
+status: draft
+created: 2025-01-01
+updated: 2025-01-10
+---
+# Kubernetes cheat sheet
+
+## Workloads
+
+Pods run one or more containers. A Deployment keeps a number of replica pods
+running and rolls out new versions of the container image gradually.
+
+## kubectl
+
+Use kubectl get pods to list workloads, kubectl logs to read container output
+and kubectl rollout undo to go back to the previous version.
+""",
+    "projects/garden.md": """---
+type: project
+domain: home
+tags: [garden]
+status: active
+created: 2023-05-01
+updated: 2023-06-05
+---
+# Vegetable garden
+
+## Tomatoes
+
+Water the tomato plants deeply twice a week in the morning, mulch with straw,
+and pinch off suckers so the plant puts its energy into fruit.
+
+## Compost
+
+Turn the compost heap every few weeks; mix green kitchen scraps with brown
+dry leaves to keep it from smelling.
+""",
+    "projects/security/incident.md": """---
+type: report
+domain: tech
+tags: [security, ops]
+status: done
+created: 2025-02-18
+updated: 2025-02-20
+---
+# Leaked credential incident
+
+## Timeline
+
+An access key was pushed to a public repository. We revoked it within an
+hour, rotated every secret the service used and reviewed the audit logs for
+unauthorised access.
+
+## Lessons
+
+Scan commits for secrets before they are pushed, and keep credentials in a
+vault rather than in configuration files.
+""",
+    "notes/history.md": """---
+type: note
+domain: reading
+tags: [history]
+created: 2022-01-01
+updated: 2022-01-02
+---
+# Roman roads
+
+## Construction
+
+"""
+    + " ".join(
+        f"Roman engineers laid layer {i} of gravel, sand and paving stones so the road drained."
+        for i in range(40)
+    )
+    + """
+
+## Legacy
+
+Many modern European highways still follow the straight lines of the old
+Roman roads, and milestones survive along several routes.
+""",
+    "private/secret-plans.md": """# Secret plans
+
+The zanzibar expedition leaves in spring; this note must never be indexed.
+""",
+}
+
+TLDR_PAGES = {
+    "tldr/zh/tar.md": "files/pages.zh/common/tar.md",
+    "tldr/zh/ls.md": "files/pages.zh/common/ls.md",
+    "tldr/ja/tar.md": "files/pages.ja/common/tar.md",
+    "tldr/ja/ls.md": "files/pages.ja/common/ls.md",
+    "tldr/ko/tar.md": "files/pages.ko/common/tar.md",
+    "tldr/ko/ls.md": "files/pages.ko/common/ls.md",
+}
+
+TLDR_MTIME = datetime(2021, 6, 1, tzinfo=UTC).timestamp()
+SEARCH = SearchSettings()
+
+# The same hostile strings as tests/test_fts_query.py, here through the whole retriever.
+HOSTILE = [
+    '"unbalanced quote',
+    'say "hello" and "goodbye"',
+    "prefix*",
+    "*",
+    "-excluded word",
+    "column:value",
+    "text:secret section:foo",
+    "cats AND dogs",
+    "cats OR dogs NOT birds",
+    "NEAR(a b, 3)",
+    "NEAR(",
+    "a NEAR b",
+    "((unbalanced",
+    "closing))",
+    "^start",
+    "🙂 emoji 🚀 query",
+    "🙂🙂",
+    "x" * 10_000,
+    "word " * 2_000,
+    "ctrl\x00chars\x07here\x1b[31m",
+    "'; DROP TABLE chunks; --",
+    "{text section}: foo",
+    "a+b=c",
+    "AND",
+    "OR OR OR",
+    "NOT",
+    '""',
+    "'",
+    "C++ vs C#",
+    "e.g. i.e.",
+]
+
+
+def _write_vault(root: Path, shared: Path) -> Path:
+    vault = root / "vault"
+    for rel, text in NOTES.items():
+        target = vault / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text, encoding="utf-8")
+    (vault / ".indexignore").write_text("private/\n", encoding="utf-8")
+    with tarfile.open(shared / "vaults" / "tldr-pages.tar.gz") as tar:
+        for rel, member in TLDR_PAGES.items():
+            source = tar.extractfile(member)
+            assert source is not None
+            target = vault / rel
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(source.read())
+            # No frontmatter dates: the index falls back to the file's mtime.
+            os.utime(target, (TLDR_MTIME, TLDR_MTIME))
+    return vault
+
+
+def _settings(vault: Path) -> IndexSettings:
+    return IndexSettings(db_path=str(vault.parent / "index.db"))
+
+
+@pytest.fixture(scope="module")
+def embedder() -> Embedder:
+    return load_embedder(IndexSettings())
+
+
+@pytest.fixture(scope="module")
+def indexed(tmp_path_factory: pytest.TempPathFactory, embedder: Embedder) -> Iterator[Path]:
+    """The vault, indexed once for the module (read-only for the tests using it)."""
+    from tests.conftest import SHARED_DATA
+
+    if not SHARED_DATA.is_dir():
+        pytest.skip(f"shared data not found at {SHARED_DATA}")
+    vault = _write_vault(tmp_path_factory.mktemp("retriever"), SHARED_DATA)
+    Indexer(vault, _settings(vault), embedder).run_sync()
+    yield vault
+
+
+async def _open(
+    vault: Path, embedder: Embedder | None, search: SearchSettings = SEARCH
+) -> Retriever:
+    return await Retriever.open(vault, _settings(vault), search, embedder)
+
+
+def _copy_index(vault: Path, dest_root: Path) -> Path:
+    """A consistent copy of the vault's index (VACUUM INTO sees committed WAL pages)."""
+    dest_root.mkdir(parents=True, exist_ok=True)
+    conn = connect(vault.parent / "index.db", readonly=True)
+    conn.execute("VACUUM INTO ?", (str(dest_root / "index.db"),))
+    conn.close()
+    copy = dest_root / "vault"
+    shutil.copytree(vault, copy)
+    return copy
+
+
+# -- ranking -------------------------------------------------------------------
+
+
+async def test_hybrid_finds_the_expected_note(indexed: Path, embedder: Embedder) -> None:
+    async with await _open(indexed, embedder) as retriever:
+        results = await retriever.search("how do I keep my bread starter alive", limit=3)
+    assert results[0].path == "notes/sourdough.md"
+    assert results[0].section == "Feeding the starter"
+    assert results[0].title == "Sourdough bread"
+    assert results[0].bm25_rank is not None and results[0].vector_rank is not None
+    assert results[0].score >= results[-1].score
+
+
+async def test_a_note_with_most_but_not_all_words_still_ranks(
+    indexed: Path, embedder: Embedder
+) -> None:
+    async with await _open(indexed, embedder) as retriever:
+        results = await retriever.search("rotate leaked secrets zebra quasar", limit=3, mode="bm25")
+    assert results and results[0].path == "projects/security/incident.md"
+
+
+async def test_modes_report_their_own_ranks(indexed: Path, embedder: Embedder) -> None:
+    async with await _open(indexed, embedder) as retriever:
+        bm25 = await retriever.search("tomato watering", mode="bm25")
+        vector = await retriever.search("tomato watering", mode="vector")
+        explained = await retriever.explain("tomato watering")
+    assert bm25[0].path == "projects/garden.md"
+    assert all(r.vector_rank is None and r.bm25_rank is not None for r in bm25)
+    assert all(r.bm25_rank is None and r.vector_rank is not None for r in vector)
+    assert explained.mode == "hybrid" and explained.degraded == ()
+    assert explained.match == '"tomato" OR "watering"'
+    assert explained.rows[0].bm25_score is not None and explained.rows[0].vector_score is not None
+    assert set(explained.weights) == {"bm25", "vector"}
+
+
+async def test_results_are_deterministic(indexed: Path, embedder: Embedder) -> None:
+    async with await _open(indexed, embedder) as retriever:
+        first = await retriever.search("roads", limit=10)
+        second = await retriever.search("roads", limit=10)
+    assert [(r.path, r.section, r.score) for r in first] == [
+        (r.path, r.section, r.score) for r in second
+    ]
+
+
+@pytest.mark.parametrize("query", HOSTILE)
+async def test_hostile_queries_do_not_raise(indexed: Path, embedder: Embedder, query: str) -> None:
+    async with await _open(indexed, embedder) as retriever:
+        await retriever.search(query)
+        await retriever.explain(query, mode="bm25")
+
+
+@pytest.mark.parametrize("query", ["", "   ", "\t\n"])
+async def test_empty_query_is_a_clear_error(indexed: Path, embedder: Embedder, query: str) -> None:
+    async with await _open(indexed, embedder) as retriever:
+        with pytest.raises(QueryError, match="empty"):
+            await retriever.search(query)
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        ("压缩文件", "tldr/zh/tar.md"),
+        ("アーカイブを作成", "tldr/ja/tar.md"),
+        ("아카이브 유틸리티", "tldr/ko/tar.md"),
+    ],
+)
+async def test_cjk_phrases_are_found_by_keyword(
+    indexed: Path, embedder: Embedder, query: str, expected: str
+) -> None:
+    async with await _open(indexed, embedder) as retriever:
+        results = await retriever.search(query, mode="bm25", limit=3)
+    assert results and results[0].path == expected
+
+
+async def test_ignored_notes_never_appear(indexed: Path, embedder: Embedder) -> None:
+    async with await _open(indexed, embedder) as retriever:
+        for mode in ("hybrid", "bm25", "vector"):
+            results = await retriever.search(
+                "zanzibar expedition secret plans", mode=mode, limit=50
+            )
+            assert all(not r.path.startswith("private/") for r in results)
+
+
+# -- filters -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("filters", "allowed"),
+    [
+        (SearchFilters(folder="projects"), {"projects/garden.md", "projects/security/incident.md"}),
+        (SearchFilters(folder="projects/security/"), {"projects/security/incident.md"}),
+        (SearchFilters(type="reference"), {"notes/kubernetes.md"}),
+        (SearchFilters(domain="tech"), {"notes/kubernetes.md", "projects/security/incident.md"}),
+        (SearchFilters(tags=("ops",)), {"notes/kubernetes.md", "projects/security/incident.md"}),
+        (SearchFilters(tags=("ops", "security")), {"projects/security/incident.md"}),
+        (SearchFilters(status="active"), {"notes/sourdough.md", "projects/garden.md"}),
+        (
+            SearchFilters(since=date(2025, 1, 1)),
+            {"notes/kubernetes.md", "projects/security/incident.md"},
+        ),
+        (
+            SearchFilters(until=date(2023, 12, 31)),
+            {"projects/garden.md", "notes/history.md", *TLDR_PAGES},
+        ),
+        (
+            SearchFilters(since=date(2024, 1, 1), until=date(2024, 12, 31)),
+            {"notes/sourdough.md"},
+        ),
+    ],
+)
+async def test_each_filter_applies_to_both_lists(
+    indexed: Path, embedder: Embedder, filters: SearchFilters, allowed: set[str]
+) -> None:
+    async with await _open(indexed, embedder) as retriever:
+        for mode in ("hybrid", "bm25", "vector"):
+            results = await retriever.search(
+                "water the plants and rotate the secret pods of bread roads",
+                filters=filters,
+                mode=mode,
+                limit=50,
+            )
+            paths = {r.path for r in results}
+            assert paths, (mode, filters)
+            assert paths <= allowed, (mode, filters, paths - allowed)
+        notes = await retriever.list_notes(filters)
+    assert {n.path for n in notes} == allowed
+
+
+async def test_list_notes_newest_first(indexed: Path, embedder: Embedder) -> None:
+    async with await _open(indexed, embedder) as retriever:
+        notes = await retriever.list_notes(limit=3)
+    assert [n.path for n in notes] == [
+        "projects/security/incident.md",
+        "notes/kubernetes.md",
+        "notes/sourdough.md",
+    ]
+    assert all("private/" not in n.path for n in notes)
+
+
+# -- token budget and context ----------------------------------------------------
+
+
+async def test_token_budget_cuts_rather_than_drops(indexed: Path, embedder: Embedder) -> None:
+    async with await _open(indexed, embedder) as retriever:
+        full = await retriever.search("Roman roads gravel paving", limit=5, max_tokens=100_000)
+        cut = await retriever.search("Roman roads gravel paving", limit=5, max_tokens=200)
+        tiny = await retriever.search("Roman roads gravel paving", limit=5, max_tokens=1)
+    assert len(full[0].text) > 800  # the long section really is long
+    assert sum(len(r.text) for r in cut) <= 200 * 4
+    assert cut[-1].text.endswith("...")
+    assert cut[0].path == full[0].path
+    assert len(tiny) == 1 and tiny[0].text.endswith("...")
+
+
+async def test_context_block_has_sources_and_keeps_the_budget(
+    indexed: Path, embedder: Embedder
+) -> None:
+    async with await _open(indexed, embedder) as retriever:
+        block = await retriever.context("sourdough starter feeding", max_tokens=60)
+        none = await retriever.context("xylophone", filters=SearchFilters(folder="nowhere"))
+    assert block.startswith(f"### notes/sourdough.md{SEP}Sourdough bread{SEP}Feeding the starter")
+    assert len(block) <= 60 * 4 + 1
+    assert block.rstrip().endswith("...")
+    assert "No notes" in none
+
+
+# -- index changes, concurrency, status ------------------------------------------
+
+
+async def test_open_retriever_sees_another_writers_update(
+    indexed: Path, embedder: Embedder, tmp_path: Path
+) -> None:
+    vault = _copy_index(indexed, tmp_path)
+    async with await _open(vault, embedder) as retriever:
+        before = await retriever.search("quokka wombat marsupial", mode="bm25")
+        assert all(r.path != "notes/quokka.md" for r in before)
+        await retriever.search("warm the vector matrix", mode="vector")
+        (vault / "notes" / "quokka.md").write_text(
+            "# Quokka\n\nThe quokka is a small marsupial from Rottnest Island that looks like "
+            "it is smiling; a wombat is a much larger burrowing marsupial.\n",
+            encoding="utf-8",
+        )
+        await Indexer(vault, _settings(vault), embedder).run()
+        after_bm25 = await retriever.search("quokka wombat marsupial", mode="bm25")
+        after_vec = await retriever.search("quokka wombat marsupial", mode="vector", limit=3)
+        (vault / "notes" / "quokka.md").unlink()
+        await Indexer(vault, _settings(vault), embedder).run()
+        gone = await retriever.search("quokka wombat marsupial", limit=20)
+    assert after_bm25[0].path == "notes/quokka.md"
+    assert after_vec[0].path == "notes/quokka.md"
+    assert all(r.path != "notes/quokka.md" for r in gone)
+
+
+async def test_concurrent_searches_agree_with_sequential(indexed: Path, embedder: Embedder) -> None:
+    queries = [
+        "bread starter",
+        "kubectl rollout",
+        "tomato compost",
+        "credential rotation",
+        "压缩文件",
+    ] * 4
+    async with await _open(indexed, embedder) as retriever:
+        expected = {
+            q: [(r.path, r.section) for r in await retriever.search(q)] for q in set(queries)
+        }
+        got: list[tuple[str, list[tuple[str, str]]]] = []
+
+        async def one(q: str) -> None:
+            got.append((q, [(r.path, r.section) for r in await retriever.search(q)]))
+
+        async with anyio.create_task_group() as tg:
+            for q in queries:
+                tg.start_soon(one, q)
+    assert len(got) == len(queries)
+    for q, paths in got:
+        assert paths == expected[q]
+
+
+async def test_status_counts_and_model(indexed: Path, embedder: Embedder) -> None:
+    async with await _open(indexed, embedder) as retriever:
+        await retriever.warm_up()
+        status = await retriever.status()
+    assert status.exists and status.notes == len(NOTES) - 1 + len(TLDR_PAGES)
+    assert status.chunks >= status.notes and status.vectors == status.chunks
+    assert status.model == embedder.name and status.dimensions == embedder.dimensions
+    assert status.degraded == ()
+    assert status.folders["notes"] == 3 and "private" not in status.folders
+
+
+# -- degraded modes ------------------------------------------------------------
+
+
+async def test_no_index_names_the_command(tmp_path: Path, embedder: Embedder) -> None:
+    with pytest.raises(IndexUnavailableError) as info:
+        await Retriever.open(tmp_path, _settings(tmp_path / "vault"), SEARCH, embedder)
+    assert "signaldesk index" in (info.value.hint or "")
+
+
+async def test_no_model_means_bm25_only(indexed: Path) -> None:
+    async with await _open(indexed, None) as retriever:
+        explained = await retriever.explain("bread starter")
+        status = await retriever.status()
+    assert explained.mode == "bm25" and explained.results[0].path == "notes/sourdough.md"
+    assert any("model" in d for d in explained.degraded)
+    assert status.degraded
+
+
+async def test_index_without_vectors_means_bm25_only(
+    indexed: Path, embedder: Embedder, tmp_path: Path
+) -> None:
+    vault = _copy_index(indexed, tmp_path)
+    conn = connect(tmp_path / "index.db")
+    conn.execute("DROP TABLE chunk_vectors")
+    conn.commit()
+    conn.close()
+    async with await _open(vault, embedder) as retriever:
+        explained = await retriever.explain("bread starter", mode="vector")
+        status = await retriever.status()
+    assert explained.mode == "bm25" and explained.results[0].path == "notes/sourdough.md"
+    assert explained.degraded and status.degraded and status.vectors == 0
+
+
+async def test_index_without_fts_means_vectors_only(
+    indexed: Path, embedder: Embedder, tmp_path: Path
+) -> None:
+    vault = _copy_index(indexed, tmp_path)
+    conn = connect(tmp_path / "index.db")
+    conn.execute("DROP TRIGGER IF EXISTS chunks_fts_delete")
+    conn.execute("DROP TABLE chunks_fts")
+    conn.commit()
+    conn.close()
+    async with await _open(vault, embedder) as retriever:
+        explained = await retriever.explain("bread starter", mode="bm25")
+    assert explained.mode == "vector" and explained.match is None
+    assert explained.results and all(r.vector_rank is not None for r in explained.results)
+    assert any("FTS5" in d for d in explained.degraded)
+
+
+async def test_vectors_from_another_model_are_not_used(indexed: Path, embedder: Embedder) -> None:
+    class OtherModel:
+        name = "other"
+        fingerprint = "not-the-index-model"
+        dimensions = embedder.dimensions
+
+        def encode(self, texts: object) -> object:
+            return embedder.encode(list(texts))  # type: ignore[call-overload]
+
+    async with await _open(indexed, OtherModel()) as retriever:  # type: ignore[arg-type]
+        explained = await retriever.explain("bread starter")
+    assert explained.mode == "bm25"
+    assert any("signaldesk index" in d for d in explained.degraded)
