@@ -317,7 +317,12 @@ def render_body(
 ) -> str:
     """The note body: the title, then Summary, Key points, Content and Source sections."""
     title = _one_line(item.title) or "Untitled"
-    summary = _one_line(item.summary or "") or _first_paragraph(item.text)
+    # The feed's summary is markdown too: take its prose, never a flattened code block.
+    summary = (
+        _first_paragraph(item.summary or "")
+        or _first_paragraph(item.text)
+        or _one_line(item.summary or "")
+    )
     summary = _clip(summary, summary_chars) if summary else "_No summary available._"
     points = key_points(item.text, limit=key_point_count)
     content, left = _excerpt(_demote_headings(item.text), content_chars)

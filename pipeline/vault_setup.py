@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pipeline.config import CONFIG_FILENAME, render_default_config
+from pipeline.config import CONFIG_FILENAME, Config, render_default_config
 from signaldesk.vault import DOMAINS, VAULT_FOLDERS, atomic_write_text
 
 DEFAULT_INDEXIGNORE = """\
@@ -30,14 +30,20 @@ class InitReport:
 
 
 def init_vault(vault: Path) -> InitReport:
-    """Create the folder convention, a default `.indexignore` and `signaldesk.toml`.
+    """Create the folder convention, the drop folders, `.indexignore` and `signaldesk.toml`.
 
     Safe to run on an existing vault: folders are added, files that exist are kept.
     """
     vault = vault.expanduser().resolve()
     report = InitReport(vault=vault)
     vault.mkdir(parents=True, exist_ok=True)
-    folders = [*VAULT_FOLDERS, *(f"05-signals/{domain}" for domain in DOMAINS)]
+    defaults = Config()
+    drop_folders = (
+        defaults.clipper.folder,
+        defaults.newsletter.drop_folder,
+        defaults.tool_output.drop_folder,
+    )
+    folders = [*VAULT_FOLDERS, *(f"05-signals/{domain}" for domain in DOMAINS), *drop_folders]
     for folder in folders:
         path = vault / folder
         if path.is_dir():

@@ -395,7 +395,7 @@ class Retriever:
             if use_vec and qvec is not None:
                 t = time.perf_counter()
                 allowed = search_legs.allowed_chunk_ids(conn, filters)
-                matrix = self._current_matrix(conn)
+                matrix = self._current_matrix(conn) if s.vector_matrix else None
                 vector_type = get_meta(conn, "vector_type") or "float"
                 if matrix is not None:
                     vec = matrix.top_k(qvec, depth, allowed)

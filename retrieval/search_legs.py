@@ -106,15 +106,16 @@ def vec_knn(
     wrap = "vec_int8(?)" if vector_type == "int8" else "?"
     sql = (
         f"SELECT rowid, distance FROM {VECTOR_TABLE} WHERE embedding MATCH {wrap} "
-        "AND k = ? ORDER BY distance, rowid"
+        "AND k = ? ORDER BY distance"
     )
-    out: list[tuple[int, float]] = []
-    for rowid, distance in conn.execute(sql, (query_blob, fetch)):
-        if allowed is None or int(rowid) in allowed:
-            out.append((int(rowid), 1.0 - float(distance)))
-            if len(out) >= k:
-                break
-    return out
+    rows = conn.execute(sql, (query_blob, fetch)).fetchall()
+    # vec0 allows only ORDER BY distance; equal distances are ordered by chunk
+    # id here, like the in-memory matrix does.
+    hits = sorted(
+        ((int(rowid), 1.0 - float(distance)) for rowid, distance in rows),
+        key=lambda hit: (-hit[1], hit[0]),
+    )
+    return [hit for hit in hits if allowed is None or hit[0] in allowed][:k]
 
 
 def vec_scores_for(

@@ -82,6 +82,13 @@ class SearchSettings(SettingsModel):
         description="BM25 weights of the chunk text, its section heading and its context "
         "(title, tags, heading path).",
     )
+    vector_matrix: bool = Field(
+        True,
+        description=(
+            "Keep an in-memory copy of the vectors for fast exact KNN (about 1 KB per chunk). "
+            "Off: sqlite-vec is queried directly, slower but using no extra memory."
+        ),
+    )
     context_results: int = Field(
         8, ge=1, description="Chunks considered when building a `context` block for a topic."
     )

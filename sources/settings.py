@@ -12,7 +12,7 @@ class HttpSettings(SettingsModel):
     """How signaldesk talks to the web: one shared client for feeds and pages."""
 
     user_agent: str = Field(
-        "signaldesk/0.1 (+https://github.com/signaldesk/signaldesk; local feed reader)",
+        "signaldesk/0.1 (self-hosted feed reader; one request per feed per interval)",
         description="User-Agent sent with every request.",
     )
     connect_timeout: float = Field(10.0, gt=0, description="Seconds to wait for a connection.")

@@ -46,6 +46,8 @@ def test_init_creates_layout_and_keeps_existing_files(tmp_path: Path) -> None:
     vault = tmp_path / "v"
     report = init_vault(vault)
     assert (vault / "05-signals" / "security").is_dir()
+    for drop in ("Clippings", "00-inbox/newsletters", "00-inbox/tool-output"):
+        assert (vault / drop).is_dir(), drop
     assert (vault / ".indexignore").is_file()
     assert "signaldesk.toml" in report.created
     (vault / ".indexignore").write_text("mine/\n")

@@ -9,6 +9,7 @@ step, edit the README.
 from __future__ import annotations
 
 import ast
+import importlib
 import re
 import shlex
 from collections.abc import Iterator
@@ -91,6 +92,18 @@ def test_config_doc_covers_every_setting() -> None:
         assert isinstance(model, type)
         for name in model.model_fields:
             assert f"| `{name}` |" in doc, f"[{section}] {name}"
+
+
+def test_every_command_a_cli_module_defines_is_registered() -> None:
+    """A verb added to a module's ``COMMANDS`` but not to the CLI would be missing from
+    `--help`, from docs/cli.md and from the README check alike."""
+    registered = {id(command) for _, command in walk_commands()}
+    for path in sorted((REPO_ROOT / "pipeline" / "cli").glob("*.py")):
+        if path.name.startswith("_"):
+            continue
+        module = importlib.import_module(f"pipeline.cli.{path.stem}")
+        for command in getattr(module, "COMMANDS", []):
+            assert id(command) in registered, f"{path.stem}.{command.name} is not registered"
 
 
 # -- the README -------------------------------------------------------------------------
@@ -304,3 +317,15 @@ def test_paths_named_in_the_docs_exist() -> None:
         assert (REPO_ROOT.joinpath(*parts).with_suffix(".py")).is_file() or (
             REPO_ROOT.joinpath(*parts) / "__main__.py"
         ).is_file(), module
+
+
+def _slug(heading: str) -> str:
+    # GitHub's heading ids: lower case, punctuation dropped, spaces to hyphens.
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+def test_readme_links_to_its_own_headings() -> None:
+    text = re.sub(r"^```.*?^```", "", _readme(), flags=re.M | re.S)
+    headings = {_slug(h) for h in re.findall(r"^#{1,6} (.+)$", text, re.M)}
+    broken = sorted(set(re.findall(r"\]\(#([^)]+)\)", text)) - headings)
+    assert not broken, f"README links to headings that do not exist: {broken}"

@@ -377,3 +377,18 @@ def test_body_demotes_the_contents_headings() -> None:
         "#### Mid",
         "## Source",
     ]
+
+
+def test_summary_takes_prose_not_a_flattened_code_block() -> None:
+    from pipeline.note_render import render_body
+    from signaldesk.items import Item
+
+    summary = (
+        "Turn on write-ahead logging so readers never wait for the writer.\n\n"
+        "```sql\nPRAGMA journal_mode = WAL;\n```\n"
+    )
+    item = Item(source_kind="rss", source_id="f", title="WAL", text=summary, summary=summary)
+    body = render_body(item)
+    section = body.split("## Summary", 1)[1].split("## Key points", 1)[0]
+    assert "readers never wait for the writer" in section
+    assert "PRAGMA" not in section and "```" not in section

@@ -279,6 +279,26 @@ async def test_modes_report_their_own_ranks(indexed: Path, embedder: Embedder) -
     assert set(explained.weights) == {"bm25", "vector"}
 
 
+async def test_sqlite_vec_fallback_matches_the_matrix(indexed: Path, embedder: Embedder) -> None:
+    no_matrix = SearchSettings(vector_matrix=False)
+    async with (
+        await _open(indexed, embedder) as fast,
+        await _open(indexed, embedder, no_matrix) as slow,
+    ):
+        for query, filters in (
+            ("tomato watering", None),
+            ("secret rotation", SearchFilters(domain="tech")),
+        ):
+            a = await fast.search(query, mode="vector", limit=5, filters=filters)
+            b = await slow.search(query, mode="vector", limit=5, filters=filters)
+            assert [r.path for r in a] == [r.path for r in b]
+            # int8 vectors: sqlite-vec also quantises the query, the matrix does not.
+            assert [r.score for r in a] == pytest.approx([r.score for r in b], abs=5e-3)
+        hybrid_a = await fast.search("tomato watering", limit=5)
+        hybrid_b = await slow.search("tomato watering", limit=5)
+    assert [r.path for r in hybrid_a] == [r.path for r in hybrid_b]
+
+
 async def test_results_are_deterministic(indexed: Path, embedder: Embedder) -> None:
     async with await _open(indexed, embedder) as retriever:
         first = await retriever.search("roads", limit=10)

@@ -18,7 +18,7 @@ from rich.table import Table
 
 from bench.quality.datasets import Dataset
 from bench.quality.metrics import Metrics, evaluate
-from bench.quality.runner import DEPTH, ranked_docs
+from bench.quality.runner import ranked_docs
 from retrieval.explanation import ExplainRow
 from retrieval.fts_query import query_terms
 from retrieval.fusion import Candidate, FusionParams, fuse, sort_key
@@ -38,7 +38,9 @@ async def collect(
     out: Collected = {}
     async with await Retriever.open(vault, index, settings, embedder) as retriever:
         for qid, query in dataset.queries.items():
-            exp = await retriever.explain(query, limit=DEPTH, mode="hybrid", max_tokens=10**9)
+            # limit=1 so the depth is exactly `candidates`; the rows hold every
+            # candidate of both lists whatever the limit.
+            exp = await retriever.explain(query, limit=1, mode="hybrid", max_tokens=10**9)
             out[qid] = (query, list(exp.rows))
     return out
 

@@ -164,9 +164,9 @@ def render_cli_doc(root: click.Command | None = None) -> str:
         "",
         _GENERATED_NOTE,
         "",
-        "Every verb of `signaldesk` with its usage, its help text and its options, as "
-        "`signaldesk VERB --help` prints them. The global options (`--vault`, `--config`, "
-        '`-v`) go before the verb: `signaldesk --vault ~/vault search "wal checkpoints"`.',
+        "Every verb of `signaldesk` with its usage, help text and options: the text "
+        "`signaldesk VERB --help` prints. The global options (`--vault`, `--config`, `-v`) "
+        'go before the verb: `signaldesk --vault ~/vault search "wal checkpoints"`.',
         "",
         "| command | what it does |",
         "|---|---|",
