@@ -38,6 +38,7 @@ if typing.TYPE_CHECKING:
         bundled_model_path,
         load_embedder,
     )
+    from retrieval.explanation import ExplainRow, SearchExplanation
     from retrieval.frontmatter import ParsedNote, parse_note
     from retrieval.ignore import (
         INDEXIGNORE_FILE,
@@ -59,6 +60,7 @@ __all__ = [
     "Chunk",
     "ChunkedNote",
     "Embedder",
+    "ExplainRow",
     "IndexIgnoreError",
     "IndexLockedError",
     "IndexProgress",
@@ -75,6 +77,7 @@ __all__ = [
     "RetrievalError",
     "Retriever",
     "ScrubResult",
+    "SearchExplanation",
     "SearchFilters",
     "SearchMode",
     "SearchResult",
@@ -112,6 +115,8 @@ _EXPORTS = {
     "VaultFilter": "retrieval.ignore",
     "excluded_by_frontmatter": "retrieval.ignore",
     "iter_vault_notes": "retrieval.ignore",
+    "ExplainRow": "retrieval.explanation",
+    "SearchExplanation": "retrieval.explanation",
     "IndexProgress": "retrieval.indexer",
     "Indexer": "retrieval.indexer",
     "Retriever": "retrieval.retriever",
