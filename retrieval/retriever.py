@@ -421,12 +421,13 @@ class Retriever:
             # so this only guards against an inconsistent index).
             cands = [c for c in cands if c.chunk_id in keys]
             cands.sort(key=lambda c: sort_key(c, keys[c.chunk_id][0], keys[c.chunk_id][1]))
-            rows = search_legs.chunk_rows(conn, [c.chunk_id for c in cands[:limit]])
+            shown = _per_note(cands, keys, s.per_note)[:limit]
+            rows = search_legs.chunk_rows(conn, [c.chunk_id for c in shown])
             timings["fuse"] = (time.perf_counter() - t) * 1000
-            return cands, keys, rows
+            return cands, shown, keys, rows
 
-        candidates, keys, rows = await self._run(run)
-        top = [c for c in candidates[:limit] if c.chunk_id in rows]
+        candidates, shown, keys, rows = await self._run(run)
+        top = [c for c in shown if c.chunk_id in rows]
         texts = take([rows[c.chunk_id].text for c in top], budget)
         results = tuple(
             self._result(c, rows[c.chunk_id], text) for c, text in zip(top, texts, strict=False)
@@ -626,3 +627,19 @@ def _parse_time(value: str | None) -> datetime | None:
         return datetime.fromisoformat(value)
     except ValueError:
         return None
+
+
+def _per_note(
+    candidates: list[Candidate], keys: dict[int, tuple[str, int, str]], per_note: int
+) -> list[Candidate]:
+    """``candidates`` (already ranked) keeping at most ``per_note`` chunks of each note."""
+    if per_note <= 0:
+        return candidates
+    taken: dict[str, int] = {}
+    kept = []
+    for candidate in candidates:
+        path = keys[candidate.chunk_id][0]
+        if taken.get(path, 0) < per_note:
+            taken[path] = taken.get(path, 0) + 1
+            kept.append(candidate)
+    return kept

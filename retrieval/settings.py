@@ -92,3 +92,11 @@ class SearchSettings(SettingsModel):
     context_results: int = Field(
         8, ge=1, description="Chunks considered when building a `context` block for a topic."
     )
+    per_note: int = Field(
+        2,
+        ge=0,
+        description=(
+            "At most this many chunks of one note among the results, so one long note "
+            "cannot crowd out the others (0: no limit)."
+        ),
+    )

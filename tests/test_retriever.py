@@ -555,3 +555,27 @@ async def test_vectors_from_another_model_are_not_used(indexed: Path, embedder: 
         explained = await retriever.explain("bread starter")
     assert explained.mode == "bm25"
     assert any("signaldesk index" in d for d in explained.degraded)
+
+
+async def test_one_long_note_cannot_crowd_out_the_others(
+    indexed: Path, embedder: Embedder, tmp_path: Path
+) -> None:
+    vault = _copy_index(indexed, tmp_path)
+    sections = "\n\n".join(
+        f"## Lemur fact {n}\n\n" + f"Ring-tailed lemurs of Madagascar, observation {n}. " * 30
+        for n in range(6)
+    )
+    (vault / "notes" / "lemurs.md").write_text(f"# Lemurs\n\n{sections}\n", encoding="utf-8")
+    (vault / "notes" / "madagascar.md").write_text(
+        "# Madagascar trip\n\nWe saw ring-tailed lemurs near the Madagascar coast.\n",
+        encoding="utf-8",
+    )
+    await Indexer(vault, _settings(vault), embedder).run()
+    async with await _open(vault, embedder) as retriever:
+        capped = await retriever.search("ring-tailed lemurs Madagascar", limit=5)
+    uncapped_settings = SearchSettings(**{**SEARCH.model_dump(), "per_note": 0})
+    async with await _open(vault, embedder, uncapped_settings) as retriever:
+        uncapped = await retriever.search("ring-tailed lemurs Madagascar", limit=5)
+    assert sum(r.path == "notes/lemurs.md" for r in uncapped) > 2
+    assert sum(r.path == "notes/lemurs.md" for r in capped) == 2
+    assert "notes/madagascar.md" in [r.path for r in capped]
