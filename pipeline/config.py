@@ -54,7 +54,9 @@ class Config(SettingsModel):
 
     vault: VaultSettings = Field(default_factory=VaultSettings, description="The vault.")
     index: IndexSettings = Field(default_factory=IndexSettings, description="The search index.")
-    search: SearchSettings = Field(default_factory=SearchSettings, description="How search results are ranked.")
+    search: SearchSettings = Field(
+        default_factory=SearchSettings, description="How search results are ranked."
+    )
     http: HttpSettings = Field(default_factory=HttpSettings, description="Fetching from the web.")
     rss: RssSettings = Field(default_factory=RssSettings, description="Feed polling.")
     clipper: ClipperSettings = Field(default_factory=ClipperSettings, description="Web Clipper.")

@@ -379,7 +379,9 @@ class Retriever:
 
         def run(
             conn: Any,
-        ) -> tuple[list[Candidate], dict[int, tuple[str, int, str]], dict[int, ChunkRow]]:
+        ) -> tuple[
+            list[Candidate], list[Candidate], dict[int, tuple[str, int, str]], dict[int, ChunkRow]
+        ]:
             bm25: list[tuple[int, float]] = []
             bm25_all: dict[int, float] = {}
             vec: list[tuple[int, float]] = []

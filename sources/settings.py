@@ -104,7 +104,9 @@ class NewsletterSettings(SettingsModel):
 
     drop_folder: str = Field(
         "00-inbox/newsletters",
-        description="Vault-relative (or absolute) folder scanned for .eml files, Maildirs and mboxes.",
+        description=(
+            "Vault-relative (or absolute) folder scanned for .eml files, Maildirs and mboxes."
+        ),
     )
     accept_all: bool = Field(
         False,

@@ -71,7 +71,7 @@ def test_vault_resolution_order(tmp_path: Path) -> None:
 def test_invalid_config_is_a_clear_error(tmp_path: Path) -> None:
     path = tmp_path / "c.toml"
     path.write_text("[index]\nbatch_size = -3\n")
-    with pytest.raises(ConfigError, match="index.batch_size"):
+    with pytest.raises(ConfigError, match=r"index\.batch_size"):
         load_config(path)
     path.write_text("[index\n")
     with pytest.raises(ConfigError, match="not valid TOML"):

@@ -19,8 +19,6 @@ def test_all_is_complete_and_importable(name: str) -> None:
     public = {
         attr
         for attr, value in vars(module).items()
-        if not attr.startswith("_")
-        and not inspect.ismodule(value)
-        and attr not in {"annotations"}
+        if not attr.startswith("_") and not inspect.ismodule(value) and attr not in {"annotations"}
     }
     assert public <= exported, f"{name} exposes {sorted(public - exported)} outside __all__"
