@@ -18,11 +18,9 @@ The rules this module keeps (SPEC section 2, "the user's files are sacred"):
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
 import re
-import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
@@ -46,7 +44,7 @@ from pipeline.settings import TriageSettings
 from retrieval.frontmatter import parse_note
 from scoring.records import ScoreCard
 from signaldesk.items import Item
-from signaldesk.vault import DOMAINS, atomic_write_bytes
+from signaldesk.vault import DOMAINS, atomic_write_bytes, write_new_file
 
 __all__ = ["FilingError", "NoteOutcome", "NoteResult", "NoteWriter", "read_note_id"]
 
@@ -117,38 +115,10 @@ def read_note_id(path: Path) -> str | None:
 
 
 def _link_new(folder: Path, stem: str, suffix: str, data: bytes) -> Path:
-    """Write ``data`` under the first free name ``stem[-N]suffix`` in ``folder``.
-
-    The data goes to a hidden temporary file first (fsynced), then ``os.link`` gives
-    it its name: the link fails when the name exists, so the check and the take are
-    one atomic step and the note appears complete or not at all.
-    """
-    folder.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=".signaldesk-", suffix=".tmp", dir=folder)
     try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        for attempt in range(1, _MAX_NAME_TRIES + 1):
-            target = folder / (f"{stem}{suffix}" if attempt == 1 else f"{stem}-{attempt}{suffix}")
-            try:
-                os.link(tmp_name, target)
-            except FileExistsError:
-                continue
-            except OSError:
-                # No hard links here (some network or FUSE filesystems): take the name
-                # with O_EXCL, then put the content in place over our own empty file.
-                try:
-                    os.close(os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644))
-                except FileExistsError:
-                    continue
-                os.replace(tmp_name, target)
-            return target
-        raise FilingError(f"no free file name for {stem}{suffix} in {folder}")
-    finally:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp_name)
+        return write_new_file(folder, stem, suffix, data, tries=_MAX_NAME_TRIES)
+    except FileExistsError as exc:
+        raise FilingError(str(exc)) from exc
 
 
 class NoteWriter:

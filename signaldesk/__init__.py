@@ -13,6 +13,7 @@ from signaldesk.vault import (
     VAULT_FOLDERS,
     atomic_write_bytes,
     atomic_write_text,
+    write_new_file,
 )
 
 __version__ = "0.1.0"
@@ -29,4 +30,5 @@ __all__ = [
     "__version__",
     "atomic_write_bytes",
     "atomic_write_text",
+    "write_new_file",
 ]

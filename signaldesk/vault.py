@@ -73,3 +73,41 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
 def atomic_write_text(path: Path, text: str) -> None:
     """Write UTF-8 ``text`` atomically (see :func:`atomic_write_bytes`)."""
     atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def write_new_file(folder: Path, stem: str, suffix: str, data: bytes, *, tries: int = 1000) -> Path:
+    """Write ``data`` under the first free name ``stem[-N]suffix`` in ``folder``; never overwrite.
+
+    The data goes to a hidden temporary file first (fsynced), then ``os.link`` gives
+    it its name: the link fails when the name exists, so checking and taking a name
+    is one atomic step, even against another process, and the file appears complete
+    or not at all.
+
+    :raises FileExistsError: none of ``tries`` names was free.
+    """
+    folder.mkdir(parents=True, exist_ok=True)
+    fd, tmp_name = tempfile.mkstemp(prefix=".signaldesk-", suffix=".tmp", dir=folder)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        for attempt in range(1, tries + 1):
+            target = folder / (f"{stem}{suffix}" if attempt == 1 else f"{stem}-{attempt}{suffix}")
+            try:
+                os.link(tmp_name, target)
+            except FileExistsError:
+                continue
+            except OSError:
+                # No hard links here (some network or FUSE filesystems): take the name
+                # with O_EXCL, then put the content in place over our own empty file.
+                try:
+                    os.close(os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644))
+                except FileExistsError:
+                    continue
+                os.replace(tmp_name, target)
+            return target
+        raise FileExistsError(f"no free file name for {stem}{suffix} in {folder}")
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp_name)

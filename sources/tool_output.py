@@ -8,14 +8,11 @@ captured and dropped) is one item.
 
 from __future__ import annotations
 
-import contextlib
 import datetime as dt
 import hashlib
 import json
 import logging
-import os
 import re
-import tempfile
 import unicodedata
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -26,6 +23,7 @@ from urllib.parse import urlsplit
 import yaml
 
 from signaldesk.items import Item
+from signaldesk.vault import write_new_file
 from sources.decoding import (
     DEFAULT_MAX_BYTES,
     decode_bytes,
@@ -251,36 +249,8 @@ def write_capture(
     stamp = moment.strftime("%Y%m%d-%H%M%S")
     try:
         folder.mkdir(parents=True, exist_ok=True)
-        return _link_new_file(folder, f"{stamp}-{_slug(title)}", content.encode("utf-8"))
+        return write_new_file(folder, f"{stamp}-{_slug(title)}", ".md", content.encode("utf-8"))
     except OSError as exc:
         raise SourceError(
             f"cannot write the capture to {folder}: {exc}", hint="check the drop folder setting"
         ) from exc
-
-
-def _link_new_file(folder: Path, base: str, data: bytes) -> Path:
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{base}.", suffix=".tmp", dir=folder)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        for attempt in range(1, 1000):
-            target = folder / (f"{base}.md" if attempt == 1 else f"{base}-{attempt}.md")
-            try:
-                os.link(tmp_name, target)
-            except FileExistsError:
-                continue
-            except OSError:
-                # No hard links on this filesystem: create exclusively, then fill atomically.
-                try:
-                    fd_new = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-                except FileExistsError:
-                    continue
-                os.close(fd_new)
-                os.replace(tmp_name, target)
-            return target
-        raise SourceError(f"no free file name for {base}.md in {folder}")
-    finally:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp_name)
