@@ -19,7 +19,7 @@ from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
 
-from retrieval._prepare import FileJob, Outcome, prepare_file, prepare_many
+from retrieval._prepare import FileJob, Outcome, PrepareOptions, prepare_file, prepare_many
 
 __all__ = ["POOL_MIN_FILES", "default_workers", "prepared"]
 
@@ -46,14 +46,13 @@ def default_workers() -> int:
 def prepared(
     vault: str,
     jobs: Sequence[FileJob],
-    max_chars: int,
-    min_chars: int,
+    options: PrepareOptions,
     *,
     workers: int,
 ) -> Iterator[Iterator[Outcome]]:
     """The outcome of every job, in job order; leaving the block cancels what is pending."""
     if workers <= 1 or len(jobs) < POOL_MIN_FILES:
-        yield (prepare_file(vault, job, max_chars, min_chars) for job in jobs)
+        yield (prepare_file(vault, job, options) for job in jobs)
         return
     # "spawn": the indexer runs in a thread of a process that may hold locks
     # (the event loop, SQLite); forking such a process can deadlock the child.
@@ -64,11 +63,10 @@ def prepared(
     )
     try:
         yield _with_fallback(
-            _ordered(pool, vault, jobs, max_chars, min_chars, workers * _IN_FLIGHT_PER_WORKER),
+            _ordered(pool, vault, jobs, options, workers * _IN_FLIGHT_PER_WORKER),
             vault,
             jobs,
-            max_chars,
-            min_chars,
+            options,
         )
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
@@ -78,8 +76,7 @@ def _with_fallback(
     outcomes: Iterator[Outcome],
     vault: str,
     jobs: Sequence[FileJob],
-    max_chars: int,
-    min_chars: int,
+    options: PrepareOptions,
 ) -> Iterator[Outcome]:
     """Finish in this process if the pool breaks (a worker killed, spawn impossible)."""
     done = 0
@@ -90,24 +87,21 @@ def _with_fallback(
     except BrokenProcessPool as exc:
         logger.warning("worker processes failed (%s); preparing the rest in-process", exc)
         for job in jobs[done:]:
-            yield prepare_file(vault, job, max_chars, min_chars)
+            yield prepare_file(vault, job, options)
 
 
 def _ordered(
     pool: ProcessPoolExecutor,
     vault: str,
     jobs: Sequence[FileJob],
-    max_chars: int,
-    min_chars: int,
+    options: PrepareOptions,
     window: int,
 ) -> Iterator[Outcome]:
     pending: deque[Future[list[Outcome]]] = deque()
     starts: Iterator[int] = iter(range(0, len(jobs), _TASK_FILES))
     for start in starts:
         pending.append(
-            pool.submit(
-                prepare_many, vault, list(jobs[start : start + _TASK_FILES]), max_chars, min_chars
-            )
+            pool.submit(prepare_many, vault, list(jobs[start : start + _TASK_FILES]), options)
         )
         if len(pending) >= window:
             break
@@ -120,8 +114,7 @@ def _ordered(
                     prepare_many,
                     vault,
                     list(jobs[following : following + _TASK_FILES]),
-                    max_chars,
-                    min_chars,
+                    options,
                 )
             )
         yield from outcomes

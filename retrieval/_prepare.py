@@ -127,7 +127,21 @@ class Unreadable:
 Outcome = PreparedNote | SkippedNote | Touched | Gone | Unreadable
 
 
-def prepare_file(vault: str, job: FileJob, max_chars: int, min_chars: int) -> Outcome:
+@dataclass(frozen=True, slots=True)
+class PrepareOptions:
+    """How notes become chunks and embedding inputs (plain values: it crosses processes).
+
+    :param max_chars: sections longer than this are split.
+    :param min_chars: fragments shorter than this are merged.
+    :param embed_chars: characters of each chunk's embedding input (0: all of it).
+    """
+
+    max_chars: int
+    min_chars: int
+    embed_chars: int = 0
+
+
+def prepare_file(vault: str, job: FileJob, options: PrepareOptions) -> Outcome:
     """Read ``job.path`` under ``vault`` and turn it into what the writer needs.
 
     A module-level function of plain arguments so a process pool can run it.
@@ -147,8 +161,7 @@ def prepare_file(vault: str, job: FileJob, max_chars: int, min_chars: int) -> Ou
             data,
             job.mtime_ns,
             job.size,
-            max_chars=max_chars,
-            min_chars=min_chars,
+            options=options,
             digest=digest,
         )
     except Exception as exc:  # one broken note must not stop the vault's index
@@ -156,9 +169,9 @@ def prepare_file(vault: str, job: FileJob, max_chars: int, min_chars: int) -> Ou
         return Unreadable(job.path, f"{type(exc).__name__}: {exc}")
 
 
-def prepare_many(vault: str, jobs: list[FileJob], max_chars: int, min_chars: int) -> list[Outcome]:
+def prepare_many(vault: str, jobs: list[FileJob], options: PrepareOptions) -> list[Outcome]:
     """:func:`prepare_file` over several files (one round trip to a worker process)."""
-    return [prepare_file(vault, job, max_chars, min_chars) for job in jobs]
+    return [prepare_file(vault, job, options) for job in jobs]
 
 
 def content_hash(data: bytes) -> str:
@@ -179,8 +192,7 @@ def prepare_note(
     mtime_ns: int,
     size: int,
     *,
-    max_chars: int,
-    min_chars: int,
+    options: PrepareOptions,
     digest: str | None = None,
 ) -> PreparedNote | SkippedNote:
     """Chunk and scrub one note read from ``path`` (vault-relative).
@@ -191,7 +203,7 @@ def prepare_note(
     text = data.decode("utf-8", errors="replace")
     if "\ufffd" in text and b"\xef\xbf\xbd" not in data:
         logger.info("%s is not valid UTF-8; undecodable bytes were replaced", path)
-    note = chunk_note(path, text, max_chars=max_chars, min_chars=min_chars)
+    note = chunk_note(path, text, max_chars=options.max_chars, min_chars=options.min_chars)
     if excluded_by_frontmatter(note.frontmatter):
         return SkippedNote(path, mtime_ns, size, digest, "frontmatter")
     # Trigger: every note. Why: one scrub of the whole file costs a fraction of one
@@ -206,7 +218,9 @@ def prepare_note(
     findings: dict[str, int] = dict(whole.findings)
     meta = note
     if findings:
-        meta = chunk_note(path, whole.text, max_chars=max_chars, min_chars=min_chars)
+        meta = chunk_note(
+            path, whole.text, max_chars=options.max_chars, min_chars=options.min_chars
+        )
 
         def clean(value: str) -> str:
             return _scrubbed(value, findings)
@@ -241,7 +255,7 @@ def prepare_note(
         chunk_text = clean(chunk.text)
         headings = [clean(h) for h in chunk.heading_path]
         section = clean(chunk.section or "")
-        embed_text = embedding_input(title, headings, chunk_text)
+        embed_text = embedding_input(title, headings, chunk_text, max_chars=options.embed_chars)
         context = " ".join(p for p in (context_head, " ".join(headings), context_tail) if p)
         prepared.chunks.append(
             PreparedChunk(

@@ -142,15 +142,30 @@ def readable_text(markdown: str) -> str:
 
 
 def embedding_input(
-    title: str, heading_path: Sequence[str], text: str, *, prefix: bool = True
+    title: str,
+    heading_path: Sequence[str],
+    text: str,
+    *,
+    prefix: bool = True,
+    max_chars: int = 0,
 ) -> str:
     """What gets embedded for one chunk: ``"Title > Heading > Sub"`` then the readable text.
 
     The prefix tells the model which note and section a short chunk belongs to;
     a heading equal to the one before it (the H1 that repeats the title) is
     given once. ``prefix=False`` embeds the readable text alone, so the benefit
-    of the prefix can be measured.
+    of the prefix can be measured. ``max_chars`` (when above 0) cuts the result
+    at the last word boundary within that many characters.
     """
+    embedded = _embedding_input(title, heading_path, text, prefix=prefix)
+    if 0 < max_chars < len(embedded):
+        cut = embedded[:max_chars]
+        space = cut.rfind(" ")
+        return cut[:space] if space > max_chars // 2 else cut
+    return embedded
+
+
+def _embedding_input(title: str, heading_path: Sequence[str], text: str, *, prefix: bool) -> str:
     body = readable_text(text)
     if not prefix:
         return body

@@ -35,7 +35,15 @@ import anyio.from_thread
 import anyio.to_thread
 
 from retrieval._pool import default_workers, prepared
-from retrieval._prepare import FileJob, Gone, Outcome, PreparedNote, SkippedNote, Touched
+from retrieval._prepare import (
+    FileJob,
+    Gone,
+    Outcome,
+    PreparedNote,
+    PrepareOptions,
+    SkippedNote,
+    Touched,
+)
 from retrieval._scan import Known, ScanPlan, known_hashes, load_known, plan_paths, plan_vault
 from retrieval._writer import IndexWriter, ModelMeta, move_aside, quantize
 from retrieval.embedder import Embedder
@@ -52,7 +60,7 @@ logger = logging.getLogger(__name__)
 # Bump when the chunker, the cleaning of embedded text or the scrubber change
 # what they produce for the same note: every note is then re-chunked on the next
 # run (vectors are still reused wherever the embedded text is unchanged).
-INDEX_FORMAT = "1"
+INDEX_FORMAT = "2"
 
 # int8 vectors (round(v * 127) of the L2-normalised float vector) take 256 bytes
 # per chunk at 256 dimensions instead of 1,024; on the 45k-note test corpus that
@@ -239,8 +247,16 @@ class Indexer:
         model, model_error = self._current_model(writer)
         if model_error:
             counters.errors.append(model_error)
-        index_format = (
-            f"{INDEX_FORMAT}:{self.settings.chunk_max_chars}:{self.settings.chunk_min_chars}"
+        # A change to how notes are chunked or embedded re-prepares every file; only
+        # chunks whose embedding input changed are re-embedded.
+        index_format = ":".join(
+            str(part)
+            for part in (
+                INDEX_FORMAT,
+                self.settings.chunk_max_chars,
+                self.settings.chunk_min_chars,
+                self.settings.embed_max_chars,
+            )
         )
         reason = recovered or ("full rebuild requested" if full else None)
         stored = writer.model_meta()
@@ -348,8 +364,11 @@ class Indexer:
         with prepared(
             str(self.vault),
             jobs,
-            self.settings.chunk_max_chars,
-            self.settings.chunk_min_chars,
+            PrepareOptions(
+                self.settings.chunk_max_chars,
+                self.settings.chunk_min_chars,
+                self.settings.embed_max_chars,
+            ),
             workers=self.workers,
         ) as outcomes:
             for outcome in outcomes:

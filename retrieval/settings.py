@@ -37,6 +37,15 @@ class IndexSettings(SettingsModel):
         ge=0,
         description="Fragments shorter than this are merged into a neighbouring chunk.",
     )
+    embed_max_chars: int = Field(
+        800,
+        ge=0,
+        description=(
+            "Characters of each chunk (after its title and heading path) given to the "
+            "embedding model; 0 embeds all of it. A static model averages every token, so "
+            "a long tail dilutes the vector (docs/ranking.md has the measurements)."
+        ),
+    )
     db_path: str = Field(
         ".signaldesk/index.db",
         description="Index database, relative to the vault root (or absolute).",

@@ -149,3 +149,15 @@ def test_cleaning_never_lengthens_text() -> None:
 
 def test_private_use_characters_in_a_note_are_harmless() -> None:
     assert readable_text("odd \ue0007\ue001 text `code`") == "odd 7 text code"
+
+
+def test_embedding_input_is_cut_at_a_word_within_max_chars() -> None:
+    text = "Lemurs live on Madagascar. " * 100
+    full = embedding_input("Lemurs", ["Habitat"], text)
+    cut = embedding_input("Lemurs", ["Habitat"], text, max_chars=200)
+    assert len(cut) <= 200 < len(full)
+    assert full.startswith(cut)
+    assert cut.startswith("Lemurs > Habitat") and not cut.endswith(" ")
+    assert embedding_input("Lemurs", [], "short", max_chars=200) == embedding_input(
+        "Lemurs", [], "short"
+    )

@@ -571,7 +571,7 @@ def test_a_broken_worker_pool_falls_back_to_this_process(
     import multiprocessing
 
     from retrieval._pool import prepared
-    from retrieval._prepare import FileJob, PreparedNote
+    from retrieval._prepare import FileJob, PreparedNote, PrepareOptions
 
     _many_notes(vault, POOL_MIN_FILES + 100)
     jobs = [
@@ -579,7 +579,7 @@ def test_a_broken_worker_pool_falls_back_to_this_process(
         for p in sorted((vault / "03-resources/batch").iterdir())
     ]
     paths: list[str] = []
-    with prepared(str(vault), jobs, 1800, 200, workers=2) as outcomes:
+    with prepared(str(vault), jobs, PrepareOptions(1800, 200, 800), workers=2) as outcomes:
         for outcome in outcomes:
             if not paths:
                 for child in multiprocessing.active_children():
@@ -628,3 +628,23 @@ async def test_cancelling_while_waiting_for_the_lock_ends_the_wait(
         report = indexer.run_sync()
         assert report.interrupted and report.added == 0
     assert (await indexer.run()).added == 3
+
+
+async def test_changing_how_much_is_embedded_re_embeds_only_what_changed(
+    vault: Path, embedder: CountingEmbedder
+) -> None:
+    write_note(vault, "03-resources/long.md", section("Body", "lemur habitat " * 300))
+    write_note(vault, "03-resources/short.md", "## Body\n\nQuokkas are small.\n")
+    await make_indexer(vault, embedder).run()
+    embedder.reset()
+    narrower = SETTINGS.model_copy(update={"embed_max_chars": 120})
+    report = await Indexer(vault, narrower, embedder).run()  # type: ignore[arg-type]
+    assert not report.full_rebuild
+    # Only the long note's inputs got shorter: they are embedded again, each cut
+    # to the limit, and the short note keeps its vector.
+    assert report.chunks_embedded > 0
+    assert embedder.texts and all(len(text) <= 120 for text in embedder.texts)
+    assert not any("quokkas" in text for text in embedder.texts)
+    embedder.reset()
+    again = await Indexer(vault, narrower, embedder).run()  # type: ignore[arg-type]
+    assert (again.chunks_embedded, embedder.calls) == (0, 0)
