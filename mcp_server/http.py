@@ -143,9 +143,22 @@ class _Uvicorn(uvicorn.Server):
 
 def _bind(host: str, port: int) -> socket.socket:
     family = socket.AF_INET6 if ":" in host.strip("[]") else socket.AF_INET
+    # Trigger: a listening socket made without an explicit protocol (as
+    # socket.create_server makes it) has proto 0, and so do the sockets it accepts.
+    # Why: asyncio turns Nagle's algorithm off only for sockets whose proto is
+    # IPPROTO_TCP, so each response's second write waited for the client's delayed
+    # ACK. Outcome: about 40 ms added to every MCP call over HTTP; naming the
+    # protocol removes it.
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     try:
-        return socket.create_server((host.strip("[]"), port), family=family, backlog=256)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        if family == socket.AF_INET6:
+            sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+        sock.bind((host.strip("[]"), port))
+        sock.listen(256)
+        return sock
     except OSError as exc:
+        sock.close()
         raise TransportConfigError(
             f"cannot listen on {host}:{port}: {exc.strerror or exc}",
             hint="choose another --port (0 picks a free one) or stop what is using it",

@@ -275,3 +275,22 @@ def test_deploy_examples_match_what_print_config_writes(
         assert tomllib.loads(text)["mcp_servers"]["signaldesk"] == expected
     else:
         assert json.loads(text) == json.loads(snippet.text)
+
+
+def test_http_listener_names_tcp_so_accepted_sockets_skip_nagle() -> None:
+    # asyncio disables Nagle only on sockets whose proto is IPPROTO_TCP; accepted
+    # sockets inherit the listener's, and without it every HTTP call waited ~40 ms.
+    import socket
+
+    from mcp_server.http import _bind
+
+    listener = _bind("127.0.0.1", 0)
+    try:
+        assert listener.proto == socket.IPPROTO_TCP
+        client = socket.create_connection(listener.getsockname())
+        accepted, _ = listener.accept()
+        assert accepted.proto == socket.IPPROTO_TCP
+        accepted.close()
+        client.close()
+    finally:
+        listener.close()
