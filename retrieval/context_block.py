@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from retrieval.budget import CHARS_PER_TOKEN, ELLIPSIS, MIN_EXCERPT_CHARS, cut
 from retrieval.records import SearchResult
 
@@ -19,19 +21,27 @@ def source_label(result: SearchResult) -> str:
     return SOURCE_SEPARATOR.join([result.path, *headings])
 
 
-def render_context(topic: str, results: list[SearchResult], max_tokens: int) -> str:
+def render_context(
+    topic: str,
+    results: list[SearchResult],
+    max_tokens: int,
+    *,
+    linked: Sequence[tuple[SearchResult, str]] = (),
+) -> str:
     """Excerpts in rank order under ``### <source_label>`` headings, within ``max_tokens``.
 
-    The budget counts the whole block, headings included. The first excerpt
-    always appears; the first one that does not fit is cut with ``...`` and
-    ends the block.
+    ``linked`` (a note's opening, and the path of the result that links to it)
+    follow the results, headed ``(linked from <path>)``. The budget counts the
+    whole block, headings included. The first excerpt always appears; the first
+    one that does not fit is cut with ``...`` and ends the block.
     """
     if not results:
         return f"_No notes in the index match “{topic}”._\n"
     budget = max(1, max_tokens) * CHARS_PER_TOKEN
     parts: list[str] = []
-    for result in results:
-        header = f"### {source_label(result)}\n\n"
+    entries = [(r, "") for r in results] + [(r, f" (linked from {src})") for r, src in linked]
+    for result, note in entries:
+        header = f"### {source_label(result)}{note}\n\n"
         body = result.text.strip()
         block = header + body + "\n\n"
         if len(block) <= budget:

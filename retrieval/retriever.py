@@ -43,6 +43,7 @@ from retrieval.explanation import ExplainRow, SearchExplanation
 from retrieval.filters import filters_sql
 from retrieval.fts_query import build_match
 from retrieval.fusion import Candidate, FusionParams, fuse, sort_key
+from retrieval.links import link_targets, resolve_links
 from retrieval.records import IndexStatus, NoteInfo, SearchFilters, SearchMode, SearchResult
 from retrieval.schema import VECTOR_TABLE
 from retrieval.search_legs import ChunkRow
@@ -541,7 +542,29 @@ class Retriever:
             filters=filters,
             max_tokens=10**9,
         )
-        return render_context(topic, results, budget)
+        linked = await self._linked(results, filters)
+        return render_context(topic, results, budget, linked=linked)
+
+    async def _linked(
+        self, results: list[SearchResult], filters: SearchFilters | None
+    ) -> list[tuple[SearchResult, str]]:
+        """The notes the results link to, each with the path that links to it."""
+        limit = self._settings.context_links
+        targets = link_targets(((r.path, r.text) for r in results), limit) if limit else []
+        if not targets:
+            return []
+        shown = {r.path for r in results}
+
+        def run(conn: Any) -> list[tuple[SearchResult, str]]:
+            links = resolve_links(conn, targets, exclude_paths=shown, filters=filters)
+            rows = search_legs.chunk_rows(conn, [link.chunk_id for link in links])
+            return [
+                (self._result(Candidate(link.chunk_id), rows[link.chunk_id], row.text), link.source)
+                for link in links
+                if (row := rows.get(link.chunk_id)) is not None
+            ]
+
+        return await self._run(run)
 
     async def list_notes(
         self, filters: SearchFilters | None = None, *, limit: int = 50

@@ -101,6 +101,14 @@ class SearchSettings(SettingsModel):
     context_results: int = Field(
         8, ge=1, description="Chunks considered when building a `context` block for a topic."
     )
+    context_links: int = Field(
+        3,
+        ge=0,
+        description=(
+            "Notes that the top excerpts link to ([[wiki-links]]) added after them in a "
+            "`context` block while the token budget allows (0: none)."
+        ),
+    )
     per_note: int = Field(
         2,
         ge=0,

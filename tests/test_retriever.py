@@ -579,3 +579,37 @@ async def test_one_long_note_cannot_crowd_out_the_others(
     assert sum(r.path == "notes/lemurs.md" for r in uncapped) > 2
     assert sum(r.path == "notes/lemurs.md" for r in capped) == 2
     assert "notes/madagascar.md" in [r.path for r in capped]
+
+
+async def test_context_follows_wiki_links_from_the_top_excerpts(
+    indexed: Path, embedder: Embedder, tmp_path: Path
+) -> None:
+    vault = _copy_index(indexed, tmp_path)
+    notes = vault / "notes"
+    (notes / "okapi.md").write_text(
+        "# Okapi\n\nThe okapi is a forest giraffe of the Congo; see [[Ituri|the forest]] "
+        "and [[okapi-diet#Leaves]], but not ![[okapi.png]] or [[Nowhere]].\n",
+        encoding="utf-8",
+    )
+    (notes / "Ituri.md").write_text(
+        "# Ituri\n\nA rainforest in the north-east of the DRC with dense canopy.\n",
+        encoding="utf-8",
+    )
+    (notes / "okapi-diet.md").write_text(
+        "---\ntitle: Browsing habits\n---\n# Browsing habits\n\n## Leaves\n\n"
+        "It browses the understory for shoots, fruit and fungi.\n",
+        encoding="utf-8",
+    )
+    await Indexer(vault, _settings(vault), embedder).run()
+    # One search result, so every other note can only come in through a link.
+    linked = SearchSettings(**{**SEARCH.model_dump(), "context_results": 1})
+    async with await _open(vault, embedder, linked) as retriever:
+        block = await retriever.context("okapi forest giraffe", max_tokens=2000)
+    unlinked = SearchSettings(**{**linked.model_dump(), "context_links": 0})
+    async with await _open(vault, embedder, unlinked) as retriever:
+        plain = await retriever.context("okapi forest giraffe", max_tokens=2000)
+    assert f"### notes/okapi.md{SEP}Okapi" in block
+    assert f"### notes/Ituri.md{SEP}Ituri (linked from notes/okapi.md)" in block
+    assert "(linked from notes/okapi.md)" in block.split("okapi-diet.md", 1)[1].split("\n")[0]
+    assert "understory" in block and "Nowhere" not in block.split("### ", 2)[-1]
+    assert "(linked from" not in plain
