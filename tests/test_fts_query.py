@@ -10,39 +10,7 @@ from retrieval.errors import QueryError
 from retrieval.fts_query import MAX_TERMS, build_match, query_terms
 from retrieval.fts_text import index_text
 from retrieval.store import connect, migrate
-
-HOSTILE = [
-    '"unbalanced quote',
-    'say "hello" and "goodbye"',
-    "prefix*",
-    "*",
-    "-excluded word",
-    "column:value",
-    "text:secret section:foo",
-    "cats AND dogs",
-    "cats OR dogs NOT birds",
-    "NEAR(a b, 3)",
-    "NEAR(",
-    "a NEAR b",
-    "((unbalanced",
-    "closing))",
-    "^start",
-    "🙂 emoji 🚀 query",
-    "🙂🙂",
-    "x" * 10_000,
-    "word " * 2_000,
-    "ctrl\x00chars\x07here\x1b[31m",
-    "'; DROP TABLE chunks; --",
-    "{text section}: foo",
-    "a+b=c",
-    "AND",
-    "OR OR OR",
-    "NOT",
-    '""',
-    "'",
-    "C++ vs C#",
-    "e.g. i.e.",
-]
+from tests.hostile_queries import HOSTILE
 
 
 def test_terms_are_lowercased_distinct_words() -> None:

@@ -25,6 +25,7 @@ from retrieval.records import SearchFilters
 from retrieval.retriever import Retriever
 from retrieval.settings import IndexSettings, SearchSettings
 from retrieval.store import connect
+from tests.hostile_queries import HOSTILE
 
 pytestmark = pytest.mark.anyio
 
@@ -151,40 +152,6 @@ TLDR_PAGES = {
 
 TLDR_MTIME = datetime(2021, 6, 1, tzinfo=UTC).timestamp()
 SEARCH = SearchSettings()
-
-# The same hostile strings as tests/test_fts_query.py, here through the whole retriever.
-HOSTILE = [
-    '"unbalanced quote',
-    'say "hello" and "goodbye"',
-    "prefix*",
-    "*",
-    "-excluded word",
-    "column:value",
-    "text:secret section:foo",
-    "cats AND dogs",
-    "cats OR dogs NOT birds",
-    "NEAR(a b, 3)",
-    "NEAR(",
-    "a NEAR b",
-    "((unbalanced",
-    "closing))",
-    "^start",
-    "🙂 emoji 🚀 query",
-    "🙂🙂",
-    "x" * 10_000,
-    "word " * 2_000,
-    "ctrl\x00chars\x07here\x1b[31m",
-    "'; DROP TABLE chunks; --",
-    "{text section}: foo",
-    "a+b=c",
-    "AND",
-    "OR OR OR",
-    "NOT",
-    '""',
-    "'",
-    "C++ vs C#",
-    "e.g. i.e.",
-]
 
 
 def _write_vault(root: Path, shared: Path) -> Path:
