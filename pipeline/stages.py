@@ -34,7 +34,7 @@ from signaldesk.errors import SignaldeskError
 from signaldesk.items import Item, SourceKind
 from sources.clipper import scan_clippings
 from sources.errors import FetchError
-from sources.fulltext import fetch_article
+from sources.fulltext import fetch_article, merge_article
 from sources.http import HostLimiter
 from sources.newsletter import fetch_imap, read_mail_sources
 from sources.rss import PollResult, is_teaser, poll_feed
@@ -356,21 +356,11 @@ async def _extract_one(ctx: ScanContext, work: Work) -> Work | None:
                     return None
                 reason = f"gave up after {attempts} attempts: {reason}"
             return await _fall_back(ctx, work, reason)
-        if article is None or len(article.text_markdown.strip()) <= len(item.text.strip()):
+        extracted = merge_article(item, article) if article is not None else None
+        if extracted is None:
             return await _fall_back(
                 ctx, work, f"no article text longer than the feed's at {item.url}"
             )
-        extra = {**item.extra, "full_text": "fetched"}
-        extracted = dataclasses.replace(
-            item,
-            text=article.text_markdown,
-            summary=item.summary or (item.text or None),
-            author=item.author or article.author,
-            published=item.published or article.published,
-            site_name=item.site_name or article.site_name,
-            title=item.title or article.title or "",
-            extra=extra,
-        )
         await ctx.ledger.advance(work.id, "extracted", item=extracted, now=ctx.now())
         return Work(work.id, extracted, "extracted")
     raise AssertionError("unreachable: the last attempt returns")

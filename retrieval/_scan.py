@@ -81,12 +81,7 @@ def plan_vault(vault: Path, known: dict[str, Known], *, force: bool) -> ScanPlan
         plan.scanned += 1
         seen.add(rel)
         entry = known.get(rel)
-        if (
-            not force
-            and entry is not None
-            and entry[0] == stat.st_mtime_ns
-            and entry[1] == stat.st_size
-        ):
+        if not force and _same_stat(entry, stat):
             plan.unchanged += 1
         else:
             plan.candidates.append((rel, stat))
@@ -126,12 +121,7 @@ def plan_paths(
                 plan.deleted.append(rel)
             continue
         plan.scanned += 1
-        if (
-            not force
-            and entry is not None
-            and entry[0] == stat.st_mtime_ns
-            and entry[1] == stat.st_size
-        ):
+        if not force and _same_stat(entry, stat):
             plan.unchanged += 1
         else:
             plan.candidates.append((rel, stat))
@@ -155,3 +145,8 @@ def normalise_path(vault: Path, raw: str | os.PathLike[str]) -> str | None:
 
 def _is_regular(stat: os.stat_result) -> bool:
     return _stat.S_ISREG(stat.st_mode)
+
+
+def _same_stat(entry: Known | None, stat: os.stat_result) -> bool:
+    """The file's mtime and size are what the index recorded (so it is not read)."""
+    return entry is not None and entry[0] == stat.st_mtime_ns and entry[1] == stat.st_size

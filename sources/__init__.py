@@ -49,6 +49,7 @@ if typing.TYPE_CHECKING:
         Article,
         extract_article,
         fetch_article,
+        merge_article,
         with_full_text,
     )
     from sources.http import (
@@ -125,6 +126,7 @@ __all__ = [
     "is_newsletter",
     "is_teaser",
     "is_tracking_pixel_url",
+    "merge_article",
     "parse_drop",
     "parse_email",
     "parse_email_detailed",
@@ -158,6 +160,7 @@ _EXPORTS = {
     "Article": "sources.fulltext",
     "extract_article": "sources.fulltext",
     "fetch_article": "sources.fulltext",
+    "merge_article": "sources.fulltext",
     "with_full_text": "sources.fulltext",
     "FetchResponse": "sources.http",
     "HostLimiter": "sources.http",

@@ -21,6 +21,7 @@ from sources.errors import SourceError
 from sources.note_frontmatter import (
     as_aware_datetime,
     as_str_list,
+    as_tags,
     first_heading,
     split_note,
 )
@@ -93,16 +94,6 @@ def _authors(value: Any) -> list[str]:
     return names
 
 
-def _tags(value: Any) -> tuple[str, ...]:
-    tags: list[str] = []
-    for raw in as_str_list(value):
-        for tag in raw.split():
-            tag = tag.lstrip("#").strip(",")
-            if tag and tag not in tags:
-                tags.append(tag)
-    return tuple(tags)
-
-
 def _url(value: Any) -> str | None:
     if not isinstance(value, str):
         return None
@@ -132,7 +123,7 @@ def clipping_to_item(rel_path: str, text: str) -> Item:
     meta = note.frontmatter
     body = note.body.strip()
     url = _url(meta.get("source") or meta.get("url"))
-    tags = _tags(meta.get("tags"))
+    tags = as_tags(meta.get("tags"))
     is_clipper = url is not None or "clippings" in tags
     stem = PurePosixPath(rel_path).stem
     title = _text(meta.get("title")) or first_heading(body) or stem

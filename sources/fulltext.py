@@ -23,7 +23,14 @@ from sources.errors import FetchError
 from sources.http import HostLimiter, fetch, is_transient_status
 from sources.settings import HttpSettings
 
-__all__ = ["Article", "ExtractionMode", "extract_article", "fetch_article", "with_full_text"]
+__all__ = [
+    "Article",
+    "ExtractionMode",
+    "extract_article",
+    "fetch_article",
+    "merge_article",
+    "with_full_text",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -164,8 +171,20 @@ async def with_full_text(
     except FetchError as exc:
         logger.info("full text for %s failed: %s", item.url, exc.message)
         return replace(item, extra={**item.extra, "full_text": f"failed: {exc.message}"})
-    if article is None or len(article.text_markdown) <= len(item.text):
+    merged = merge_article(item, article) if article is not None else None
+    if merged is None:
         return replace(item, extra={**item.extra, "full_text": "not better than the feed"})
+    return merged
+
+
+def merge_article(item: Item, article: Article) -> Item | None:
+    """``item`` with the article's text, or ``None`` when the feed already had as much.
+
+    The feed's own text becomes the summary when it had none; author, date, site and
+    title fill gaps only, so what the feed said wins.
+    """
+    if len(article.text_markdown.strip()) <= len(item.text.strip()):
+        return None
     return replace(
         item,
         text=article.text_markdown,
@@ -173,5 +192,6 @@ async def with_full_text(
         author=item.author or article.author,
         published=item.published or article.published,
         site_name=item.site_name or article.site_name,
+        title=item.title or article.title or "",
         extra={**item.extra, "full_text": "fetched"},
     )

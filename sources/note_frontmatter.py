@@ -119,3 +119,14 @@ def first_heading(body: str) -> str | None:
     """The text of the first ``# `` heading, if the body has one."""
     match = _H1.search(body)
     return match.group(1).strip() if match else None
+
+
+def as_tags(value: Any) -> tuple[str, ...]:
+    """Frontmatter tags (a list or a space-separated string) without ``#`` or commas."""
+    tags: list[str] = []
+    for raw in as_str_list(value):
+        for tag in raw.split():
+            tag = tag.lstrip("#").strip(",")
+            if tag and tag not in tags:
+                tags.append(tag)
+    return tuple(tags)

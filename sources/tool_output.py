@@ -32,7 +32,7 @@ from sources.decoding import (
     walk_files,
 )
 from sources.errors import SourceError
-from sources.note_frontmatter import as_str_list, first_heading, split_note
+from sources.note_frontmatter import as_tags, first_heading, split_note
 from sources.tracking import strip_tracking_params
 
 __all__ = [
@@ -110,16 +110,6 @@ def _url(value: Any) -> str | None:
     return None
 
 
-def _clean_tags(value: Any) -> tuple[str, ...]:
-    tags: list[str] = []
-    for raw in as_str_list(value):
-        for tag in raw.split():
-            tag = tag.lstrip("#").strip(",")
-            if tag and tag not in tags:
-                tags.append(tag)
-    return tuple(tags)
-
-
 def _one_line(value: Any, limit: int = 200) -> str | None:
     if value is None or isinstance(value, (dict, list)):
         return None
@@ -183,7 +173,7 @@ def parse_drop(name: str, data: bytes) -> Item:
         url=_url(meta.get("source") or meta.get("url")),
         summary=_one_line(meta.get("summary") or meta.get("description"), 500),
         author=_one_line(meta.get("author")),
-        tags=_clean_tags(meta.get("tags")),
+        tags=as_tags(meta.get("tags")),
         extra=extra,
     )
 
