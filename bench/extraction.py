@@ -23,7 +23,7 @@ from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
-from sources.fulltext import ExtractionMode, extract_article
+from signaldesk.sources.fulltext import ExtractionMode, extract_article
 
 __all__ = ["main", "markdown_to_plain", "page_counts", "scores", "shingles"]
 

@@ -23,7 +23,7 @@ import feedparser
 import lxml.html
 import trafilatura
 
-from sources.feed_markdown import feed_html_to_markdown
+from signaldesk.sources.feed_markdown import feed_html_to_markdown
 
 __all__ = ["main"]
 

@@ -38,12 +38,12 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp_types import CallToolResult
 
-from mcp_server import McpSettings, build_server
-from mcp_server.models import SearchOutput
-from retrieval.embedder import LazyEmbedder
-from retrieval.indexer import Indexer
-from retrieval.retriever import Retriever
-from retrieval.settings import IndexSettings, SearchSettings
+from signaldesk.mcp_server import McpSettings, build_server
+from signaldesk.mcp_server.models import SearchOutput
+from signaldesk.retrieval.embedder import LazyEmbedder
+from signaldesk.retrieval.indexer import Indexer
+from signaldesk.retrieval.retriever import Retriever
+from signaldesk.retrieval.settings import IndexSettings, SearchSettings
 
 QUERIES = [
     "sqlite write-ahead log readers",
@@ -208,7 +208,7 @@ async def _first_then_warm(
 
 
 def _server_command(vault: Path, *extra: str) -> list[str]:
-    return [sys.executable, "-m", "pipeline.cli", "--vault", str(vault), "mcp", *extra]
+    return [sys.executable, "-m", "signaldesk", "--vault", str(vault), "mcp", *extra]
 
 
 def _env() -> dict[str, str]:

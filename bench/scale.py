@@ -35,11 +35,11 @@ from typing import Any
 
 import anyio
 
-from retrieval.embedder import BUNDLED_MODEL_NAME, Embedder, load_embedder
-from retrieval.indexer import Indexer
-from retrieval.records import IndexReport, SearchMode
-from retrieval.settings import IndexSettings, SearchSettings
-from retrieval.store import connect, index_db_path
+from signaldesk.retrieval.embedder import BUNDLED_MODEL_NAME, Embedder, load_embedder
+from signaldesk.retrieval.indexer import Indexer
+from signaldesk.retrieval.records import IndexReport, SearchMode
+from signaldesk.retrieval.settings import IndexSettings, SearchSettings
+from signaldesk.retrieval.store import connect, index_db_path
 
 __all__ = ["main"]
 
@@ -124,7 +124,7 @@ def _queries(db_path: Path, n: int) -> list[str]:
 async def _latency(
     vault: Path, settings: IndexSettings, embedder: Embedder, queries: list[str]
 ) -> dict[str, Any]:
-    from retrieval.retriever import Retriever
+    from signaldesk.retrieval.retriever import Retriever
 
     search = SearchSettings()
     start = time.perf_counter()
@@ -171,7 +171,7 @@ def run(vault: Path, workers: int | None, n_queries: int) -> None:
     edit, edit_wall, edit_cpu = _timed(lambda: anyio.run(indexer.run))
     cli_start = time.perf_counter()
     subprocess.run(
-        [sys.executable, "-m", "pipeline.cli", "--vault", str(vault), "index", "--json"],
+        [sys.executable, "-m", "signaldesk", "--vault", str(vault), "index", "--json"],
         check=True,
         capture_output=True,
         env={**os.environ, "SIGNALDESK_CONFIG": ""},

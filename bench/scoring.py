@@ -35,8 +35,8 @@ import frontmatter
 from rich.console import Console
 from rich.table import Table
 
-from scoring import ScoreCard, Scorer, ScoringSettings
 from signaldesk.items import Item, SourceKind
+from signaldesk.scoring import ScoreCard, Scorer, ScoringSettings
 from signaldesk.vault import DOMAINS
 
 __all__ = [
@@ -76,7 +76,9 @@ def _ground_truth(path: Path) -> dict[str, dict[str, str]]:
 
 @cache
 def _feed_items(path: Path, url: str) -> tuple[Item, ...]:
-    from sources.feed_parse import parse_feed  # the real parser: items shaped as intake makes them
+    from signaldesk.sources.feed_parse import (
+        parse_feed,  # the real parser: items shaped as intake makes them
+    )
 
     return parse_feed(path.read_bytes(), url=url).items
 
@@ -256,8 +258,8 @@ def main(argv: list[str] | None = None) -> int:
     embedder = None
     load_seconds = 0.0
     if not args.keyword_only:
-        from retrieval.embedder import LazyEmbedder
-        from retrieval.settings import IndexSettings
+        from signaldesk.retrieval.embedder import LazyEmbedder
+        from signaldesk.retrieval.settings import IndexSettings
 
         embedder = LazyEmbedder(IndexSettings())
         start = time.perf_counter()

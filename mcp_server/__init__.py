@@ -13,23 +13,23 @@ from __future__ import annotations
 import importlib
 import typing
 
-from mcp_server.settings import McpSettings
+from signaldesk.mcp_server.settings import McpSettings
 
 if typing.TYPE_CHECKING:
-    from mcp_server.backend import RetrieverLike, RetrieverSlot
-    from mcp_server.binding import is_loopback
-    from mcp_server.client_config import ClientSnippet, client_config
-    from mcp_server.errors import (
+    from signaldesk.mcp_server.backend import RetrieverLike, RetrieverSlot
+    from signaldesk.mcp_server.binding import is_loopback
+    from signaldesk.mcp_server.client_config import ClientSnippet, client_config
+    from signaldesk.mcp_server.errors import (
         InvalidArgumentError,
         McpServerError,
         NoteNotFoundError,
         PathRefusedError,
         TransportConfigError,
     )
-    from mcp_server.http import HttpEndpoint, build_http_app, serve_http
-    from mcp_server.paths import ResolvedNote, resolve_note_path
-    from mcp_server.runner import prepared_server, run_http, run_stdio
-    from mcp_server.server import SERVER_NAME, TOOL_NAMES, build_server
+    from signaldesk.mcp_server.http import HttpEndpoint, build_http_app, serve_http
+    from signaldesk.mcp_server.paths import ResolvedNote, resolve_note_path
+    from signaldesk.mcp_server.runner import prepared_server, run_http, run_stdio
+    from signaldesk.mcp_server.server import SERVER_NAME, TOOL_NAMES, build_server
 
 __all__ = [
     "SERVER_NAME",
@@ -57,27 +57,27 @@ __all__ = [
 ]
 
 _LAZY: dict[str, str] = {
-    "RetrieverLike": "mcp_server.backend",
-    "RetrieverSlot": "mcp_server.backend",
-    "ClientSnippet": "mcp_server.client_config",
-    "client_config": "mcp_server.client_config",
-    "InvalidArgumentError": "mcp_server.errors",
-    "McpServerError": "mcp_server.errors",
-    "NoteNotFoundError": "mcp_server.errors",
-    "PathRefusedError": "mcp_server.errors",
-    "TransportConfigError": "mcp_server.errors",
-    "HttpEndpoint": "mcp_server.http",
-    "build_http_app": "mcp_server.http",
-    "is_loopback": "mcp_server.binding",
-    "serve_http": "mcp_server.http",
-    "ResolvedNote": "mcp_server.paths",
-    "resolve_note_path": "mcp_server.paths",
-    "prepared_server": "mcp_server.runner",
-    "run_http": "mcp_server.runner",
-    "run_stdio": "mcp_server.runner",
-    "SERVER_NAME": "mcp_server.server",
-    "TOOL_NAMES": "mcp_server.server",
-    "build_server": "mcp_server.server",
+    "RetrieverLike": "signaldesk.mcp_server.backend",
+    "RetrieverSlot": "signaldesk.mcp_server.backend",
+    "ClientSnippet": "signaldesk.mcp_server.client_config",
+    "client_config": "signaldesk.mcp_server.client_config",
+    "InvalidArgumentError": "signaldesk.mcp_server.errors",
+    "McpServerError": "signaldesk.mcp_server.errors",
+    "NoteNotFoundError": "signaldesk.mcp_server.errors",
+    "PathRefusedError": "signaldesk.mcp_server.errors",
+    "TransportConfigError": "signaldesk.mcp_server.errors",
+    "HttpEndpoint": "signaldesk.mcp_server.http",
+    "build_http_app": "signaldesk.mcp_server.http",
+    "is_loopback": "signaldesk.mcp_server.binding",
+    "serve_http": "signaldesk.mcp_server.http",
+    "ResolvedNote": "signaldesk.mcp_server.paths",
+    "resolve_note_path": "signaldesk.mcp_server.paths",
+    "prepared_server": "signaldesk.mcp_server.runner",
+    "run_http": "signaldesk.mcp_server.runner",
+    "run_stdio": "signaldesk.mcp_server.runner",
+    "SERVER_NAME": "signaldesk.mcp_server.server",
+    "TOOL_NAMES": "signaldesk.mcp_server.server",
+    "build_server": "signaldesk.mcp_server.server",
 }
 
 

@@ -9,9 +9,9 @@ from typing import Annotated, Literal
 
 from pydantic import Field
 
-from mcp_server.errors import InvalidArgumentError
-from mcp_server.paths import normalise_folder
-from retrieval.records import SearchFilters
+from signaldesk.mcp_server.errors import InvalidArgumentError
+from signaldesk.mcp_server.paths import normalise_folder
+from signaldesk.retrieval.records import SearchFilters
 
 __all__ = [
     "Day",

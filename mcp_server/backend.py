@@ -15,8 +15,14 @@ from typing import Protocol
 
 import anyio
 
-from retrieval.errors import IndexUnavailableError
-from retrieval.records import IndexStatus, NoteInfo, SearchFilters, SearchMode, SearchResult
+from signaldesk.retrieval.errors import IndexUnavailableError
+from signaldesk.retrieval.records import (
+    IndexStatus,
+    NoteInfo,
+    SearchFilters,
+    SearchMode,
+    SearchResult,
+)
 
 __all__ = ["RetrieverLike", "RetrieverOpener", "RetrieverSlot"]
 

@@ -10,7 +10,7 @@ import ipaddress
 import os
 from collections.abc import Mapping
 
-from mcp_server.errors import TransportConfigError
+from signaldesk.mcp_server.errors import TransportConfigError
 
 __all__ = ["MIN_TOKEN_CHARS", "check_binding", "is_loopback", "read_token"]
 

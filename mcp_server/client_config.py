@@ -49,7 +49,7 @@ def client_config(
     """The configuration snippet for ``client``.
 
     :param command: how to run signaldesk on this machine, e.g. ``["/usr/bin/signaldesk"]``
-        or ``[sys.executable, "-m", "pipeline.cli"]`` (absolute paths).
+        or ``[sys.executable, "-m", "signaldesk"]`` (absolute paths).
     :param vault: the absolute vault path passed as ``--vault``.
     :param url: configure the streamable HTTP endpoint instead of a stdio command.
     :param token_env: the environment variable holding the HTTP bearer token; the

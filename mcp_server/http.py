@@ -25,9 +25,9 @@ from starlette.datastructures import Headers
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from mcp_server.binding import check_binding, is_loopback, read_token
-from mcp_server.errors import TransportConfigError
-from mcp_server.settings import McpSettings
+from signaldesk.mcp_server.binding import check_binding, is_loopback, read_token
+from signaldesk.mcp_server.errors import TransportConfigError
+from signaldesk.mcp_server.settings import McpSettings
 
 __all__ = [
     "BearerTokenGuard",

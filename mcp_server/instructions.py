@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from retrieval.records import IndexStatus
+from signaldesk.retrieval.records import IndexStatus
 from signaldesk.vault import DOMAINS
 
 __all__ = ["build_instructions", "signal_domains"]

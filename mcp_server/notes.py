@@ -9,11 +9,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from mcp_server.errors import NoteNotFoundError
-from mcp_server.paths import ExcludedPredicate
-from mcp_server.scrubbing import scrub_text
-from retrieval.frontmatter import parse_note
-from retrieval.ignore import excluded_by_frontmatter
+from signaldesk.mcp_server.errors import NoteNotFoundError
+from signaldesk.mcp_server.paths import ExcludedPredicate
+from signaldesk.mcp_server.scrubbing import scrub_text
+from signaldesk.retrieval.frontmatter import parse_note
+from signaldesk.retrieval.ignore import excluded_by_frontmatter
 
 __all__ = [
     "DIMENSIONS",

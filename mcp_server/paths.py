@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from urllib.parse import unquote
 
-from mcp_server.errors import NoteNotFoundError, PathRefusedError
+from signaldesk.mcp_server.errors import NoteNotFoundError, PathRefusedError
 from signaldesk.vault import ALWAYS_EXCLUDED
 
 __all__ = [

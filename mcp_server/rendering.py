@@ -7,7 +7,7 @@ source attribution), then the text.
 
 from __future__ import annotations
 
-from mcp_server.models import (
+from signaldesk.mcp_server.models import (
     ErrorInfo,
     IndexStatusOutput,
     NoteListOutput,

@@ -13,20 +13,20 @@ import anyio
 from mcp_types import CallToolResult, TextContent
 from pydantic import BaseModel
 
-from mcp_server.budget import cap_text
-from mcp_server.errors import McpServerError
-from mcp_server.models import ErrorInfo
-from mcp_server.rendering import render_error
-from mcp_server.scrubbing import scrub_data, scrub_text
-from mcp_server.settings import McpSettings
-from retrieval.errors import (
+from signaldesk.errors import SignaldeskError
+from signaldesk.mcp_server.budget import cap_text
+from signaldesk.mcp_server.errors import McpServerError
+from signaldesk.mcp_server.models import ErrorInfo
+from signaldesk.mcp_server.rendering import render_error
+from signaldesk.mcp_server.scrubbing import scrub_data, scrub_text
+from signaldesk.mcp_server.settings import McpSettings
+from signaldesk.retrieval.errors import (
     IndexLockedError,
     IndexUnavailableError,
     ModelError,
     QueryError,
     RetrievalError,
 )
-from signaldesk.errors import SignaldeskError
 
 __all__ = ["NO_INDEX_HINT", "error_result", "guarded", "success_result"]
 

@@ -20,15 +20,15 @@ from pathlib import Path
 import anyio
 from mcp.server.mcpserver import MCPServer
 
-from mcp_server.backend import RetrieverLike
-from mcp_server.binding import check_binding, read_token
-from mcp_server.http import HttpEndpoint, build_http_app, serve_http
-from mcp_server.server import build_server
-from mcp_server.settings import McpSettings
-from retrieval.embedder import LazyEmbedder
-from retrieval.errors import IndexUnavailableError
-from retrieval.retriever import Retriever
-from retrieval.settings import IndexSettings, SearchSettings
+from signaldesk.mcp_server.backend import RetrieverLike
+from signaldesk.mcp_server.binding import check_binding, read_token
+from signaldesk.mcp_server.http import HttpEndpoint, build_http_app, serve_http
+from signaldesk.mcp_server.server import build_server
+from signaldesk.mcp_server.settings import McpSettings
+from signaldesk.retrieval.embedder import LazyEmbedder
+from signaldesk.retrieval.errors import IndexUnavailableError
+from signaldesk.retrieval.retriever import Retriever
+from signaldesk.retrieval.settings import IndexSettings, SearchSettings
 
 __all__ = ["prepared_server", "run_http", "run_stdio"]
 

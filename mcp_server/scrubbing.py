@@ -12,7 +12,7 @@ import logging
 from collections.abc import Iterator
 from typing import Any
 
-from retrieval.scrubber import scrub
+from signaldesk.retrieval.scrubber import scrub
 
 __all__ = ["scrub_data", "scrub_text"]
 

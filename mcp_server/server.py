@@ -8,15 +8,15 @@ from pathlib import Path
 from mcp.server.mcpserver import MCPServer
 from mcp_types import ToolAnnotations
 
-from mcp_server.backend import RetrieverLike, RetrieverOpener, RetrieverSlot
-from mcp_server.instructions import build_instructions
-from mcp_server.paths import ExcludedPredicate
-from mcp_server.settings import McpSettings
-from mcp_server.tools import Toolbox
-from retrieval.errors import IndexUnavailableError
-from retrieval.ignore import VaultFilter
-from retrieval.records import IndexStatus
 from signaldesk import __version__
+from signaldesk.mcp_server.backend import RetrieverLike, RetrieverOpener, RetrieverSlot
+from signaldesk.mcp_server.instructions import build_instructions
+from signaldesk.mcp_server.paths import ExcludedPredicate
+from signaldesk.mcp_server.settings import McpSettings
+from signaldesk.mcp_server.tools import Toolbox
+from signaldesk.retrieval.errors import IndexUnavailableError
+from signaldesk.retrieval.ignore import VaultFilter
+from signaldesk.retrieval.records import IndexStatus
 
 __all__ = ["SERVER_NAME", "TOOL_NAMES", "build_server"]
 

@@ -19,7 +19,7 @@ import anyio.to_thread
 from mcp_types import CallToolResult
 from pydantic import BaseModel, Field
 
-from mcp_server.arguments import (
+from signaldesk.mcp_server.arguments import (
     Day,
     Domain,
     Folder,
@@ -33,10 +33,10 @@ from mcp_server.arguments import (
     build_filters,
     parse_day,
 )
-from mcp_server.backend import RetrieverSlot
-from mcp_server.budget import cap_text, token_chars
-from mcp_server.errors import InvalidArgumentError, NoteNotFoundError
-from mcp_server.models import (
+from signaldesk.mcp_server.backend import RetrieverSlot
+from signaldesk.mcp_server.budget import cap_text, token_chars
+from signaldesk.mcp_server.errors import InvalidArgumentError, NoteNotFoundError
+from signaldesk.mcp_server.models import (
     ContextOutput,
     IndexStatusOutput,
     NoteEntry,
@@ -48,7 +48,7 @@ from mcp_server.models import (
     SignalEntry,
     SignalListOutput,
 )
-from mcp_server.notes import (
+from signaldesk.mcp_server.notes import (
     ExcludedPredicate,
     drop_excluded_context,
     find_latest_report,
@@ -59,8 +59,8 @@ from mcp_server.notes import (
     split_lines,
     title_of,
 )
-from mcp_server.paths import resolve_note_path
-from mcp_server.rendering import (
+from signaldesk.mcp_server.paths import resolve_note_path
+from signaldesk.mcp_server.rendering import (
     render_notes,
     render_read,
     render_report,
@@ -68,11 +68,11 @@ from mcp_server.rendering import (
     render_signals,
     render_status,
 )
-from mcp_server.results import NO_INDEX_HINT, guarded, success_result
-from mcp_server.scrubbing import scrub_text
-from mcp_server.settings import McpSettings
-from retrieval.errors import IndexUnavailableError
-from retrieval.records import SearchFilters
+from signaldesk.mcp_server.results import NO_INDEX_HINT, guarded, success_result
+from signaldesk.mcp_server.scrubbing import scrub_text
+from signaldesk.mcp_server.settings import McpSettings
+from signaldesk.retrieval.errors import IndexUnavailableError
+from signaldesk.retrieval.records import SearchFilters
 
 __all__ = ["Toolbox"]
 

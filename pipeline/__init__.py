@@ -3,8 +3,14 @@ writer, the scheduler and the daily reports."""
 
 from __future__ import annotations
 
-from pipeline.config import Config, ConfigError, Workspace, load_config, resolve_workspace
-from pipeline.settings import PipelineSettings, VaultSettings
+from signaldesk.pipeline.config import (
+    Config,
+    ConfigError,
+    Workspace,
+    load_config,
+    resolve_workspace,
+)
+from signaldesk.pipeline.settings import PipelineSettings, VaultSettings
 
 __all__ = [
     "Config",

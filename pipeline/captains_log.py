@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 from datetime import date, datetime, time, timedelta, tzinfo
 from pathlib import Path
 
-from pipeline.generated_notes import GeneratedNote, write_generated_note
-from pipeline.gitlog import (
+from signaldesk.pipeline.generated_notes import GeneratedNote, write_generated_note
+from signaldesk.pipeline.gitlog import (
     AddedTodo,
     Commit,
     GitError,
@@ -22,9 +22,9 @@ from pipeline.gitlog import (
     find_repositories,
     is_repository,
 )
-from pipeline.settings import CaptainsLogSettings
-from retrieval.frontmatter import parse_note
-from retrieval.ignore import VaultFilter, iter_vault_notes
+from signaldesk.pipeline.settings import CaptainsLogSettings
+from signaldesk.retrieval.frontmatter import parse_note
+from signaldesk.retrieval.ignore import VaultFilter, iter_vault_notes
 
 logger = logging.getLogger(__name__)
 

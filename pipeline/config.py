@@ -18,8 +18,9 @@ from typing import Any
 
 from pydantic import BaseModel, Field, ValidationError
 
-from mcp_server.settings import McpSettings
-from pipeline.settings import (
+from signaldesk.errors import SignaldeskError
+from signaldesk.mcp_server.settings import McpSettings
+from signaldesk.pipeline.settings import (
     CaptainsLogSettings,
     PipelineSettings,
     ReportSettings,
@@ -27,18 +28,17 @@ from pipeline.settings import (
     TriageSettings,
     VaultSettings,
 )
-from retrieval.settings import IndexSettings, SearchSettings
-from scoring.settings import ScoringSettings
-from signaldesk.errors import SignaldeskError
+from signaldesk.retrieval.settings import IndexSettings, SearchSettings
+from signaldesk.scoring.settings import ScoringSettings
 from signaldesk.settings import SettingsModel
-from signaldesk.vault import STATE_DIR
-from sources.settings import (
+from signaldesk.sources.settings import (
     ClipperSettings,
     HttpSettings,
     NewsletterSettings,
     RssSettings,
     ToolOutputSettings,
 )
+from signaldesk.vault import STATE_DIR
 
 CONFIG_FILENAME = "signaldesk.toml"
 ENV_VAULT = "SIGNALDESK_VAULT"

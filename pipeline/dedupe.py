@@ -42,7 +42,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import numpy as np
 
-from sources.tracking import strip_tracking_params
+from signaldesk.sources.tracking import strip_tracking_params
 
 __all__ = [
     "MIN_SIMHASH_WORDS",

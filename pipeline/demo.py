@@ -29,21 +29,26 @@ from urllib.parse import urlsplit
 
 import anyio.to_thread
 
-from pipeline.captains_log import CaptainsLog, write_captains_log
-from pipeline.config import CONFIG_FILENAME, Workspace, render_default_config, resolve_workspace
-from pipeline.demo_server import DEMO_DATA, DemoServer, render_template
-from pipeline.errors import PipelineError
-from pipeline.feeds import FeedRegistry
-from pipeline.generated_notes import GeneratedNote
-from pipeline.intake import open_ledger
-from pipeline.intake_report import ScanStats
-from pipeline.triage import TriageReport, scan_and_triage
-from pipeline.triage_report import TriageReportNote, write_triage_report
-from pipeline.vault_setup import InitReport, init_vault
-from retrieval.embedder import LazyEmbedder
-from retrieval.indexer import Indexer
-from retrieval.records import IndexReport, SearchResult
-from retrieval.retriever import Retriever
+from signaldesk.pipeline.captains_log import CaptainsLog, write_captains_log
+from signaldesk.pipeline.config import (
+    CONFIG_FILENAME,
+    Workspace,
+    render_default_config,
+    resolve_workspace,
+)
+from signaldesk.pipeline.demo_server import DEMO_DATA, DemoServer, render_template
+from signaldesk.pipeline.errors import PipelineError
+from signaldesk.pipeline.feeds import FeedRegistry
+from signaldesk.pipeline.generated_notes import GeneratedNote
+from signaldesk.pipeline.intake import open_ledger
+from signaldesk.pipeline.intake_report import ScanStats
+from signaldesk.pipeline.triage import TriageReport, scan_and_triage
+from signaldesk.pipeline.triage_report import TriageReportNote, write_triage_report
+from signaldesk.pipeline.vault_setup import InitReport, init_vault
+from signaldesk.retrieval.embedder import LazyEmbedder
+from signaldesk.retrieval.indexer import Indexer
+from signaldesk.retrieval.records import IndexReport, SearchResult
+from signaldesk.retrieval.retriever import Retriever
 from signaldesk.vault import STATE_DIR, atomic_write_text
 
 __all__ = [

@@ -19,7 +19,7 @@ __all__ = ["DEMO_DATA", "GONE_PATHS", "DemoServer", "render_template"]
 
 logger = logging.getLogger(__name__)
 
-DEMO_DATA: Traversable = files("pipeline") / "demo_data"
+DEMO_DATA: Traversable = files("signaldesk.pipeline") / "demo_data"
 
 # A feed that was retired by its publisher: the server answers 410 Gone, so the demo
 # shows how a dead subscription is disabled and reported instead of polled forever.

@@ -17,11 +17,11 @@ from urllib.parse import urlsplit
 
 import aiosqlite
 
-from pipeline.errors import FeedRegistryError
-from pipeline.ledger import Ledger, utcnow
-from sources.errors import OpmlError
-from sources.opml import OpmlFeed, export_opml, parse_opml
-from sources.rss import FeedState
+from signaldesk.pipeline.errors import FeedRegistryError
+from signaldesk.pipeline.ledger import Ledger, utcnow
+from signaldesk.sources.errors import OpmlError
+from signaldesk.sources.opml import OpmlFeed, export_opml, parse_opml
+from signaldesk.sources.rss import FeedState
 
 __all__ = ["FeedRecord", "FeedRegistry", "ImportReport", "validate_feed_url"]
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import yaml
 
-from pipeline.errors import PipelineError
+from signaldesk.pipeline.errors import PipelineError
 
 __all__ = ["FrontmatterPatchError", "RawNote", "patch_frontmatter", "split_raw", "yaml_scalar"]
 

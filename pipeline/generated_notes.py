@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 import yaml
 
-from retrieval.frontmatter import parse_note
+from signaldesk.retrieval.frontmatter import parse_note
 from signaldesk.vault import atomic_write_text
 
 logger = logging.getLogger(__name__)

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
-from pipeline.errors import PipelineError
+from signaldesk.pipeline.errors import PipelineError
 
 logger = logging.getLogger(__name__)
 

@@ -26,12 +26,13 @@ from pathlib import Path
 import anyio
 import httpx
 
-from pipeline.config import Workspace
-from pipeline.errors import IntakeError
-from pipeline.feeds import FeedRecord, FeedRegistry
-from pipeline.intake_report import SOURCE_KINDS, FeedProblem, Handoff, ScanStats
-from pipeline.ledger import Ledger, utcnow
-from pipeline.stages import (
+from signaldesk.items import SourceKind
+from signaldesk.pipeline.config import Workspace
+from signaldesk.pipeline.errors import IntakeError
+from signaldesk.pipeline.feeds import FeedRecord, FeedRegistry
+from signaldesk.pipeline.intake_report import SOURCE_KINDS, FeedProblem, Handoff, ScanStats
+from signaldesk.pipeline.ledger import Ledger, utcnow
+from signaldesk.pipeline.stages import (
     ScanContext,
     Work,
     discover_feeds,
@@ -41,10 +42,9 @@ from pipeline.stages import (
     resume,
     settle_worker,
 )
-from signaldesk.items import SourceKind
-from sources.http import HostLimiter, build_client
-from sources.rss import feed_parse_limiter
-from sources.tool_output import write_capture
+from signaldesk.sources.http import HostLimiter, build_client
+from signaldesk.sources.rss import feed_parse_limiter
+from signaldesk.sources.tool_output import write_capture
 
 __all__ = ["capture", "ledger_path", "open_ledger", "run_scan", "scan"]
 

@@ -22,7 +22,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from pipeline.errors import PipelineError
+from signaldesk.pipeline.errors import PipelineError
 from signaldesk.vault import STATE_DIR, atomic_write_text
 
 __all__ = [

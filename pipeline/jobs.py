@@ -15,14 +15,14 @@ from datetime import date, datetime, timedelta, tzinfo
 import anyio
 import anyio.to_thread
 
-from pipeline.captains_log import write_captains_log
-from pipeline.config import Workspace
-from pipeline.intake_report import ScanStats
-from pipeline.triage import TriageReport, scan_and_triage, triage
-from pipeline.triage_report import write_triage_report
-from pipeline.watcher import VaultWatcher
-from retrieval.embedder import Embedder
-from retrieval.indexer import Indexer
+from signaldesk.pipeline.captains_log import write_captains_log
+from signaldesk.pipeline.config import Workspace
+from signaldesk.pipeline.intake_report import ScanStats
+from signaldesk.pipeline.triage import TriageReport, scan_and_triage, triage
+from signaldesk.pipeline.triage_report import write_triage_report
+from signaldesk.pipeline.watcher import VaultWatcher
+from signaldesk.retrieval.embedder import Embedder
+from signaldesk.retrieval.indexer import Indexer
 
 __all__ = [
     "DROP_SOURCES",

@@ -28,7 +28,8 @@ import aiosqlite
 import anyio
 import anyio.to_thread
 
-from pipeline.dedupe import (
+from signaldesk.items import Item, SourceKind
+from signaldesk.pipeline.dedupe import (
     DedupeIndex,
     canonical_url,
     from_signed64,
@@ -36,9 +37,9 @@ from pipeline.dedupe import (
     simhash_bands,
     to_signed64,
 )
-from pipeline.errors import LedgerError
-from pipeline.ledger_clippings import ClippingClaim, read_clipping_claims
-from pipeline.ledger_records import (
+from signaldesk.pipeline.errors import LedgerError
+from signaldesk.pipeline.ledger_clippings import ClippingClaim, read_clipping_claims
+from signaldesk.pipeline.ledger_records import (
     ENTRY_COLUMNS,
     DedupeVerdict,
     ItemStatus,
@@ -52,14 +53,13 @@ from pipeline.ledger_records import (
     location_identity,
     utcnow,
 )
-from pipeline.ledger_schema import (
+from signaldesk.pipeline.ledger_schema import (
     ITEM_STATUSES,
     MIGRATIONS,
     RESUMABLE_STATUSES,
     SCHEMA_VERSION,
     SETTLED_STATUSES,
 )
-from signaldesk.items import Item, SourceKind
 
 __all__ = [
     "BUSY_TIMEOUT_MS",

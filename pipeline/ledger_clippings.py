@@ -34,8 +34,8 @@ from dataclasses import dataclass
 
 import aiosqlite
 
-from pipeline.dedupe import canonical_url
 from signaldesk.items import Item
+from signaldesk.pipeline.dedupe import canonical_url
 
 __all__ = [
     "FINGERPRINT_KEY",

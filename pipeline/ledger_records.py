@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal, cast
 
-from pipeline.dedupe import MatchKey, canonical_url
 from signaldesk.items import Item, SourceKind
+from signaldesk.pipeline.dedupe import MatchKey, canonical_url
 
 __all__ = [
     "ENTRY_COLUMNS",

@@ -21,9 +21,9 @@ from typing import Any
 
 import yaml
 
-from pipeline.frontmatter_patch import Scalar
-from scoring.records import DIMENSIONS, ScoreCard
 from signaldesk.items import Item
+from signaldesk.pipeline.frontmatter_patch import Scalar
+from signaldesk.scoring.records import DIMENSIONS, ScoreCard
 
 __all__ = [
     "GENERATED_KEYS",

@@ -27,9 +27,10 @@ from datetime import datetime
 from pathlib import Path, PurePosixPath
 from typing import Literal
 
-from pipeline.errors import PipelineError
-from pipeline.frontmatter_patch import FrontmatterPatchError, Scalar, patch_frontmatter
-from pipeline.note_render import (
+from signaldesk.items import Item
+from signaldesk.pipeline.errors import PipelineError
+from signaldesk.pipeline.frontmatter_patch import FrontmatterPatchError, Scalar, patch_frontmatter
+from signaldesk.pipeline.note_render import (
     GENERATED_KEYS,
     HASH_KEY,
     ID_KEY,
@@ -40,10 +41,9 @@ from pipeline.note_render import (
     signal_frontmatter,
     slugify,
 )
-from pipeline.settings import TriageSettings
-from retrieval.frontmatter import parse_note
-from scoring.records import ScoreCard
-from signaldesk.items import Item
+from signaldesk.pipeline.settings import TriageSettings
+from signaldesk.retrieval.frontmatter import parse_note
+from signaldesk.scoring.records import ScoreCard
 from signaldesk.vault import DOMAINS, atomic_write_bytes, write_new_file
 
 __all__ = ["FilingError", "NoteOutcome", "NoteResult", "NoteWriter", "read_note_id"]

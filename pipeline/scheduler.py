@@ -42,9 +42,9 @@ from apscheduler.triggers.base import BaseTrigger
 from apscheduler.triggers.cron import CronTrigger
 from apscheduler.triggers.interval import IntervalTrigger
 
-from pipeline.config import Workspace
-from pipeline.errors import PipelineError
-from pipeline.job_state import (
+from signaldesk.pipeline.config import Workspace
+from signaldesk.pipeline.errors import PipelineError
+from signaldesk.pipeline.job_state import (
     JobState,
     ServeLock,
     ServeState,
@@ -52,7 +52,7 @@ from pipeline.job_state import (
     render_state,
     state_path,
 )
-from pipeline.jobs import (
+from signaldesk.pipeline.jobs import (
     JobFunc,
     JobServices,
     captains_log_job,
@@ -63,9 +63,9 @@ from pipeline.jobs import (
     triage_job,
     watch_job,
 )
-from pipeline.settings import ScheduleSettings
-from pipeline.watcher import VaultWatcher
-from retrieval.embedder import Embedder, LazyEmbedder
+from signaldesk.pipeline.settings import ScheduleSettings
+from signaldesk.pipeline.watcher import VaultWatcher
+from signaldesk.retrieval.embedder import Embedder, LazyEmbedder
 from signaldesk.vault import atomic_write_text
 
 __all__ = ["JOB_NAMES", "JobSpec", "ScheduleError", "build_specs", "resolve_timezone", "serve"]

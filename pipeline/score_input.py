@@ -10,17 +10,17 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pipeline.errors import PipelineError
-from pipeline.stages import normalise
 from signaldesk.errors import SignaldeskError
 from signaldesk.items import Item
-from sources.clipper import clipping_to_item
-from sources.decoding import decode_bytes
-from sources.fulltext import fetch_article
-from sources.http import build_client
-from sources.newsletter import parse_email
-from sources.settings import HttpSettings
-from sources.tool_output import parse_drop
+from signaldesk.pipeline.errors import PipelineError
+from signaldesk.pipeline.stages import normalise
+from signaldesk.sources.clipper import clipping_to_item
+from signaldesk.sources.decoding import decode_bytes
+from signaldesk.sources.fulltext import fetch_article
+from signaldesk.sources.http import build_client
+from signaldesk.sources.newsletter import parse_email
+from signaldesk.sources.settings import HttpSettings
+from signaldesk.sources.tool_output import parse_drop
 
 __all__ = ["ScoreInputError", "is_url", "item_from_file", "item_from_url"]
 

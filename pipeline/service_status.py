@@ -7,13 +7,13 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pipeline.config import Workspace
-from pipeline.feeds import FeedRegistry
-from pipeline.intake import ledger_path, open_ledger
-from pipeline.job_state import ServeState, load_state, serve_running, state_path
-from pipeline.triage_report import FeedIssue, feed_issues
-from retrieval.records import IndexStatus
-from retrieval.status import index_status
+from signaldesk.pipeline.config import Workspace
+from signaldesk.pipeline.feeds import FeedRegistry
+from signaldesk.pipeline.intake import ledger_path, open_ledger
+from signaldesk.pipeline.job_state import ServeState, load_state, serve_running, state_path
+from signaldesk.pipeline.triage_report import FeedIssue, feed_issues
+from signaldesk.retrieval.records import IndexStatus
+from signaldesk.retrieval.status import index_status
 
 __all__ = ["ServiceStatus", "gather_status"]
 

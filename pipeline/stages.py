@@ -25,21 +25,21 @@ import httpx
 from anyio.abc import ObjectReceiveStream, ObjectSendStream
 from anyio.streams.memory import MemoryObjectReceiveStream
 
-from pipeline.config import Workspace
-from pipeline.feeds import FeedRecord, FeedRegistry
-from pipeline.intake_report import FeedProblem, Handoff, ScanStats
-from pipeline.ledger import Ledger, LedgerEntry, item_identity
-from pipeline.ledger_clippings import resolve_clipping
 from signaldesk.errors import SignaldeskError
 from signaldesk.items import Item, SourceKind
-from sources.clipper import scan_clippings
-from sources.errors import FetchError
-from sources.fulltext import fetch_article, merge_article
-from sources.http import HostLimiter
-from sources.newsletter import fetch_imap, read_mail_sources
-from sources.rss import PollResult, is_teaser, poll_feed
-from sources.tool_output import scan_drop_folder
-from sources.tracking import strip_tracking_params
+from signaldesk.pipeline.config import Workspace
+from signaldesk.pipeline.feeds import FeedRecord, FeedRegistry
+from signaldesk.pipeline.intake_report import FeedProblem, Handoff, ScanStats
+from signaldesk.pipeline.ledger import Ledger, LedgerEntry, item_identity
+from signaldesk.pipeline.ledger_clippings import resolve_clipping
+from signaldesk.sources.clipper import scan_clippings
+from signaldesk.sources.errors import FetchError
+from signaldesk.sources.fulltext import fetch_article, merge_article
+from signaldesk.sources.http import HostLimiter
+from signaldesk.sources.newsletter import fetch_imap, read_mail_sources
+from signaldesk.sources.rss import PollResult, is_teaser, poll_feed
+from signaldesk.sources.tool_output import scan_drop_folder
+from signaldesk.sources.tracking import strip_tracking_params
 
 __all__ = ["ScanContext", "Work", "normalise"]
 

@@ -36,31 +36,31 @@ from typing import Final, Literal
 import anyio
 import anyio.to_thread
 
-from pipeline.config import Workspace
-from pipeline.errors import PipelineError
-from pipeline.feeds import FeedRegistry
-from pipeline.intake import capture, ledger_path, open_ledger, run_scan
-from pipeline.intake_report import ScanStats
-from pipeline.ledger import Ledger, LedgerEntry, item_identity
-from pipeline.ledger_clippings import resolve_clipping
-from pipeline.notes import FilingError, NoteResult, NoteWriter, read_note_id
-from pipeline.stages import normalise
-from pipeline.triage_lock import TriageBusyError, triage_lock
-from pipeline.triage_records import (
+from signaldesk.errors import SignaldeskError
+from signaldesk.items import Item
+from signaldesk.pipeline.config import Workspace
+from signaldesk.pipeline.errors import PipelineError
+from signaldesk.pipeline.feeds import FeedRegistry
+from signaldesk.pipeline.intake import capture, ledger_path, open_ledger, run_scan
+from signaldesk.pipeline.intake_report import ScanStats
+from signaldesk.pipeline.ledger import Ledger, LedgerEntry, item_identity
+from signaldesk.pipeline.ledger_clippings import resolve_clipping
+from signaldesk.pipeline.notes import FilingError, NoteResult, NoteWriter, read_note_id
+from signaldesk.pipeline.stages import normalise
+from signaldesk.pipeline.triage_lock import TriageBusyError, triage_lock
+from signaldesk.pipeline.triage_records import (
     WRITTEN_OUTCOMES,
     TriageDecision,
     TriageProgress,
     TriageReport,
     card_to_json,
 )
-from retrieval.embedder import Embedder, LazyEmbedder
-from retrieval.indexer import Indexer
-from scoring.records import ScoreCard
-from scoring.scorer import Scorer
-from signaldesk.errors import SignaldeskError
-from signaldesk.items import Item
-from sources.clipper import scan_clippings
-from sources.http import build_client
+from signaldesk.retrieval.embedder import Embedder, LazyEmbedder
+from signaldesk.retrieval.indexer import Indexer
+from signaldesk.scoring.records import ScoreCard
+from signaldesk.scoring.scorer import Scorer
+from signaldesk.sources.clipper import scan_clippings
+from signaldesk.sources.http import build_client
 
 __all__ = [
     "CONFIGURED_MODEL",

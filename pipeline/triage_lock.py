@@ -17,7 +17,7 @@ from pathlib import Path
 
 import anyio
 
-from pipeline.errors import PipelineError
+from signaldesk.pipeline.errors import PipelineError
 
 __all__ = ["TriageBusyError", "triage_lock"]
 

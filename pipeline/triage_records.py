@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from pipeline.notes import NoteOutcome
-from retrieval.records import IndexReport
-from scoring.records import DIMENSIONS, ScoreCard
+from signaldesk.pipeline.notes import NoteOutcome
+from signaldesk.retrieval.records import IndexReport
+from signaldesk.scoring.records import DIMENSIONS, ScoreCard
 
 __all__ = [
     "WRITTEN_OUTCOMES",

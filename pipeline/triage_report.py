@@ -16,12 +16,12 @@ from typing import Any
 
 import anyio.to_thread
 
-from pipeline.config import Workspace
-from pipeline.feeds import FeedRecord, FeedRegistry
-from pipeline.generated_notes import GeneratedNote, write_generated_note
-from pipeline.intake import open_ledger
-from pipeline.ledger import Ledger, LedgerEntry
-from pipeline.triage_report_model import (
+from signaldesk.pipeline.config import Workspace
+from signaldesk.pipeline.feeds import FeedRecord, FeedRegistry
+from signaldesk.pipeline.generated_notes import GeneratedNote, write_generated_note
+from signaldesk.pipeline.intake import open_ledger
+from signaldesk.pipeline.ledger import Ledger, LedgerEntry
+from signaldesk.pipeline.triage_report_model import (
     DIMENSIONS,
     FeedIssue,
     ReportItem,
@@ -29,8 +29,8 @@ from pipeline.triage_report_model import (
     TriageReportNote,
     WaitingNote,
 )
-from pipeline.triage_report_render import render_triage_report, score_histogram
-from retrieval.frontmatter import parse_note
+from signaldesk.pipeline.triage_report_render import render_triage_report, score_histogram
+from signaldesk.retrieval.frontmatter import parse_note
 from signaldesk.vault import STATE_DIR
 
 __all__ = [

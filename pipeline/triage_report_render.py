@@ -8,7 +8,12 @@ import re
 from collections import Counter
 from collections.abc import Iterable
 
-from pipeline.triage_report_model import DIMENSIONS, ReportItem, TriageReportNote, kind_rank
+from signaldesk.pipeline.triage_report_model import (
+    DIMENSIONS,
+    ReportItem,
+    TriageReportNote,
+    kind_rank,
+)
 
 __all__ = ["render_triage_report", "score_histogram"]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pipeline.config import CONFIG_FILENAME, Config, render_default_config
+from signaldesk.pipeline.config import CONFIG_FILENAME, Config, render_default_config
 from signaldesk.vault import DOMAINS, VAULT_FOLDERS, atomic_write_text
 
 DEFAULT_INDEXIGNORE = """\

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import anyio.to_thread
 
-from retrieval.ignore import VaultFilter, iter_vault_notes
+from signaldesk.retrieval.ignore import VaultFilter, iter_vault_notes
 
 __all__ = ["CPU_SHARE", "VaultWatcher", "vault_signature"]
 

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import typing
 
-from retrieval.errors import (
+from signaldesk.lazy import lazy_attributes as _lazy_attributes
+from signaldesk.retrieval.errors import (
     IndexLockedError,
     IndexUnavailableError,
     ModelError,
@@ -17,7 +18,7 @@ from retrieval.errors import (
     RetrievalError,
     StoreError,
 )
-from retrieval.records import (
+from signaldesk.retrieval.records import (
     IndexReport,
     IndexStatus,
     NoteInfo,
@@ -25,33 +26,32 @@ from retrieval.records import (
     SearchMode,
     SearchResult,
 )
-from retrieval.settings import IndexSettings, SearchSettings
-from signaldesk.lazy import lazy_attributes as _lazy_attributes
+from signaldesk.retrieval.settings import IndexSettings, SearchSettings
 
 if typing.TYPE_CHECKING:
-    from retrieval.chunker import Chunk, ChunkedNote, chunk_note
-    from retrieval.cleaning import embedding_input, readable_text
-    from retrieval.embedder import (
+    from signaldesk.retrieval.chunker import Chunk, ChunkedNote, chunk_note
+    from signaldesk.retrieval.cleaning import embedding_input, readable_text
+    from signaldesk.retrieval.embedder import (
         BUNDLED_MODEL_NAME,
         Embedder,
         LazyEmbedder,
         bundled_model_path,
         load_embedder,
     )
-    from retrieval.explanation import ExplainRow, SearchExplanation
-    from retrieval.frontmatter import ParsedNote, parse_note
-    from retrieval.ignore import (
+    from signaldesk.retrieval.explanation import ExplainRow, SearchExplanation
+    from signaldesk.retrieval.frontmatter import ParsedNote, parse_note
+    from signaldesk.retrieval.ignore import (
         INDEXIGNORE_FILE,
         IndexIgnoreError,
         VaultFilter,
         excluded_by_frontmatter,
         iter_vault_notes,
     )
-    from retrieval.indexer import Indexer, IndexProgress
-    from retrieval.retriever import Retriever
-    from retrieval.scrubber import PATTERN_NAMES, ScrubResult, scrub
-    from retrieval.status import index_status
-    from retrieval.store import index_db_path
+    from signaldesk.retrieval.indexer import Indexer, IndexProgress
+    from signaldesk.retrieval.retriever import Retriever
+    from signaldesk.retrieval.scrubber import PATTERN_NAMES, ScrubResult, scrub
+    from signaldesk.retrieval.status import index_status
+    from signaldesk.retrieval.store import index_db_path
 
 __all__ = [
     "BUNDLED_MODEL_NAME",
@@ -98,32 +98,32 @@ __all__ = [
 ]
 
 _EXPORTS = {
-    "Chunk": "retrieval.chunker",
-    "ChunkedNote": "retrieval.chunker",
-    "chunk_note": "retrieval.chunker",
-    "embedding_input": "retrieval.cleaning",
-    "readable_text": "retrieval.cleaning",
-    "BUNDLED_MODEL_NAME": "retrieval.embedder",
-    "Embedder": "retrieval.embedder",
-    "LazyEmbedder": "retrieval.embedder",
-    "bundled_model_path": "retrieval.embedder",
-    "load_embedder": "retrieval.embedder",
-    "ParsedNote": "retrieval.frontmatter",
-    "parse_note": "retrieval.frontmatter",
-    "INDEXIGNORE_FILE": "retrieval.ignore",
-    "IndexIgnoreError": "retrieval.ignore",
-    "VaultFilter": "retrieval.ignore",
-    "excluded_by_frontmatter": "retrieval.ignore",
-    "iter_vault_notes": "retrieval.ignore",
-    "ExplainRow": "retrieval.explanation",
-    "SearchExplanation": "retrieval.explanation",
-    "IndexProgress": "retrieval.indexer",
-    "Indexer": "retrieval.indexer",
-    "Retriever": "retrieval.retriever",
-    "PATTERN_NAMES": "retrieval.scrubber",
-    "ScrubResult": "retrieval.scrubber",
-    "scrub": "retrieval.scrubber",
-    "index_status": "retrieval.status",
-    "index_db_path": "retrieval.store",
+    "Chunk": "signaldesk.retrieval.chunker",
+    "ChunkedNote": "signaldesk.retrieval.chunker",
+    "chunk_note": "signaldesk.retrieval.chunker",
+    "embedding_input": "signaldesk.retrieval.cleaning",
+    "readable_text": "signaldesk.retrieval.cleaning",
+    "BUNDLED_MODEL_NAME": "signaldesk.retrieval.embedder",
+    "Embedder": "signaldesk.retrieval.embedder",
+    "LazyEmbedder": "signaldesk.retrieval.embedder",
+    "bundled_model_path": "signaldesk.retrieval.embedder",
+    "load_embedder": "signaldesk.retrieval.embedder",
+    "ParsedNote": "signaldesk.retrieval.frontmatter",
+    "parse_note": "signaldesk.retrieval.frontmatter",
+    "INDEXIGNORE_FILE": "signaldesk.retrieval.ignore",
+    "IndexIgnoreError": "signaldesk.retrieval.ignore",
+    "VaultFilter": "signaldesk.retrieval.ignore",
+    "excluded_by_frontmatter": "signaldesk.retrieval.ignore",
+    "iter_vault_notes": "signaldesk.retrieval.ignore",
+    "ExplainRow": "signaldesk.retrieval.explanation",
+    "SearchExplanation": "signaldesk.retrieval.explanation",
+    "IndexProgress": "signaldesk.retrieval.indexer",
+    "Indexer": "signaldesk.retrieval.indexer",
+    "Retriever": "signaldesk.retrieval.retriever",
+    "PATTERN_NAMES": "signaldesk.retrieval.scrubber",
+    "ScrubResult": "signaldesk.retrieval.scrubber",
+    "scrub": "signaldesk.retrieval.scrubber",
+    "index_status": "signaldesk.retrieval.status",
+    "index_db_path": "signaldesk.retrieval.store",
 }
 __getattr__ = _lazy_attributes(__name__, _EXPORTS)

@@ -19,7 +19,13 @@ from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
 
-from retrieval._prepare import FileJob, Outcome, PrepareOptions, prepare_file, prepare_many
+from signaldesk.retrieval._prepare import (
+    FileJob,
+    Outcome,
+    PrepareOptions,
+    prepare_file,
+    prepare_many,
+)
 
 __all__ = ["POOL_MIN_FILES", "default_workers", "prepared"]
 

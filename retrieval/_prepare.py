@@ -15,11 +15,11 @@ from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
 
-from retrieval.chunker import chunk_note
-from retrieval.cleaning import embedding_input
-from retrieval.fts_text import index_text
-from retrieval.ignore import excluded_by_frontmatter
-from retrieval.scrubber import scrub
+from signaldesk.retrieval.chunker import chunk_note
+from signaldesk.retrieval.cleaning import embedding_input
+from signaldesk.retrieval.fts_text import index_text
+from signaldesk.retrieval.ignore import excluded_by_frontmatter
+from signaldesk.retrieval.scrubber import scrub
 
 __all__ = [
     "FileJob",

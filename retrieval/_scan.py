@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from retrieval.ignore import VaultFilter, iter_vault_notes
+from signaldesk.retrieval.ignore import VaultFilter, iter_vault_notes
 
 __all__ = [
     "Known",

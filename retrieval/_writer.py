@@ -20,8 +20,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from retrieval._prepare import ISO_UTC, PreparedNote, SkippedNote
-from retrieval.schema import (
+from signaldesk.retrieval._prepare import ISO_UTC, PreparedNote, SkippedNote
+from signaldesk.retrieval.schema import (
     FTS_DELETE_ALL,
     FTS_DELETE_TRIGGER,
     FTS_TABLE,
@@ -29,7 +29,7 @@ from retrieval.schema import (
     VECTOR_TABLE,
     vector_table_ddl,
 )
-from retrieval.store import (
+from signaldesk.retrieval.store import (
     capabilities,
     connect,
     get_meta,

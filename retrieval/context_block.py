@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from retrieval.budget import CHARS_PER_TOKEN, ELLIPSIS, MIN_EXCERPT_CHARS, cut
-from retrieval.records import SearchResult
+from signaldesk.retrieval.budget import CHARS_PER_TOKEN, ELLIPSIS, MIN_EXCERPT_CHARS, cut
+from signaldesk.retrieval.records import SearchResult
 
 __all__ = ["SOURCE_SEPARATOR", "render_context", "source_label"]
 

@@ -24,8 +24,8 @@ from typing import TYPE_CHECKING, Protocol
 import numpy as np
 import numpy.typing as npt
 
-from retrieval.errors import ModelError
-from retrieval.settings import IndexSettings
+from signaldesk.retrieval.errors import ModelError
+from signaldesk.retrieval.settings import IndexSettings
 
 if TYPE_CHECKING:
     from model2vec import StaticModel

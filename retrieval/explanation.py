@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from retrieval.records import SearchMode, SearchResult
+from signaldesk.retrieval.records import SearchMode, SearchResult
 
 __all__ = ["ExplainRow", "SearchExplanation"]
 

@@ -7,19 +7,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from retrieval.records import SearchFilters
+from signaldesk.retrieval.records import SearchFilters
 
-__all__ = ["filters_sql", "is_empty", "normalise_folder"]
+__all__ = ["filters_sql", "normalise_folder"]
 
 
 def normalise_folder(folder: str) -> str:
     """A vault-relative folder as stored paths spell it ('/'-separated, no edge slashes)."""
     return folder.replace("\\", "/").strip().strip("/")
-
-
-def is_empty(filters: SearchFilters | None) -> bool:
-    """True when ``filters`` restricts nothing."""
-    return filters is None or filters == SearchFilters()
 
 
 def filters_sql(filters: SearchFilters | None) -> tuple[str, list[Any]]:

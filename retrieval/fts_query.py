@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import unicodedata
 
-from retrieval.errors import QueryError
-from retrieval.fts_text import index_text
+from signaldesk.retrieval.errors import QueryError
+from signaldesk.retrieval.fts_text import index_text
 
 __all__ = ["MAX_QUERY_CHARS", "MAX_TERMS", "STOPWORDS", "build_match", "query_terms"]
 

@@ -25,7 +25,7 @@ from typing import Any
 
 import pathspec
 
-from retrieval.errors import RetrievalError
+from signaldesk.retrieval.errors import RetrievalError
 from signaldesk.vault import ALWAYS_EXCLUDED
 
 __all__ = [

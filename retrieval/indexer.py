@@ -34,8 +34,8 @@ import anyio
 import anyio.from_thread
 import anyio.to_thread
 
-from retrieval._pool import default_workers, prepared
-from retrieval._prepare import (
+from signaldesk.retrieval._pool import default_workers, prepared
+from signaldesk.retrieval._prepare import (
     FileJob,
     Gone,
     Outcome,
@@ -44,14 +44,21 @@ from retrieval._prepare import (
     SkippedNote,
     Touched,
 )
-from retrieval._scan import Known, ScanPlan, known_hashes, load_known, plan_paths, plan_vault
-from retrieval._writer import IndexWriter, ModelMeta, move_aside, quantize
-from retrieval.embedder import Embedder
-from retrieval.errors import ModelError, StoreError
-from retrieval.lock import DEFAULT_LOCK_TIMEOUT, IndexLock, LockWaitAborted
-from retrieval.records import IndexReport
-from retrieval.settings import IndexSettings
-from retrieval.store import index_db_path, is_corruption_error, sqlite_module
+from signaldesk.retrieval._scan import (
+    Known,
+    ScanPlan,
+    known_hashes,
+    load_known,
+    plan_paths,
+    plan_vault,
+)
+from signaldesk.retrieval._writer import IndexWriter, ModelMeta, move_aside, quantize
+from signaldesk.retrieval.embedder import Embedder
+from signaldesk.retrieval.errors import ModelError, StoreError
+from signaldesk.retrieval.lock import DEFAULT_LOCK_TIMEOUT, IndexLock, LockWaitAborted
+from signaldesk.retrieval.records import IndexReport
+from signaldesk.retrieval.settings import IndexSettings
+from signaldesk.retrieval.store import index_db_path, is_corruption_error, sqlite_module
 
 __all__ = ["INDEX_FORMAT", "VECTOR_TYPE", "IndexProgress", "Indexer"]
 

@@ -13,8 +13,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from retrieval.filters import filters_sql
-from retrieval.records import SearchFilters
+from signaldesk.retrieval.filters import filters_sql
+from signaldesk.retrieval.records import SearchFilters
 
 __all__ = ["LinkedChunk", "link_targets", "resolve_links"]
 

@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 from types import TracebackType
 
-from retrieval.errors import IndexLockedError
+from signaldesk.retrieval.errors import IndexLockedError
 
 __all__ = ["DEFAULT_LOCK_TIMEOUT", "IndexLock", "LockWaitAborted", "lock_path_for"]
 

@@ -29,27 +29,33 @@ import anyio.to_thread
 import numpy as np
 import numpy.typing as npt
 
-from retrieval import search_legs
-from retrieval.budget import take
-from retrieval.context_block import render_context
-from retrieval.embedder import Embedder
-from retrieval.errors import (
+from signaldesk.retrieval import search_legs
+from signaldesk.retrieval.budget import take
+from signaldesk.retrieval.context_block import render_context
+from signaldesk.retrieval.embedder import Embedder
+from signaldesk.retrieval.errors import (
     IndexUnavailableError,
     ModelError,
     QueryError,
     RetrievalError,
 )
-from retrieval.explanation import ExplainRow, SearchExplanation
-from retrieval.filters import filters_sql
-from retrieval.fts_query import build_match
-from retrieval.fusion import Candidate, FusionParams, fuse, sort_key
-from retrieval.links import link_targets, resolve_links
-from retrieval.records import IndexStatus, NoteInfo, SearchFilters, SearchMode, SearchResult
-from retrieval.schema import VECTOR_TABLE
-from retrieval.search_legs import ChunkRow
-from retrieval.settings import IndexSettings, SearchSettings
-from retrieval.store import capabilities, connect, get_meta, index_db_path, sqlite_module
-from retrieval.vector_matrix import VectorMatrix, load_matrix, query_blob
+from signaldesk.retrieval.explanation import ExplainRow, SearchExplanation
+from signaldesk.retrieval.filters import filters_sql
+from signaldesk.retrieval.fts_query import build_match
+from signaldesk.retrieval.fusion import Candidate, FusionParams, fuse, sort_key
+from signaldesk.retrieval.links import link_targets, resolve_links
+from signaldesk.retrieval.records import (
+    IndexStatus,
+    NoteInfo,
+    SearchFilters,
+    SearchMode,
+    SearchResult,
+)
+from signaldesk.retrieval.schema import VECTOR_TABLE
+from signaldesk.retrieval.search_legs import ChunkRow
+from signaldesk.retrieval.settings import IndexSettings, SearchSettings
+from signaldesk.retrieval.store import capabilities, connect, get_meta, index_db_path, sqlite_module
+from signaldesk.retrieval.vector_matrix import VectorMatrix, load_matrix, query_blob
 
 __all__ = ["Retriever"]
 

@@ -12,9 +12,9 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from retrieval.filters import filters_sql
-from retrieval.records import SearchFilters
-from retrieval.schema import VECTOR_TABLE
+from signaldesk.retrieval.filters import filters_sql
+from signaldesk.retrieval.records import SearchFilters
+from signaldesk.retrieval.schema import VECTOR_TABLE
 
 __all__ = [
     "ChunkRow",

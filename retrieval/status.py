@@ -8,10 +8,10 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from retrieval.records import IndexStatus
-from retrieval.schema import VECTOR_TABLE
-from retrieval.settings import IndexSettings
-from retrieval.store import capabilities, connect, get_meta, index_db_path
+from signaldesk.retrieval.records import IndexStatus
+from signaldesk.retrieval.schema import VECTOR_TABLE
+from signaldesk.retrieval.settings import IndexSettings
+from signaldesk.retrieval.store import capabilities, connect, get_meta, index_db_path
 
 __all__ = ["index_status"]
 

@@ -15,11 +15,9 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-import aiosqlite
-
-from retrieval.errors import IndexUnavailableError, StoreError
-from retrieval.schema import MIGRATIONS, SCHEMA_VERSION
-from retrieval.settings import IndexSettings
+from signaldesk.retrieval.errors import IndexUnavailableError, StoreError
+from signaldesk.retrieval.schema import MIGRATIONS, SCHEMA_VERSION
+from signaldesk.retrieval.settings import IndexSettings
 
 __all__ = [
     "BUSY_TIMEOUT_MS",
@@ -27,7 +25,6 @@ __all__ = [
     "SqliteCapabilities",
     "capabilities",
     "connect",
-    "connect_async",
     "connector",
     "get_meta",
     "index_db_path",
@@ -136,12 +133,6 @@ def connect(path: Path, readonly: bool = False) -> Any:
 def connector(path: Path, *, readonly: bool = False) -> Callable[[], Any]:
     """A zero-argument factory for :class:`aiosqlite.Connection` (it accepts any connector)."""
     return lambda: connect(path, readonly=readonly)
-
-
-async def connect_async(path: Path, *, readonly: bool = False) -> aiosqlite.Connection:
-    """An aiosqlite connection over the same configured SQLite as :func:`connect`."""
-    conn = aiosqlite.Connection(connector(path, readonly=readonly), iter_chunk_size=256)
-    return await conn
 
 
 def capabilities(conn: Any) -> SqliteCapabilities:

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from retrieval.schema import VECTOR_TABLE
+from signaldesk.retrieval.schema import VECTOR_TABLE
 
 __all__ = ["VectorMatrix", "load_matrix", "query_blob"]
 

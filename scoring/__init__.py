@@ -10,14 +10,19 @@ from __future__ import annotations
 
 import typing
 
-from scoring.errors import DataFileError, EmbeddingFailed, ScoringError
-from scoring.records import DIMENSIONS, DimensionScore, RouteDecision, ScoreCard
 from signaldesk.lazy import lazy_attributes as _lazy_attributes
+from signaldesk.scoring.errors import DataFileError, EmbeddingFailed, ScoringError
+from signaldesk.scoring.records import DIMENSIONS, DimensionScore, RouteDecision, ScoreCard
 
 if typing.TYPE_CHECKING:
-    from scoring.routing import FALLBACK_DOMAIN
-    from scoring.scorer import Scorer
-from scoring.settings import DomainRuleSettings, ScoreWeights, ScoringSettings, TopicSettings
+    from signaldesk.scoring.routing import FALLBACK_DOMAIN
+    from signaldesk.scoring.scorer import Scorer
+from signaldesk.scoring.settings import (
+    DomainRuleSettings,
+    ScoreWeights,
+    ScoringSettings,
+    TopicSettings,
+)
 
 __all__ = [
     "DIMENSIONS",
@@ -36,5 +41,5 @@ __all__ = [
 ]
 
 # The scorer needs numpy and the embedder; load it when it is first used.
-_EXPORTS = {"FALLBACK_DOMAIN": "scoring.routing", "Scorer": "scoring.scorer"}
+_EXPORTS = {"FALLBACK_DOMAIN": "signaldesk.scoring.routing", "Scorer": "signaldesk.scoring.scorer"}
 __getattr__ = _lazy_attributes(__name__, _EXPORTS)

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from urllib.parse import urlsplit
 
-from scoring._calc import clamp
-from scoring.catalogue import Reputation
-from scoring.records import DimensionScore
-from scoring.text import TextView
+from signaldesk.scoring._calc import clamp
+from signaldesk.scoring.catalogue import Reputation
+from signaldesk.scoring.records import DimensionScore
+from signaldesk.scoring.text import TextView
 
 __all__ = ["AuthorityModel"]
 

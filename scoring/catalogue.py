@@ -16,9 +16,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from scoring.errors import DataFileError
-from scoring.keywords import normalise_term
-from scoring.settings import ScoringSettings, TopicSettings
+from signaldesk.scoring.errors import DataFileError
+from signaldesk.scoring.keywords import normalise_term
+from signaldesk.scoring.settings import ScoringSettings, TopicSettings
 from signaldesk.vault import DOMAINS
 
 __all__ = [

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from scoring._calc import clamp, keyword_evidence, noisy_or, saturate, shown_terms
-from scoring.catalogue import Profile
-from scoring.keywords import FieldCounts, normalise_term
-from scoring.records import DimensionScore
-from scoring.settings import TopicSettings
-from scoring.text import TextView
+from signaldesk.scoring._calc import clamp, keyword_evidence, noisy_or, saturate, shown_terms
+from signaldesk.scoring.catalogue import Profile
+from signaldesk.scoring.keywords import FieldCounts, normalise_term
+from signaldesk.scoring.records import DimensionScore
+from signaldesk.scoring.settings import TopicSettings
+from signaldesk.scoring.text import TextView
 
 __all__ = ["RelevanceModel"]
 

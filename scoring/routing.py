@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from scoring._calc import clamp, keyword_evidence, saturate, shown_terms
-from scoring.catalogue import DomainRule
-from scoring.keywords import FieldCounts
-from scoring.records import RouteDecision
-from scoring.text import TextView
+from signaldesk.scoring._calc import clamp, keyword_evidence, saturate, shown_terms
+from signaldesk.scoring.catalogue import DomainRule
+from signaldesk.scoring.keywords import FieldCounts
+from signaldesk.scoring.records import RouteDecision
+from signaldesk.scoring.text import TextView
 
 __all__ = ["FALLBACK_DOMAIN", "Router"]
 

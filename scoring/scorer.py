@@ -17,22 +17,22 @@ from typing import TYPE_CHECKING
 import numpy as np
 import numpy.typing as npt
 
-from scoring._calc import noisy_or
-from scoring.authority import AuthorityModel
-from scoring.catalogue import build_domain_rules, build_profile, build_reputation
-from scoring.errors import EmbeddingFailed
-from scoring.keywords import FieldCounts, KeywordMatcher
-from scoring.records import DIMENSIONS, DimensionScore, ScoreCard
-from scoring.relevance import RelevanceModel
-from scoring.routing import Router
-from scoring.settings import ScoringSettings
-from scoring.substance import score_actionability, score_depth
-from scoring.text import TextView, analyse
 from signaldesk.errors import SignaldeskError
 from signaldesk.items import Item
+from signaldesk.scoring._calc import noisy_or
+from signaldesk.scoring.authority import AuthorityModel
+from signaldesk.scoring.catalogue import build_domain_rules, build_profile, build_reputation
+from signaldesk.scoring.errors import EmbeddingFailed
+from signaldesk.scoring.keywords import FieldCounts, KeywordMatcher
+from signaldesk.scoring.records import DIMENSIONS, DimensionScore, ScoreCard
+from signaldesk.scoring.relevance import RelevanceModel
+from signaldesk.scoring.routing import Router
+from signaldesk.scoring.settings import ScoringSettings
+from signaldesk.scoring.substance import score_actionability, score_depth
+from signaldesk.scoring.text import TextView, analyse
 
 if TYPE_CHECKING:
-    from retrieval.embedder import Embedder
+    from signaldesk.retrieval.embedder import Embedder
 
 __all__ = ["Scorer"]
 

@@ -11,10 +11,10 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from scoring._calc import clamp, ramp, saturate
-from scoring.keywords import KeywordMatcher
-from scoring.records import DimensionScore
-from scoring.text import TextView
+from signaldesk.scoring._calc import clamp, ramp, saturate
+from signaldesk.scoring.keywords import KeywordMatcher
+from signaldesk.scoring.records import DimensionScore
+from signaldesk.scoring.text import TextView
 
 __all__ = ["score_actionability", "score_depth"]
 

@@ -18,8 +18,8 @@ import re
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
-from scoring.keywords import tokens
 from signaldesk.items import Item
+from signaldesk.scoring.keywords import tokens
 
 __all__ = ["TextView", "analyse", "host_of"]
 

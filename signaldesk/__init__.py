@@ -3,6 +3,8 @@ and the vault's layout. Nothing in here imports any of the layers."""
 
 from __future__ import annotations
 
+from importlib import metadata
+
 from signaldesk.errors import SignaldeskError
 from signaldesk.items import Item, SourceKind
 from signaldesk.settings import SettingsModel
@@ -16,7 +18,7 @@ from signaldesk.vault import (
     write_new_file,
 )
 
-__version__ = "0.1.0"
+__version__ = metadata.version("signaldesk")
 
 __all__ = [
     "ALWAYS_EXCLUDED",

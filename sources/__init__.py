@@ -9,7 +9,7 @@ from __future__ import annotations
 import typing
 
 from signaldesk.lazy import lazy_attributes as _lazy_attributes
-from sources.settings import (
+from signaldesk.sources.settings import (
     ClipperSettings,
     HttpSettings,
     NewsletterSettings,
@@ -18,15 +18,15 @@ from sources.settings import (
 )
 
 if typing.TYPE_CHECKING:
-    from sources.clipper import (
+    from signaldesk.sources.clipper import (
         ClippingResult,
         clipping_to_item,
         scan_clippings,
     )
-    from sources.email_parse import (
+    from signaldesk.sources.email_parse import (
         is_newsletter,
     )
-    from sources.errors import (
+    from signaldesk.sources.errors import (
         FeedGone,
         FeedParseError,
         FetchError,
@@ -35,57 +35,57 @@ if typing.TYPE_CHECKING:
         SourceError,
         TooManyRedirects,
     )
-    from sources.feed_markdown import (
+    from signaldesk.sources.feed_markdown import (
         feed_html_to_markdown,
     )
-    from sources.feed_parse import (
+    from signaldesk.sources.feed_parse import (
         ParsedFeed,
         parse_feed,
     )
-    from sources.feed_policy import (
+    from signaldesk.sources.feed_policy import (
         FeedState,
     )
-    from sources.fulltext import (
+    from signaldesk.sources.fulltext import (
         Article,
         extract_article,
         fetch_article,
         merge_article,
         with_full_text,
     )
-    from sources.http import (
+    from signaldesk.sources.http import (
         FetchResponse,
         HostLimiter,
         build_client,
         fetch,
     )
-    from sources.imap import (
+    from signaldesk.sources.imap import (
         ImapError,
     )
-    from sources.newsletter import (
+    from signaldesk.sources.newsletter import (
         MailResult,
         fetch_imap,
         parse_email,
         parse_email_detailed,
         read_mail_sources,
     )
-    from sources.opml import (
+    from signaldesk.sources.opml import (
         OpmlFeed,
         export_opml,
         parse_opml,
     )
-    from sources.rss import (
+    from signaldesk.sources.rss import (
         PollResult,
         is_teaser,
         poll_feed,
     )
-    from sources.tool_output import (
+    from signaldesk.sources.tool_output import (
         DropParseError,
         DropResult,
         parse_drop,
         scan_drop_folder,
         write_capture,
     )
-    from sources.tracking import (
+    from signaldesk.sources.tracking import (
         is_tracking_pixel_url,
         strip_tracking_params,
     )
@@ -142,48 +142,48 @@ __all__ = [
 ]
 
 _EXPORTS = {
-    "ClippingResult": "sources.clipper",
-    "clipping_to_item": "sources.clipper",
-    "scan_clippings": "sources.clipper",
-    "is_newsletter": "sources.email_parse",
-    "FeedGone": "sources.errors",
-    "FeedParseError": "sources.errors",
-    "FetchError": "sources.errors",
-    "OpmlError": "sources.errors",
-    "ResponseTooLarge": "sources.errors",
-    "SourceError": "sources.errors",
-    "TooManyRedirects": "sources.errors",
-    "feed_html_to_markdown": "sources.feed_markdown",
-    "ParsedFeed": "sources.feed_parse",
-    "parse_feed": "sources.feed_parse",
-    "FeedState": "sources.feed_policy",
-    "Article": "sources.fulltext",
-    "extract_article": "sources.fulltext",
-    "fetch_article": "sources.fulltext",
-    "merge_article": "sources.fulltext",
-    "with_full_text": "sources.fulltext",
-    "FetchResponse": "sources.http",
-    "HostLimiter": "sources.http",
-    "build_client": "sources.http",
-    "fetch": "sources.http",
-    "ImapError": "sources.imap",
-    "MailResult": "sources.newsletter",
-    "fetch_imap": "sources.newsletter",
-    "parse_email": "sources.newsletter",
-    "parse_email_detailed": "sources.newsletter",
-    "read_mail_sources": "sources.newsletter",
-    "OpmlFeed": "sources.opml",
-    "export_opml": "sources.opml",
-    "parse_opml": "sources.opml",
-    "PollResult": "sources.rss",
-    "is_teaser": "sources.rss",
-    "poll_feed": "sources.rss",
-    "DropParseError": "sources.tool_output",
-    "DropResult": "sources.tool_output",
-    "parse_drop": "sources.tool_output",
-    "scan_drop_folder": "sources.tool_output",
-    "write_capture": "sources.tool_output",
-    "is_tracking_pixel_url": "sources.tracking",
-    "strip_tracking_params": "sources.tracking",
+    "ClippingResult": "signaldesk.sources.clipper",
+    "clipping_to_item": "signaldesk.sources.clipper",
+    "scan_clippings": "signaldesk.sources.clipper",
+    "is_newsletter": "signaldesk.sources.email_parse",
+    "FeedGone": "signaldesk.sources.errors",
+    "FeedParseError": "signaldesk.sources.errors",
+    "FetchError": "signaldesk.sources.errors",
+    "OpmlError": "signaldesk.sources.errors",
+    "ResponseTooLarge": "signaldesk.sources.errors",
+    "SourceError": "signaldesk.sources.errors",
+    "TooManyRedirects": "signaldesk.sources.errors",
+    "feed_html_to_markdown": "signaldesk.sources.feed_markdown",
+    "ParsedFeed": "signaldesk.sources.feed_parse",
+    "parse_feed": "signaldesk.sources.feed_parse",
+    "FeedState": "signaldesk.sources.feed_policy",
+    "Article": "signaldesk.sources.fulltext",
+    "extract_article": "signaldesk.sources.fulltext",
+    "fetch_article": "signaldesk.sources.fulltext",
+    "merge_article": "signaldesk.sources.fulltext",
+    "with_full_text": "signaldesk.sources.fulltext",
+    "FetchResponse": "signaldesk.sources.http",
+    "HostLimiter": "signaldesk.sources.http",
+    "build_client": "signaldesk.sources.http",
+    "fetch": "signaldesk.sources.http",
+    "ImapError": "signaldesk.sources.imap",
+    "MailResult": "signaldesk.sources.newsletter",
+    "fetch_imap": "signaldesk.sources.newsletter",
+    "parse_email": "signaldesk.sources.newsletter",
+    "parse_email_detailed": "signaldesk.sources.newsletter",
+    "read_mail_sources": "signaldesk.sources.newsletter",
+    "OpmlFeed": "signaldesk.sources.opml",
+    "export_opml": "signaldesk.sources.opml",
+    "parse_opml": "signaldesk.sources.opml",
+    "PollResult": "signaldesk.sources.rss",
+    "is_teaser": "signaldesk.sources.rss",
+    "poll_feed": "signaldesk.sources.rss",
+    "DropParseError": "signaldesk.sources.tool_output",
+    "DropResult": "signaldesk.sources.tool_output",
+    "parse_drop": "signaldesk.sources.tool_output",
+    "scan_drop_folder": "signaldesk.sources.tool_output",
+    "write_capture": "signaldesk.sources.tool_output",
+    "is_tracking_pixel_url": "signaldesk.sources.tracking",
+    "strip_tracking_params": "signaldesk.sources.tracking",
 }
 __getattr__ = _lazy_attributes(__name__, _EXPORTS)

@@ -16,17 +16,17 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from signaldesk.items import Item
-from sources.decoding import decode_bytes, looks_binary, read_capped, walk_files
-from sources.errors import SourceError
-from sources.note_frontmatter import (
+from signaldesk.sources.decoding import decode_bytes, looks_binary, read_capped, walk_files
+from signaldesk.sources.errors import SourceError
+from signaldesk.sources.note_frontmatter import (
     as_aware_datetime,
     as_str_list,
     as_tags,
     first_heading,
     split_note,
 )
-from sources.settings import ClipperSettings
-from sources.tracking import strip_tracking_params
+from signaldesk.sources.settings import ClipperSettings
+from signaldesk.sources.tracking import strip_tracking_params
 
 __all__ = ["ClippingResult", "clipping_to_item", "scan_clippings"]
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from charset_normalizer import from_bytes
 
-from sources.errors import SourceError
+from signaldesk.sources.errors import SourceError
 
 __all__ = [
     "DEFAULT_MAX_BYTES",

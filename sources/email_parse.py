@@ -19,7 +19,7 @@ import logging
 import re
 from dataclasses import dataclass
 
-from sources.decoding import decode_bytes
+from signaldesk.sources.decoding import decode_bytes
 
 __all__ = [
     "MailHeaders",

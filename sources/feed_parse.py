@@ -24,9 +24,9 @@ from typing import Any
 import feedparser
 
 from signaldesk.items import Item
-from sources.errors import FeedParseError
-from sources.feed_markdown import feed_html_to_markdown as html_to_markdown
-from sources.feed_markdown import feed_html_to_text as html_to_text
+from signaldesk.sources.errors import FeedParseError
+from signaldesk.sources.feed_markdown import feed_html_to_markdown as html_to_markdown
+from signaldesk.sources.feed_markdown import feed_html_to_text as html_to_text
 
 __all__ = ["ParsedFeed", "parse_feed"]
 

@@ -22,7 +22,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
-from sources.settings import RssSettings
+from signaldesk.sources.settings import RssSettings
 
 __all__ = [
     "FeedState",

@@ -19,9 +19,9 @@ import trafilatura
 from trafilatura.settings import Document
 
 from signaldesk.items import Item
-from sources.errors import FetchError
-from sources.http import HostLimiter, fetch, is_transient_status
-from sources.settings import HttpSettings
+from signaldesk.sources.errors import FetchError
+from signaldesk.sources.http import HostLimiter, fetch, is_transient_status
+from signaldesk.sources.settings import HttpSettings
 
 __all__ = [
     "Article",

@@ -18,7 +18,7 @@ import lxml.etree
 import lxml.html
 from lxml.html import HtmlElement
 
-from sources.tracking import is_tracking_pixel_url, strip_tracking_params
+from signaldesk.sources.tracking import is_tracking_pixel_url, strip_tracking_params
 
 __all__ = [
     "clean_tree",

@@ -23,8 +23,8 @@ from urllib.parse import urljoin, urlsplit
 import anyio
 import httpx
 
-from sources.errors import FetchError, ResponseTooLarge, TooManyRedirects
-from sources.settings import HttpSettings
+from signaldesk.sources.errors import FetchError, ResponseTooLarge, TooManyRedirects
+from signaldesk.sources.settings import HttpSettings
 
 __all__ = [
     "PERMANENT_REDIRECTS",

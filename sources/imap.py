@@ -16,9 +16,9 @@ import ssl
 from collections.abc import Container
 from dataclasses import dataclass
 
-from sources.email_parse import normalise_message_id
-from sources.errors import SourceError
-from sources.settings import NewsletterSettings
+from signaldesk.sources.email_parse import normalise_message_id
+from signaldesk.sources.errors import SourceError
+from signaldesk.sources.settings import NewsletterSettings
 
 __all__ = ["ImapCredentials", "ImapError", "credentials_from_env", "fetch_raw_messages"]
 

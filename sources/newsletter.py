@@ -18,18 +18,21 @@ from typing import Any
 import anyio.to_thread
 
 from signaldesk.items import Item
-from sources.decoding import read_capped, walk_files
-from sources.email_parse import (
+from signaldesk.sources.decoding import read_capped, walk_files
+from signaldesk.sources.email_parse import (
     classify_message,
     find_bodies,
     is_newsletter,
     read_headers,
     read_message,
 )
-from sources.errors import SourceError
-from sources.imap import credentials_from_env, fetch_raw_messages
-from sources.newsletter_body import html_newsletter_to_markdown, plain_newsletter_to_markdown
-from sources.settings import NewsletterSettings
+from signaldesk.sources.errors import SourceError
+from signaldesk.sources.imap import credentials_from_env, fetch_raw_messages
+from signaldesk.sources.newsletter_body import (
+    html_newsletter_to_markdown,
+    plain_newsletter_to_markdown,
+)
+from signaldesk.sources.settings import NewsletterSettings
 
 __all__ = [
     "MailResult",

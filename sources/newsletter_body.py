@@ -10,8 +10,8 @@ import re
 
 import lxml.html
 
-from sources.html_markdown import clean_tree, parse_html, strip_tags, tree_to_markdown
-from sources.tracking import strip_tracking_params
+from signaldesk.sources.html_markdown import clean_tree, parse_html, strip_tags, tree_to_markdown
+from signaldesk.sources.tracking import strip_tracking_params
 
 __all__ = [
     "canonical_article_url",

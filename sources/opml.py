@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from lxml import etree
 
-from sources.errors import OpmlError
+from signaldesk.sources.errors import OpmlError
 
 __all__ = ["OpmlFeed", "export_opml", "parse_opml"]
 

@@ -22,9 +22,9 @@ import anyio.to_thread
 import httpx
 
 from signaldesk.items import Item
-from sources.errors import FeedParseError, FetchError
-from sources.feed_parse import ParsedFeed, parse_feed
-from sources.feed_policy import (
+from signaldesk.sources.errors import FeedParseError, FetchError
+from signaldesk.sources.feed_parse import ParsedFeed, parse_feed
+from signaldesk.sources.feed_policy import (
     FeedState,
     adaptive_interval,
     record_failure,
@@ -33,7 +33,7 @@ from sources.feed_policy import (
     record_success,
     server_floor,
 )
-from sources.http import (
+from signaldesk.sources.http import (
     FetchResponse,
     HostLimiter,
     fetch,
@@ -41,7 +41,7 @@ from sources.http import (
     parse_max_age,
     parse_retry_after,
 )
-from sources.settings import HttpSettings, RssSettings
+from signaldesk.sources.settings import HttpSettings, RssSettings
 
 __all__ = [
     "FEED_ACCEPT",

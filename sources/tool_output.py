@@ -23,17 +23,17 @@ from urllib.parse import urlsplit
 import yaml
 
 from signaldesk.items import Item
-from signaldesk.vault import write_new_file
-from sources.decoding import (
+from signaldesk.sources.decoding import (
     DEFAULT_MAX_BYTES,
     decode_bytes,
     looks_binary,
     read_capped,
     walk_files,
 )
-from sources.errors import SourceError
-from sources.note_frontmatter import as_tags, first_heading, split_note
-from sources.tracking import strip_tracking_params
+from signaldesk.sources.errors import SourceError
+from signaldesk.sources.note_frontmatter import as_tags, first_heading, split_note
+from signaldesk.sources.tracking import strip_tracking_params
+from signaldesk.vault import write_new_file
 
 __all__ = [
     "DROP_SUFFIXES",

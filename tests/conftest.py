@@ -42,7 +42,7 @@ def shared_data() -> Path:
 @pytest.fixture
 def vault(tmp_path: Path) -> Iterator[Path]:
     """An initialised empty vault in a temporary folder."""
-    from pipeline.vault_setup import init_vault
+    from signaldesk.pipeline.vault_setup import init_vault
 
     path = tmp_path / "vault"
     init_vault(path)

@@ -11,9 +11,9 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from retrieval.embedder import BUNDLED_MODEL_NAME, Embedder, load_embedder
-from retrieval.settings import IndexSettings
-from retrieval.store import connect, index_db_path
+from signaldesk.retrieval.embedder import BUNDLED_MODEL_NAME, Embedder, load_embedder
+from signaldesk.retrieval.settings import IndexSettings
+from signaldesk.retrieval.store import connect, index_db_path
 
 SETTINGS = IndexSettings(model=BUNDLED_MODEL_NAME)
 

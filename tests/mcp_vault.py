@@ -254,9 +254,9 @@ def build_vault(root: Path) -> Path:
 
 def index_vault(vault: Path, *, full: bool = False) -> None:
     """Index ``vault`` with the real indexer and the default (offline) model."""
-    from retrieval.embedder import LazyEmbedder
-    from retrieval.indexer import Indexer
-    from retrieval.settings import IndexSettings
+    from signaldesk.retrieval.embedder import LazyEmbedder
+    from signaldesk.retrieval.indexer import Indexer
+    from signaldesk.retrieval.settings import IndexSettings
 
     settings = IndexSettings()
     Indexer(vault, settings, LazyEmbedder(settings)).run_sync(full=full)
@@ -273,7 +273,7 @@ def server_env() -> dict[str, str]:
 
 
 def cli_args(vault: Path, *args: str) -> list[str]:
-    return [sys.executable, "-m", "pipeline.cli", "--vault", str(vault), *args]
+    return [sys.executable, "-m", "signaldesk", "--vault", str(vault), *args]
 
 
 class ServerProcess:

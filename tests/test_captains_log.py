@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.captains_log import gather, period_for, write_captains_log
-from pipeline.settings import CaptainsLogSettings
+from signaldesk.pipeline.captains_log import gather, period_for, write_captains_log
+from signaldesk.pipeline.settings import CaptainsLogSettings
 
 
 def _git(repo: Path, *args: str, when: str | None = None) -> None:

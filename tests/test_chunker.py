@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from retrieval.chunker import Chunk, ChunkedNote, chunk_note
-from retrieval.cleaning import readable_text
+from signaldesk.retrieval.chunker import Chunk, ChunkedNote, chunk_note
+from signaldesk.retrieval.cleaning import readable_text
 
 HUB = "vaults/obsidian-hub.tar.gz"
 
@@ -395,7 +395,7 @@ def _hub_members(shared_data: Path, every: int) -> list[tuple[str, str]]:
 
 
 def test_real_hub_sample_keeps_invariants(shared_data: Path) -> None:
-    from retrieval.frontmatter import parse_note
+    from signaldesk.retrieval.frontmatter import parse_note
 
     notes = _hub_members(shared_data, every=97)
     assert len(notes) > 50

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from retrieval.cleaning import embedding_input, readable_text
+from signaldesk.retrieval.cleaning import embedding_input, readable_text
 
 HUB = "vaults/obsidian-hub.tar.gz"
 

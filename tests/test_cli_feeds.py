@@ -9,11 +9,11 @@ from pathlib import Path
 import anyio
 from click.testing import CliRunner, Result
 
-from pipeline.cli import cli
-from pipeline.config import resolve_workspace
-from pipeline.errors import FeedRegistryError
-from pipeline.feeds import FeedRegistry
-from pipeline.intake import open_ledger
+from signaldesk.pipeline.cli import cli
+from signaldesk.pipeline.config import resolve_workspace
+from signaldesk.pipeline.errors import FeedRegistryError
+from signaldesk.pipeline.feeds import FeedRegistry
+from signaldesk.pipeline.intake import open_ledger
 
 OPML = b"""<?xml version="1.0" encoding="UTF-8"?>
 <opml version="2.0"><head><title>subs</title></head><body>

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from pipeline.cli import cli
-from retrieval.settings import IndexSettings
-from retrieval.store import connect, index_db_path
+from signaldesk.pipeline.cli import cli
+from signaldesk.retrieval.settings import IndexSettings
+from signaldesk.retrieval.store import connect, index_db_path
 from tests.index_helpers import check_invariants, section, wait_for, write_note
 
 REPO = Path(__file__).resolve().parent.parent
@@ -103,7 +103,7 @@ def test_doctor_fails_on_a_broken_config(vault: Path) -> None:
 def test_index_in_a_real_process(vault: Path) -> None:
     notes(vault)
     proc = subprocess.run(
-        [sys.executable, "-m", "pipeline.cli", "--vault", str(vault), "index", "--json"],
+        [sys.executable, "-m", "signaldesk", "--vault", str(vault), "index", "--json"],
         cwd=REPO,
         capture_output=True,
         text=True,
@@ -131,7 +131,7 @@ def test_ctrl_c_stops_cleanly_with_exit_130(vault: Path) -> None:
             return False
 
     proc = subprocess.Popen(
-        [sys.executable, "-m", "pipeline.cli", "--vault", str(vault), "index", "--json"],
+        [sys.executable, "-m", "signaldesk", "--vault", str(vault), "index", "--json"],
         cwd=REPO,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

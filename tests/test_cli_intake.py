@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner, Result
 
-from pipeline.cli import cli
-from pipeline.errors import IntakeError
+from signaldesk.pipeline.cli import cli
+from signaldesk.pipeline.errors import IntakeError
 from tests.feedserver import FeedServer
 from tests.intake_data import article_text, clipping_note, serve_feeds
 from tests.triage_data import ADVISORY, CONFIG_TOML

@@ -10,11 +10,12 @@ import anyio
 import pytest
 from click.testing import CliRunner, Result
 
-from pipeline.cli import cli
-from pipeline.config import render_default_config, resolve_workspace
-from pipeline.feeds import FeedRegistry
-from pipeline.intake import open_ledger
-from pipeline.job_state import (
+from signaldesk.items import Item
+from signaldesk.pipeline.cli import cli
+from signaldesk.pipeline.config import render_default_config, resolve_workspace
+from signaldesk.pipeline.feeds import FeedRegistry
+from signaldesk.pipeline.intake import open_ledger
+from signaldesk.pipeline.job_state import (
     JobState,
     ServeLock,
     ServeState,
@@ -22,7 +23,6 @@ from pipeline.job_state import (
     save_state,
     state_path,
 )
-from signaldesk.items import Item
 
 
 def _run(vault: Path, *args: str) -> Result:

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.cli import main
-from pipeline.config import resolve_workspace
-from retrieval.context_block import SOURCE_SEPARATOR as SEP
-from retrieval.embedder import LazyEmbedder
-from retrieval.indexer import Indexer
+from signaldesk.pipeline.cli import main
+from signaldesk.pipeline.config import resolve_workspace
+from signaldesk.retrieval.context_block import SOURCE_SEPARATOR as SEP
+from signaldesk.retrieval.embedder import LazyEmbedder
+from signaldesk.retrieval.indexer import Indexer
 
 NOTES = {
     "03-resources/sourdough.md": """---

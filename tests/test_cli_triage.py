@@ -10,8 +10,8 @@ import anyio
 import pytest
 from click.testing import CliRunner, Result
 
-from pipeline.cli import cli
-from pipeline.score_input import ScoreInputError
+from signaldesk.pipeline.cli import cli
+from signaldesk.pipeline.score_input import ScoreInputError
 from tests.feedserver import FeedServer, Reply
 from tests.intake_data import article_html, newsletter_eml
 from tests.triage_data import (

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from sources.clipper import ClippingResult, clipping_to_item, scan_clippings
-from sources.settings import ClipperSettings
+from signaldesk.sources.clipper import ClippingResult, clipping_to_item, scan_clippings
+from signaldesk.sources.settings import ClipperSettings
 
 # The shape the Obsidian Web Clipper's default template writes (quoted strings, wiki-link
 # authors, a date-only `published`, `created` as the clip date, the `clippings` tag).

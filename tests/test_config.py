@@ -6,14 +6,14 @@ from pathlib import Path
 import pytest
 from pydantic import BaseModel
 
-from pipeline.config import (
+from signaldesk.pipeline.config import (
     Config,
     ConfigError,
     load_config,
     render_default_config,
     resolve_workspace,
 )
-from pipeline.vault_setup import init_vault
+from signaldesk.pipeline.vault_setup import init_vault
 
 
 def _all_settings() -> list[tuple[str, str, object]]:

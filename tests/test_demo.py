@@ -14,9 +14,9 @@ import anyio
 import httpx
 import pytest
 
-from pipeline.demo import DEMO_QUERY, DemoStep, run_demo
-from pipeline.demo_server import DemoServer, render_template
-from retrieval.frontmatter import parse_note
+from signaldesk.pipeline.demo import DEMO_QUERY, DemoStep, run_demo
+from signaldesk.pipeline.demo_server import DemoServer, render_template
+from signaldesk.retrieval.frontmatter import parse_note
 
 
 def _snapshot(vault: Path) -> dict[str, str]:
@@ -54,7 +54,7 @@ async def test_demo_runs_end_to_end_offline_and_again_changes_nothing(tmp_path: 
     started = time.monotonic()
     completed = await anyio.to_thread.run_sync(
         lambda: subprocess.run(
-            [sys.executable, "-m", "pipeline.cli", "demo", str(target)],
+            [sys.executable, "-m", "signaldesk", "demo", str(target)],
             env={**env, "COLUMNS": "120"},
             capture_output=True,
             text=True,

@@ -2,7 +2,7 @@
 the README's commands, verbs, sections, tools and paths match what exists.
 
 When one of these fails after a change to a verb, an option or a setting, run
-``python -m pipeline.cli._docs`` and commit the result; when the README is out of
+``python tools/gendocs.py`` and commit the result; when the README is out of
 step, edit the README.
 """
 
@@ -18,13 +18,19 @@ from pathlib import Path
 import click
 import pytest
 
-from pipeline.cli import cli
-from pipeline.cli._docs import check_docs, main, render_cli_doc, render_config_doc, walk_commands
-from pipeline.config import Config
+from signaldesk.pipeline.cli import cli
+from signaldesk.pipeline.config import Config
+from tools.gendocs import (
+    check_docs,
+    main,
+    render_cli_doc,
+    render_config_doc,
+    walk_commands,
+)
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 README = REPO_ROOT / "README.md"
-REGENERATE = "run `python -m pipeline.cli._docs` and commit docs/"
+REGENERATE = "run `python tools/gendocs.py` and commit docs/"
 
 SETUP_COMMANDS = (
     "python3 -m venv .venv && .venv/bin/pip install -e . && .venv/bin/signaldesk demo",
@@ -101,7 +107,7 @@ def test_every_command_a_cli_module_defines_is_registered() -> None:
     for path in sorted((REPO_ROOT / "pipeline" / "cli").glob("*.py")):
         if path.name.startswith("_"):
             continue
-        module = importlib.import_module(f"pipeline.cli.{path.stem}")
+        module = importlib.import_module(f"signaldesk.pipeline.cli.{path.stem}")
         for command in getattr(module, "COMMANDS", []):
             assert id(command) in registered, f"{path.stem}.{command.name} is not registered"
 

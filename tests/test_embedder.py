@@ -13,16 +13,16 @@ import pytest
 from model2vec import StaticModel
 from tokenizers import Tokenizer, models, normalizers, pre_tokenizers
 
-from retrieval import embedder as embedder_module
-from retrieval.embedder import (
+from signaldesk.retrieval import embedder as embedder_module
+from signaldesk.retrieval.embedder import (
     BUNDLED_MODEL_NAME,
     Embedder,
     LazyEmbedder,
     bundled_model_path,
     load_embedder,
 )
-from retrieval.errors import ModelError
-from retrieval.settings import IndexSettings
+from signaldesk.retrieval.errors import ModelError
+from signaldesk.retrieval.settings import IndexSettings
 
 _TINY_WORDS = ["[UNK]", "[PAD]", "alpha", "beta", "gamma", "delta", "epsilon"]
 
@@ -150,7 +150,7 @@ def test_hub_name_is_loaded_from_the_local_cache(hf_cache: Path, tmp_path: Path)
 def test_uncached_hub_model_falls_back_without_network(
     hf_cache: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    with caplog.at_level(logging.INFO, logger="retrieval.embedder"):
+    with caplog.at_level(logging.INFO, logger="signaldesk.retrieval.embedder"):
         embedder = load_embedder(IndexSettings(model="minishlab/potion-base-8M"))
     assert embedder.name == BUNDLED_MODEL_NAME
     assert "not in the local Hugging Face cache" in caplog.text
@@ -170,7 +170,7 @@ def test_unloadable_configured_model_falls_back_and_says_so(
         configured = str(folder)
     else:
         configured = "not a valid//repo id"
-    with caplog.at_level(logging.INFO, logger="retrieval.embedder"):
+    with caplog.at_level(logging.INFO, logger="signaldesk.retrieval.embedder"):
         embedder = load_embedder(IndexSettings(model=configured))
     assert embedder.name == BUNDLED_MODEL_NAME
     warnings = [r for r in caplog.records if r.levelno >= logging.WARNING]
@@ -228,7 +228,7 @@ def test_allowed_download_that_cannot_reach_the_hub_falls_back(
 ) -> None:
     # The test session has no network (HF_HUB_OFFLINE=1, dead proxies): the download
     # attempt must fail at once and the bundled model take over.
-    with caplog.at_level(logging.INFO, logger="retrieval.embedder"):
+    with caplog.at_level(logging.INFO, logger="signaldesk.retrieval.embedder"):
         embedder = load_embedder(IndexSettings(model="example-org/not-cached", allow_download=True))
     assert embedder.name == BUNDLED_MODEL_NAME
     assert "example-org/not-cached could not be loaded" in caplog.text

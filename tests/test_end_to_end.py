@@ -15,10 +15,10 @@ import anyio
 import pytest
 from click.testing import CliRunner, Result
 
-from pipeline.cli import cli
-from pipeline.config import Config
-from retrieval.frontmatter import parse_note
-from retrieval.retriever import Retriever
+from signaldesk.pipeline.cli import cli
+from signaldesk.pipeline.config import Config
+from signaldesk.retrieval.frontmatter import parse_note
+from signaldesk.retrieval.retriever import Retriever
 from signaldesk.vault import DOMAINS
 from tests.conftest import REPO_ROOT
 from tests.feedserver import FeedServer, RecordedRequest, Reply
@@ -191,7 +191,7 @@ def test_scan_in_a_real_subprocess(vault: Path, server: FeedServer) -> None:
     _ok(vault, "feeds", "add", _serve_feed(server))
     env = {**os.environ, "SIGNALDESK_VAULT": str(vault), "PYTHONPATH": str(REPO_ROOT)}
     done = subprocess.run(
-        [sys.executable, "-m", "pipeline.cli", "scan", "--json"],
+        [sys.executable, "-m", "signaldesk", "scan", "--json"],
         capture_output=True,
         text=True,
         env=env,

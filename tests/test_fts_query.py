@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from retrieval.errors import QueryError
-from retrieval.fts_query import MAX_TERMS, build_match, query_terms
-from retrieval.fts_text import index_text
-from retrieval.store import connect, migrate
+from signaldesk.retrieval.errors import QueryError
+from signaldesk.retrieval.fts_query import MAX_TERMS, build_match, query_terms
+from signaldesk.retrieval.fts_text import index_text
+from signaldesk.retrieval.store import connect, migrate
 from tests.hostile_queries import HOSTILE
 
 

@@ -13,10 +13,10 @@ import httpx
 import pytest
 
 from signaldesk.items import Item
-from sources.errors import FetchError
-from sources.fulltext import extract_article, fetch_article, with_full_text
-from sources.http import build_client
-from sources.settings import HttpSettings
+from signaldesk.sources.errors import FetchError
+from signaldesk.sources.fulltext import extract_article, fetch_article, with_full_text
+from signaldesk.sources.http import build_client
+from signaldesk.sources.settings import HttpSettings
 from tests.feedserver import FeedServer, Reply, feed_server
 
 __all__ = ["feed_server"]

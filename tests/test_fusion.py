@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from retrieval.budget import ELLIPSIS, cut, estimate_tokens, take
-from retrieval.fusion import Candidate, FusionParams, fuse, sort_key
+from signaldesk.retrieval.budget import ELLIPSIS, cut, estimate_tokens, take
+from signaldesk.retrieval.fusion import Candidate, FusionParams, fuse, sort_key
 
 
 def test_rrf_weighted_by_list() -> None:

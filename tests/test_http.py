@@ -1,4 +1,4 @@
-"""sources.http against a real HTTP server on 127.0.0.1."""
+"""signaldesk.sources.http against a real HTTP server on 127.0.0.1."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from datetime import UTC, datetime
 import anyio
 import pytest
 
-from sources.errors import FetchError, ResponseTooLarge, TooManyRedirects
-from sources.http import (
+from signaldesk.sources.errors import FetchError, ResponseTooLarge, TooManyRedirects
+from signaldesk.sources.http import (
     FetchResponse,
     HostLimiter,
     build_client,
@@ -20,7 +20,7 @@ from sources.http import (
     parse_max_age,
     parse_retry_after,
 )
-from sources.settings import HttpSettings
+from signaldesk.sources.settings import HttpSettings
 from tests.feedserver import FeedServer, RecordedRequest, Reply, feed_server
 
 __all__ = ["feed_server"]

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from retrieval.frontmatter import parse_note
-from retrieval.ignore import (
+from signaldesk.retrieval.frontmatter import parse_note
+from signaldesk.retrieval.ignore import (
     IndexIgnoreError,
     VaultFilter,
     excluded_by_frontmatter,
@@ -215,7 +215,7 @@ def test_unreadable_folder_is_logged_and_skipped(
     _write(vault, "locked/n.md")
     (vault / "locked").chmod(0)
     try:
-        with caplog.at_level(logging.WARNING, logger="retrieval.ignore"):
+        with caplog.at_level(logging.WARNING, logger="signaldesk.retrieval.ignore"):
             assert _listed(vault) == ["ok.md"]
         assert "locked" in caplog.text
     finally:
@@ -223,7 +223,7 @@ def test_unreadable_folder_is_logged_and_skipped(
 
 
 def test_missing_vault_yields_nothing(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
-    with caplog.at_level(logging.WARNING, logger="retrieval.ignore"):
+    with caplog.at_level(logging.WARNING, logger="signaldesk.retrieval.ignore"):
         assert _listed(tmp_path / "nope") == []
     assert "nope" in caplog.text
 

@@ -13,15 +13,15 @@ import anyio
 import numpy as np
 import pytest
 
-from retrieval._pool import POOL_MIN_FILES
-from retrieval.embedder import bundled_model_path, load_embedder
-from retrieval.errors import IndexLockedError, ModelError
-from retrieval.ignore import VaultFilter, iter_vault_notes
-from retrieval.indexer import Indexer, IndexProgress
-from retrieval.lock import IndexLock
-from retrieval.settings import IndexSettings
-from retrieval.status import index_status
-from retrieval.store import connect, get_meta, index_db_path
+from signaldesk.retrieval._pool import POOL_MIN_FILES
+from signaldesk.retrieval.embedder import bundled_model_path, load_embedder
+from signaldesk.retrieval.errors import IndexLockedError, ModelError
+from signaldesk.retrieval.ignore import VaultFilter, iter_vault_notes
+from signaldesk.retrieval.indexer import Indexer, IndexProgress
+from signaldesk.retrieval.lock import IndexLock
+from signaldesk.retrieval.settings import IndexSettings
+from signaldesk.retrieval.status import index_status
+from signaldesk.retrieval.store import connect, get_meta, index_db_path
 from tests.index_helpers import (
     SETTINGS,
     CountingEmbedder,
@@ -359,9 +359,9 @@ def _many_notes(vault: Path, n: int) -> None:
 @pytest.fixture
 def small_batches(monkeypatch: pytest.MonkeyPatch) -> int:
     """Transactions of 40 files, so that a few hundred notes make many of them."""
-    import retrieval.indexer
+    import signaldesk.retrieval.indexer as indexer_module
 
-    monkeypatch.setattr(retrieval.indexer, "_BATCH_FILES", 40)
+    monkeypatch.setattr(indexer_module, "_BATCH_FILES", 40)
     return 40
 
 
@@ -421,7 +421,16 @@ def test_kill_9_during_a_full_index_leaves_a_consistent_index(vault: Path) -> No
             return 0  # schema not created yet
 
     proc = subprocess.Popen(
-        [sys.executable, "-m", "pipeline.cli", "--vault", str(vault), "index", "--full", "--json"],
+        [
+            sys.executable,
+            "-m",
+            "signaldesk",
+            "--vault",
+            str(vault),
+            "index",
+            "--full",
+            "--json",
+        ],
         cwd=REPO,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
@@ -570,8 +579,8 @@ def test_a_broken_worker_pool_falls_back_to_this_process(
 ) -> None:
     import multiprocessing
 
-    from retrieval._pool import prepared
-    from retrieval._prepare import FileJob, PreparedNote, PrepareOptions
+    from signaldesk.retrieval._pool import prepared
+    from signaldesk.retrieval._prepare import FileJob, PreparedNote, PrepareOptions
 
     _many_notes(vault, POOL_MIN_FILES + 100)
     jobs = [
@@ -593,7 +602,7 @@ def test_a_broken_worker_pool_falls_back_to_this_process(
 async def test_a_malformed_page_is_treated_as_corruption(
     vault: Path, embedder: CountingEmbedder
 ) -> None:
-    from retrieval.store import PAGE_SIZE
+    from signaldesk.retrieval.store import PAGE_SIZE
 
     three_notes(vault)
     await make_indexer(vault, embedder).run()

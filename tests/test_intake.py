@@ -10,13 +10,13 @@ from typing import Any
 import anyio
 import pytest
 
-from pipeline.config import Config, Workspace
-from pipeline.feeds import FeedRegistry
-from pipeline.intake import open_ledger, run_scan, scan
-from pipeline.intake_report import ScanStats
-from pipeline.ledger import item_identity, utcnow
 from signaldesk.items import Item
-from sources.http import build_client
+from signaldesk.pipeline.config import Config, Workspace
+from signaldesk.pipeline.feeds import FeedRegistry
+from signaldesk.pipeline.intake import open_ledger, run_scan, scan
+from signaldesk.pipeline.intake_report import ScanStats
+from signaldesk.pipeline.ledger import item_identity, utcnow
+from signaldesk.sources.http import build_client
 from tests.feedserver import FeedServer, Reply
 from tests.intake_data import (
     Entry,

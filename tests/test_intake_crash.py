@@ -19,9 +19,9 @@ from pathlib import Path
 import anyio
 import pytest
 
-from pipeline.config import resolve_workspace
-from pipeline.feeds import FeedRegistry
-from pipeline.intake import ledger_path, open_ledger
+from signaldesk.pipeline.config import resolve_workspace
+from signaldesk.pipeline.feeds import FeedRegistry
+from signaldesk.pipeline.intake import ledger_path, open_ledger
 from tests.feedserver import FeedServer
 from tests.intake_data import serve_feeds
 
@@ -41,7 +41,7 @@ def _scan_command(vault: Path, config: Path) -> list[str]:
     return [
         sys.executable,
         "-m",
-        "pipeline.cli",
+        "signaldesk",
         "--vault",
         str(vault),
         "--config",

@@ -14,10 +14,13 @@ import pytest
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
+# The layers' folders; installed, each is the sub-package ``signaldesk.<folder>``
+# (pyproject.toml maps them), and the shared base is ``signaldesk`` itself.
 LAYERS = ("signaldesk", "sources", "retrieval", "scoring", "mcp_server", "pipeline")
 
-# What each layer may import besides itself and third-party code. An entry allows the
-# module and everything under it; `retrieval.embedder` does not allow `retrieval`.
+# What each layer may import besides itself and third-party code, in layer-relative
+# names (``signaldesk`` is the shared base). An entry allows the module and everything
+# under it; `retrieval.embedder` does not allow `retrieval`.
 ALLOWED: dict[str, frozenset[str]] = {
     "signaldesk": frozenset(),
     "sources": frozenset({"signaldesk"}),
@@ -29,8 +32,11 @@ ALLOWED: dict[str, frozenset[str]] = {
     "pipeline": frozenset({"signaldesk", "sources", "scoring", "retrieval", "mcp_server"}),
 }
 
+# The program's entry point (``python -m signaldesk``) sits above every layer.
+ENTRY_POINTS = frozenset({"signaldesk.__main__"})
+
 # Never imported by any layer: they sit on top of the package, not inside it.
-OUTSIDE = ("bench", "tests")
+OUTSIDE = ("bench", "tests", "tools")
 
 
 @dataclass(frozen=True)
@@ -44,10 +50,31 @@ class Violation:
 
 
 def _module_name(root: Path, path: Path) -> str:
+    """The installed name: ``retrieval/x.py`` is ``signaldesk.retrieval.x``."""
     parts = list(path.relative_to(root).with_suffix("").parts)
     if parts[-1] == "__init__":
         parts.pop()
+    if parts[0] != "signaldesk":
+        parts.insert(0, "signaldesk")
     return ".".join(parts)
+
+
+def _layer_relative(name: str) -> str:
+    """``signaldesk.retrieval.x`` -> ``retrieval.x``; ``signaldesk.items`` -> ``signaldesk``."""
+    parts = name.split(".")
+    if parts[0] != "signaldesk":
+        return name
+    if len(parts) > 1 and parts[1] in LAYERS:
+        return ".".join(parts[1:])
+    return "signaldesk"
+
+
+def _source_path(root: Path, name: str) -> Path:
+    """Where the module ``name`` (an installed name) lives in the checkout."""
+    parts = name.split(".")
+    if parts[0] == "signaldesk" and len(parts) > 1 and parts[1] in LAYERS:
+        parts = parts[1:]
+    return root.joinpath(*parts)
 
 
 def _imports(root: Path, path: Path) -> list[tuple[int, str]]:
@@ -68,13 +95,14 @@ def _imports(root: Path, path: Path) -> list[tuple[int, str]]:
             # `from retrieval import embedder` imports the submodule when it is one.
             for alias in node.names:
                 candidate = f"{target}.{alias.name}"
-                sub = root.joinpath(*candidate.split("."))
+                sub = _source_path(root, candidate)
                 is_module = sub.with_suffix(".py").is_file() or (sub / "__init__.py").is_file()
                 found.append((node.lineno, candidate if is_module else target))
     return found
 
 
 def _allowed(layer: str, imported: str) -> bool:
+    imported = _layer_relative(imported)
     top = imported.split(".")[0]
     if top in OUTSIDE:
         return False
@@ -90,9 +118,13 @@ def find_violations(root: Path) -> tuple[int, list[Violation]]:
     for layer in LAYERS:
         for path in sorted((root / layer).rglob("*.py")):
             count += 1
+            if _module_name(root, path) in ENTRY_POINTS:
+                continue
             for line, imported in _imports(root, path):
                 if not _allowed(layer, imported):
-                    violations.append(Violation(_module_name(root, path), line, imported))
+                    violations.append(
+                        Violation(_module_name(root, path), line, _layer_relative(imported))
+                    )
     return count, violations
 
 
@@ -114,16 +146,21 @@ def _write(root: Path, rel: str, text: str) -> None:
 @pytest.mark.parametrize(
     ("rel", "source", "expected"),
     [
-        ("sources/rss.py", "from pipeline.ledger import Ledger\n", "pipeline.ledger"),
-        ("retrieval/x.py", "def f():\n    import scoring.scorer\n", "scoring.scorer"),
-        ("retrieval/x.py", "from sources import clipper\n", "sources.clipper"),
-        ("mcp_server/x.py", "from pipeline import config\n", "pipeline.config"),
-        ("mcp_server/x.py", "import sources\n", "sources"),
-        ("scoring/x.py", "from retrieval.indexer import Indexer\n", "retrieval.indexer"),
-        ("scoring/x.py", "from retrieval import Retriever\n", "retrieval"),
-        ("signaldesk/x.py", "from retrieval.records import NoteInfo\n", "retrieval.records"),
+        ("sources/rss.py", "from signaldesk.pipeline.ledger import Ledger\n", "pipeline.ledger"),
+        ("retrieval/x.py", "def f():\n    import signaldesk.scoring.scorer\n", "scoring.scorer"),
+        ("retrieval/x.py", "from signaldesk.sources import clipper\n", "sources.clipper"),
+        ("mcp_server/x.py", "from signaldesk.pipeline import config\n", "pipeline.config"),
+        ("mcp_server/x.py", "import signaldesk.sources\n", "sources"),
+        ("scoring/x.py", "from signaldesk.retrieval.indexer import I\n", "retrieval.indexer"),
+        ("scoring/x.py", "from signaldesk.retrieval import Retriever\n", "retrieval"),
+        ("signaldesk/x.py", "from signaldesk.retrieval.records import N\n", "retrieval.records"),
+        ("signaldesk/x.py", "from signaldesk import retrieval\n", "retrieval"),
         ("pipeline/x.py", "from bench.scale import main\n", "bench.scale"),
-        ("retrieval/sub/x.py", "from ..sub import x\nimport pipeline.config\n", "pipeline.config"),
+        (
+            "retrieval/sub/x.py",
+            "from ..sub import x\nimport signaldesk.pipeline.config\n",
+            "pipeline.config",
+        ),
     ],
 )
 def test_a_forbidden_import_is_reported(
@@ -148,12 +185,14 @@ def test_allowed_imports_pass(tmp_path: Path) -> None:
     _write(
         tmp_path,
         "scoring/x.py",
-        "from retrieval.embedder import Embedder\nfrom signaldesk.items import Item\n"
+        "from signaldesk.retrieval.embedder import Embedder\nfrom signaldesk.items import Item\n"
         "from . import y\nimport numpy\n",
     )
-    _write(tmp_path, "mcp_server/x.py", "from retrieval.records import NoteInfo\n")
+    _write(tmp_path, "mcp_server/x.py", "from signaldesk.retrieval.records import NoteInfo\n")
     _write(
-        tmp_path, "pipeline/x.py", "import sources, scoring, retrieval, mcp_server, signaldesk\n"
+        tmp_path,
+        "pipeline/x.py",
+        "import signaldesk.sources, signaldesk.scoring, signaldesk.retrieval, signaldesk\n",
     )
     _, violations = find_violations(tmp_path)
     assert violations == []

@@ -10,11 +10,17 @@ from pathlib import Path
 import anyio
 import pytest
 
-from pipeline.errors import LedgerError
-from pipeline.ledger import Ledger, global_guid, item_from_json, item_identity, item_to_json
-from pipeline.ledger_clippings import FINGERPRINT_KEY, resolve_clipping
-from pipeline.ledger_schema import SCHEMA_VERSION
 from signaldesk.items import Item
+from signaldesk.pipeline.errors import LedgerError
+from signaldesk.pipeline.ledger import (
+    Ledger,
+    global_guid,
+    item_from_json,
+    item_identity,
+    item_to_json,
+)
+from signaldesk.pipeline.ledger_clippings import FINGERPRINT_KEY, resolve_clipping
+from signaldesk.pipeline.ledger_schema import SCHEMA_VERSION
 from tests.intake_data import article_text
 
 pytestmark = pytest.mark.anyio

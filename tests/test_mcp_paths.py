@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 from mcp_vault import build_vault, traversal_variants
 
-from mcp_server.errors import NoteNotFoundError, PathRefusedError
-from mcp_server.paths import check_relative_path, normalise_folder, resolve_note_path
-from retrieval.ignore import VaultFilter
+from signaldesk.mcp_server.errors import NoteNotFoundError, PathRefusedError
+from signaldesk.mcp_server.paths import check_relative_path, normalise_folder, resolve_note_path
+from signaldesk.retrieval.ignore import VaultFilter
 
 
 @pytest.fixture(scope="module")

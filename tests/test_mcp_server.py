@@ -22,8 +22,8 @@ from mcp_vault import (
     traversal_variants,
 )
 
-from mcp_server import TOOL_NAMES, McpSettings, build_server
-from mcp_server.models import (
+from signaldesk.mcp_server import TOOL_NAMES, McpSettings, build_server
+from signaldesk.mcp_server.models import (
     ContextOutput,
     IndexStatusOutput,
     NoteListOutput,
@@ -32,11 +32,17 @@ from mcp_server.models import (
     SearchOutput,
     SignalListOutput,
 )
-from retrieval.embedder import LazyEmbedder
-from retrieval.errors import IndexUnavailableError
-from retrieval.records import IndexStatus, NoteInfo, SearchFilters, SearchMode, SearchResult
-from retrieval.retriever import Retriever
-from retrieval.settings import IndexSettings, SearchSettings
+from signaldesk.retrieval.embedder import LazyEmbedder
+from signaldesk.retrieval.errors import IndexUnavailableError
+from signaldesk.retrieval.records import (
+    IndexStatus,
+    NoteInfo,
+    SearchFilters,
+    SearchMode,
+    SearchResult,
+)
+from signaldesk.retrieval.retriever import Retriever
+from signaldesk.retrieval.settings import IndexSettings, SearchSettings
 
 pytestmark = pytest.mark.anyio
 

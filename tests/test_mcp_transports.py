@@ -34,9 +34,9 @@ from mcp_vault import (
     traversal_variants,
 )
 
-from mcp_server import TOOL_NAMES, McpSettings, TransportConfigError, run_http
-from mcp_server.models import ReadNoteOutput, SearchOutput
-from retrieval.settings import IndexSettings, SearchSettings
+from signaldesk.mcp_server import TOOL_NAMES, McpSettings, TransportConfigError, run_http
+from signaldesk.mcp_server.models import ReadNoteOutput, SearchOutput
+from signaldesk.retrieval.settings import IndexSettings, SearchSettings
 
 pytestmark = pytest.mark.anyio
 
@@ -210,7 +210,7 @@ async def test_http_token_is_required_when_configured(indexed_vault: Path) -> No
 
 
 def test_print_config_uses_this_machines_paths(indexed_vault: Path) -> None:
-    from pipeline.cli import cli
+    from signaldesk.pipeline.cli import cli
 
     runner = CliRunner()
     result = runner.invoke(cli, ["--vault", str(indexed_vault), "mcp", "--print-config", "cursor"])
@@ -258,9 +258,9 @@ async def _rebuilding(vault: Path) -> AsyncIterator[list[float]]:
     Yields the list of run durations; a run still in progress when the block ends
     is counted as ``-1``.
     """
-    from retrieval.embedder import LazyEmbedder
-    from retrieval.indexer import Indexer
-    from retrieval.settings import IndexSettings
+    from signaldesk.retrieval.embedder import LazyEmbedder
+    from signaldesk.retrieval.indexer import Indexer
+    from signaldesk.retrieval.settings import IndexSettings
 
     settings = IndexSettings()
     indexer = Indexer(vault, settings, LazyEmbedder(settings))

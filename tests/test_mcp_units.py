@@ -13,14 +13,14 @@ from pathlib import Path
 import pytest
 from mcp_vault import REPO_ROOT, SECRET_NOTE, SECRETS
 
-from mcp_server.arguments import parse_day
-from mcp_server.binding import check_binding, is_loopback, read_token
-from mcp_server.budget import cap_text, estimate_tokens, token_chars
-from mcp_server.client_config import client_config
-from mcp_server.errors import InvalidArgumentError, TransportConfigError
-from mcp_server.http import transport_security
-from mcp_server.instructions import build_instructions
-from mcp_server.notes import (
+from signaldesk.mcp_server.arguments import parse_day
+from signaldesk.mcp_server.binding import check_binding, is_loopback, read_token
+from signaldesk.mcp_server.budget import cap_text, estimate_tokens, token_chars
+from signaldesk.mcp_server.client_config import client_config
+from signaldesk.mcp_server.errors import InvalidArgumentError, TransportConfigError
+from signaldesk.mcp_server.http import transport_security
+from signaldesk.mcp_server.instructions import build_instructions
+from signaldesk.mcp_server.notes import (
     drop_excluded_context,
     find_latest_report,
     scrub_preserving_lines,
@@ -28,9 +28,9 @@ from mcp_server.notes import (
     split_lines,
     title_of,
 )
-from mcp_server.scrubbing import scrub_data
-from mcp_server.settings import McpSettings
-from retrieval.records import IndexStatus
+from signaldesk.mcp_server.scrubbing import scrub_data
+from signaldesk.mcp_server.settings import McpSettings
+from signaldesk.retrieval.records import IndexStatus
 
 # -- budget ------------------------------------------------------------------------------
 
@@ -141,14 +141,14 @@ def test_instructions_without_and_with_an_index(tmp_path: Path) -> None:
 # -- client snippets -------------------------------------------------------------------------
 
 
-COMMAND = ["/opt/venv/bin/python", "-m", "pipeline.cli"]
+COMMAND = ["/opt/venv/bin/python", "-m", "signaldesk"]
 
 
 def test_claude_snippet_is_json_with_this_machines_paths() -> None:
     snippet = client_config("claude", command=COMMAND, vault="/home/me/My Vault")
     entry = json.loads(snippet.text)["mcpServers"]["signaldesk"]
     assert entry["command"] == "/opt/venv/bin/python"
-    assert entry["args"] == ["-m", "pipeline.cli", "--vault", "/home/me/My Vault", "mcp"]
+    assert entry["args"] == ["-m", "signaldesk", "--vault", "/home/me/My Vault", "mcp"]
     assert "claude mcp add" in snippet.note and "'/home/me/My Vault'" in snippet.note
 
 
@@ -282,7 +282,7 @@ def test_http_listener_names_tcp_so_accepted_sockets_skip_nagle() -> None:
     # sockets inherit the listener's, and without it every HTTP call waited ~40 ms.
     import socket
 
-    from mcp_server.http import _bind
+    from signaldesk.mcp_server.http import _bind
 
     listener = _bind("127.0.0.1", 0)
     try:

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from sources.email_parse import normalise_message_id, read_message
-from sources.imap import ImapError, credentials_from_env
-from sources.newsletter import (
+from signaldesk.sources.email_parse import normalise_message_id, read_message
+from signaldesk.sources.imap import ImapError, credentials_from_env
+from signaldesk.sources.newsletter import (
     MailResult,
     fetch_imap,
     is_newsletter,
@@ -24,8 +24,8 @@ from sources.newsletter import (
     parse_email_detailed,
     read_mail_sources,
 )
-from sources.settings import NewsletterSettings
-from sources.tracking import is_tracking_pixel_url, strip_tracking_params
+from signaldesk.sources.settings import NewsletterSettings
+from signaldesk.sources.tracking import is_tracking_pixel_url, strip_tracking_params
 
 # file -> (is a newsletter, decoded subject). Decisions follow the list headers; the subjects
 # cover RFC 2047 in ISO-8859-1, UTF-8 and GB2312-labelled GBK, and raw 8-bit headers.

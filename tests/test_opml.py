@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from sources.errors import OpmlError
-from sources.opml import OpmlFeed, export_opml, parse_opml
+from signaldesk.sources.errors import OpmlError
+from signaldesk.sources.opml import OpmlFeed, export_opml, parse_opml
 
 READER_EXPORT = b"""<?xml version="1.0" encoding="UTF-8"?>
 <opml version="1.0">

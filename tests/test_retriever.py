@@ -17,14 +17,14 @@ from pathlib import Path
 import anyio
 import pytest
 
-from retrieval.context_block import SOURCE_SEPARATOR as SEP
-from retrieval.embedder import Embedder, load_embedder
-from retrieval.errors import IndexUnavailableError, QueryError
-from retrieval.indexer import Indexer
-from retrieval.records import SearchFilters
-from retrieval.retriever import Retriever
-from retrieval.settings import IndexSettings, SearchSettings
-from retrieval.store import connect
+from signaldesk.retrieval.context_block import SOURCE_SEPARATOR as SEP
+from signaldesk.retrieval.embedder import Embedder, load_embedder
+from signaldesk.retrieval.errors import IndexUnavailableError, QueryError
+from signaldesk.retrieval.indexer import Indexer
+from signaldesk.retrieval.records import SearchFilters
+from signaldesk.retrieval.retriever import Retriever
+from signaldesk.retrieval.settings import IndexSettings, SearchSettings
+from signaldesk.retrieval.store import connect
 from tests.hostile_queries import HOSTILE
 
 pytestmark = pytest.mark.anyio

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from scoring import FALLBACK_DOMAIN, DomainRuleSettings, Scorer, ScoringSettings
 from signaldesk.items import Item
+from signaldesk.scoring import FALLBACK_DOMAIN, DomainRuleSettings, Scorer, ScoringSettings
 from signaldesk.vault import DOMAINS
 
 # One real-shaped item per domain folder (title + opening paragraph).

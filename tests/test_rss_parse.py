@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 from signaldesk.items import Item
-from sources.errors import FeedParseError
-from sources.feed_markdown import feed_html_to_markdown as html_to_markdown
-from sources.feed_markdown import feed_html_to_text as html_to_text
-from sources.feed_parse import parse_feed
+from signaldesk.sources.errors import FeedParseError
+from signaldesk.sources.feed_markdown import feed_html_to_markdown as html_to_markdown
+from signaldesk.sources.feed_markdown import feed_html_to_text as html_to_text
+from signaldesk.sources.feed_parse import parse_feed
 
 DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "feeds"
 RSS_PARSER = DATA / "rss-parser_tests"

@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from signaldesk.items import Item
-from sources.feed_policy import (
+from signaldesk.sources.feed_policy import (
     FeedState,
     adaptive_interval,
     backoff_delay,
@@ -17,8 +17,8 @@ from sources.feed_policy import (
     record_success,
     server_floor,
 )
-from sources.rss import is_teaser
-from sources.settings import RssSettings
+from signaldesk.sources.rss import is_teaser
+from signaldesk.sources.settings import RssSettings
 
 RSS = RssSettings()
 NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)

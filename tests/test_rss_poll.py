@@ -14,10 +14,10 @@ import anyio
 import httpx
 import pytest
 
-import sources.rss
-from sources.http import build_client
-from sources.rss import FeedState, ParsedFeed, PollResult, poll_feed
-from sources.settings import HttpSettings, RssSettings
+import signaldesk.sources.rss as rss_module
+from signaldesk.sources.http import build_client
+from signaldesk.sources.rss import FeedState, ParsedFeed, PollResult, poll_feed
+from signaldesk.sources.settings import HttpSettings, RssSettings
 from tests.feedserver import FeedServer, RecordedRequest, Reply, feed_server
 
 __all__ = ["feed_server"]
@@ -361,13 +361,13 @@ async def test_feeds_are_parsed_in_worker_threads_under_the_limiter(
     feed_server.route("/feed", Reply(body=rss(entries=3)))
     feed_server.route("/broken", Reply(body=b"\x00\x01 not a feed at all \xff"))
     threads: list[int] = []
-    real_parse = sources.rss.parse_feed
+    real_parse = rss_module.parse_feed
 
     def recording_parse(*args: Any, **kwargs: Any) -> ParsedFeed:
         threads.append(threading.get_ident())
         return real_parse(*args, **kwargs)
 
-    monkeypatch.setattr(sources.rss, "parse_feed", recording_parse)
+    monkeypatch.setattr(rss_module, "parse_feed", recording_parse)
     limiter = anyio.CapacityLimiter(1)
     holder = object()
     await limiter.acquire_on_behalf_of(holder)

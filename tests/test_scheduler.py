@@ -17,17 +17,17 @@ import pytest
 from apscheduler.triggers.cron import CronTrigger
 from apscheduler.triggers.interval import IntervalTrigger
 
-import pipeline.watcher as watcher_module
-from pipeline.config import Workspace, render_default_config, resolve_workspace
-from pipeline.feeds import FeedRegistry
-from pipeline.intake import open_ledger
-from pipeline.job_state import ServeLock, ServiceRunningError, load_state, state_path
-from pipeline.jobs import JobServices, report_day
-from pipeline.scheduler import JOB_NAMES, JobSpec, _last_scheduled, serve
-from pipeline.watcher import VaultWatcher, vault_signature
-from retrieval.embedder import LazyEmbedder
-from retrieval.settings import IndexSettings
-from retrieval.store import connect, index_db_path
+import signaldesk.pipeline.watcher as watcher_module
+from signaldesk.pipeline.config import Workspace, render_default_config, resolve_workspace
+from signaldesk.pipeline.feeds import FeedRegistry
+from signaldesk.pipeline.intake import open_ledger
+from signaldesk.pipeline.job_state import ServeLock, ServiceRunningError, load_state, state_path
+from signaldesk.pipeline.jobs import JobServices, report_day
+from signaldesk.pipeline.scheduler import JOB_NAMES, JobSpec, _last_scheduled, serve
+from signaldesk.pipeline.watcher import VaultWatcher, vault_signature
+from signaldesk.retrieval.embedder import LazyEmbedder
+from signaldesk.retrieval.settings import IndexSettings
+from signaldesk.retrieval.store import connect, index_db_path
 from tests.feedserver import FeedServer
 from tests.intake_data import clipping_note, serve_feeds
 
@@ -273,7 +273,7 @@ async def test_serve_runs_every_job_and_stops_cleanly_on_sigterm(
     )
     env = {**os.environ, "SIGNALDESK_VAULT": str(vault)}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "pipeline.cli", "-v", "serve"],
+        [sys.executable, "-m", "signaldesk", "-v", "serve"],
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from scoring import (
+from signaldesk.items import Item
+from signaldesk.scoring import (
     DIMENSIONS,
     ScoreCard,
     Scorer,
@@ -16,9 +17,8 @@ from scoring import (
     ScoringSettings,
     TopicSettings,
 )
-from scoring.catalogue import build_reputation
-from scoring.keywords import KeywordMatcher
-from signaldesk.items import Item
+from signaldesk.scoring.catalogue import build_reputation
+from signaldesk.scoring.keywords import KeywordMatcher
 
 HOW_TO = """Kubernetes upgrades go wrong in predictable ways. This guide walks through the
 checks we run before every minor version upgrade of a cluster.
@@ -262,7 +262,7 @@ def test_keyword_matcher_whole_words_phrases_and_prefixes() -> None:
 
 
 def test_overrides_from_a_toml_config_file(tmp_path: Path) -> None:
-    from pipeline.config import load_config
+    from signaldesk.pipeline.config import load_config
 
     path = tmp_path / "signaldesk.toml"
     path.write_text(
@@ -296,8 +296,8 @@ keywords = { "comptime" = 3.0 }
 
 
 def test_missing_data_file_is_a_scoring_error() -> None:
-    from scoring import DataFileError, ScoringError
-    from scoring.catalogue import load_data_file
+    from signaldesk.scoring import DataFileError, ScoringError
+    from signaldesk.scoring.catalogue import load_data_file
 
     with pytest.raises(DataFileError, match=r"no-such-file\.toml") as info:
         load_data_file("no-such-file.toml")
@@ -317,7 +317,7 @@ class _BrokenEmbedder:
 
 
 def test_embedder_failure_is_converted() -> None:
-    from scoring import EmbeddingFailed
+    from signaldesk.scoring import EmbeddingFailed
 
     scorer = Scorer(ScoringSettings(), _BrokenEmbedder())  # type: ignore[arg-type]
     assert not scorer.keyword_only
@@ -327,8 +327,8 @@ def test_embedder_failure_is_converted() -> None:
 
 
 def test_a_clipping_carries_the_intent_of_clipping_it() -> None:
-    from scoring import Scorer, ScoringSettings
     from signaldesk.items import Item
+    from signaldesk.scoring import Scorer, ScoringSettings
 
     text = "Notes on a gardening weekend with photos of tomatoes and a recipe for soup."
     feed = Item(source_kind="rss", source_id="f", title="Weekend garden", text=text)

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from bench.scoring import LABELLED_DIR, evaluate, load_labelled
-from scoring import Scorer, ScoringSettings
+from signaldesk.scoring import Scorer, ScoringSettings
 from signaldesk.vault import DOMAINS
 
 
@@ -57,8 +57,8 @@ def test_evaluate_counts_agreement() -> None:
 
 
 def test_with_the_bundled_embedder(shared_data: Path) -> None:
-    from retrieval.embedder import LazyEmbedder
-    from retrieval.settings import IndexSettings
+    from signaldesk.retrieval.embedder import LazyEmbedder
+    from signaldesk.retrieval.settings import IndexSettings
 
     embedder = LazyEmbedder(IndexSettings(model="bundled:minilm-l6-distilled"))
     scorer = Scorer(ScoringSettings(), embedder)

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from retrieval.scrubber import PATTERN_NAMES, ScrubResult, scrub
+from signaldesk.retrieval.scrubber import PATTERN_NAMES, ScrubResult, scrub
 
 _RNG = random.Random(20240601)
 DIGITS = string.digits
@@ -435,7 +435,7 @@ def test_markdown_note_keeps_its_surrounding_text() -> None:
 def test_log_names_patterns_but_never_values(caplog: pytest.LogCaptureFixture) -> None:
     token = "gh" + "p_" + rs(ALNUM, 36)
     password = rs(ALNUM, 20)
-    with caplog.at_level(logging.DEBUG, logger="retrieval.scrubber"):
+    with caplog.at_level(logging.DEBUG, logger="signaldesk.retrieval.scrubber"):
         scrub(f"token {token}\nredis://:{password}@cache:6379")
     assert caplog.records
     messages = " ".join(record.getMessage() for record in caplog.records)

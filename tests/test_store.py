@@ -9,17 +9,17 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from retrieval._writer import quantize
-from retrieval.errors import IndexLockedError, IndexUnavailableError, StoreError
-from retrieval.lock import IndexLock
-from retrieval.schema import (
+from signaldesk.retrieval._writer import quantize
+from signaldesk.retrieval.errors import IndexLockedError, IndexUnavailableError, StoreError
+from signaldesk.retrieval.lock import IndexLock
+from signaldesk.retrieval.schema import (
     MIGRATIONS,
     SCHEMA_VERSION,
     VECTOR_DELETE_TRIGGER,
     vector_table_ddl,
 )
-from retrieval.settings import IndexSettings
-from retrieval.store import (
+from signaldesk.retrieval.settings import IndexSettings
+from signaldesk.retrieval.store import (
     PAGE_SIZE,
     capabilities,
     connect,

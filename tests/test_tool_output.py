@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from sources.errors import SourceError
-from sources.tool_output import DropResult, parse_drop, scan_drop_folder, write_capture
+from signaldesk.sources.errors import SourceError
+from signaldesk.sources.tool_output import DropResult, parse_drop, scan_drop_folder, write_capture
 
 NOW = dt.datetime(2026, 11, 30, 7, 30, 5, tzinfo=dt.UTC)
 

@@ -9,16 +9,16 @@ from pathlib import Path
 import anyio
 import pytest
 
-from pipeline.config import Config, Workspace
-from pipeline.intake import ledger_path, open_ledger
-from pipeline.ledger import LedgerEntry
-from pipeline.notes import NoteWriter, read_note_id
-from pipeline.settings import TriageSettings
-from pipeline.triage import triage
-from pipeline.triage_lock import triage_lock
-from retrieval.frontmatter import parse_note
-from retrieval.retriever import Retriever
-from scoring.settings import ScoreWeights, ScoringSettings
+from signaldesk.pipeline.config import Config, Workspace
+from signaldesk.pipeline.intake import ledger_path, open_ledger
+from signaldesk.pipeline.ledger import LedgerEntry
+from signaldesk.pipeline.notes import NoteWriter, read_note_id
+from signaldesk.pipeline.settings import TriageSettings
+from signaldesk.pipeline.triage import triage
+from signaldesk.pipeline.triage_lock import triage_lock
+from signaldesk.retrieval.frontmatter import parse_note
+from signaldesk.retrieval.retriever import Retriever
+from signaldesk.scoring.settings import ScoreWeights, ScoringSettings
 from tests.index_helpers import real_embedder
 from tests.intake_data import article_text
 from tests.triage_data import (

@@ -12,18 +12,18 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.config import Workspace, resolve_workspace
-from pipeline.feeds import FeedRegistry
-from pipeline.intake import open_ledger
-from pipeline.ledger import Ledger
-from pipeline.triage_report import (
+from signaldesk.items import Item
+from signaldesk.pipeline.config import Workspace, resolve_workspace
+from signaldesk.pipeline.feeds import FeedRegistry
+from signaldesk.pipeline.intake import open_ledger
+from signaldesk.pipeline.ledger import Ledger
+from signaldesk.pipeline.triage_report import (
     gather_triage_report,
     render_triage_report,
     score_histogram,
     write_triage_report,
 )
-from signaldesk.items import Item
-from sources.rss import FeedState
+from signaldesk.sources.rss import FeedState
 
 DAY = date(2026, 11, 27)
 MERMAID_DIR = Path(__file__).resolve().parent / "mermaid"

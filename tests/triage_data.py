@@ -8,12 +8,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from pipeline.config import Config, Workspace
-from pipeline.intake import open_ledger
-from pipeline.ledger import item_identity
-from scoring.records import DimensionScore, RouteDecision, ScoreCard
-from scoring.settings import ScoringSettings
 from signaldesk.items import Item
+from signaldesk.pipeline.config import Config, Workspace
+from signaldesk.pipeline.intake import open_ledger
+from signaldesk.pipeline.ledger import item_identity
+from signaldesk.scoring.records import DimensionScore, RouteDecision, ScoreCard
+from signaldesk.scoring.settings import ScoringSettings
 
 __all__ = [
     "ADVISORY",

@@ -30,7 +30,7 @@ from bench.quality.datasets import (
     write_beir_vault,
 )
 from bench.quality.runner import ModeResult, build_index, metrics_row, run_mode
-from retrieval.settings import IndexSettings, SearchSettings
+from signaldesk.retrieval.settings import IndexSettings, SearchSettings
 
 REPO = Path(__file__).resolve().parents[2]
 DEFAULT_DATASET = REPO.parent / "shared" / "data" / "scifact"
@@ -94,7 +94,7 @@ def _table(title: str, results: list[ModeResult]) -> Table:
 
 
 async def _main(args: argparse.Namespace, console: Console) -> None:
-    from retrieval.embedder import load_embedder
+    from signaldesk.retrieval.embedder import load_embedder
 
     workdir = args.keep_index or Path(tempfile.mkdtemp(prefix="sd-quality-"))
     workdir.mkdir(parents=True, exist_ok=True)

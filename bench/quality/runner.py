@@ -11,10 +11,10 @@ from typing import Any
 
 from bench.quality.datasets import Dataset
 from bench.quality.metrics import Metrics, evaluate
-from retrieval.embedder import Embedder
-from retrieval.records import SearchMode
-from retrieval.retriever import Retriever
-from retrieval.settings import IndexSettings, SearchSettings
+from signaldesk.retrieval.embedder import Embedder
+from signaldesk.retrieval.records import SearchMode
+from signaldesk.retrieval.retriever import Retriever
+from signaldesk.retrieval.settings import IndexSettings, SearchSettings
 
 __all__ = ["ModeResult", "build_index", "ranked_docs", "run_mode"]
 
@@ -34,7 +34,7 @@ class ModeResult:
 
 async def build_index(vault: Path, index: IndexSettings, embedder: Any) -> Any:
     """Run the product's indexer (incremental: a kept index is only brought up to date)."""
-    from retrieval.indexer import Indexer
+    from signaldesk.retrieval.indexer import Indexer
 
     indexer = Indexer(vault, index, embedder)
     return await indexer.run(full=False)

@@ -19,11 +19,11 @@ from rich.table import Table
 from bench.quality.datasets import Dataset
 from bench.quality.metrics import Metrics, evaluate
 from bench.quality.runner import ranked_docs
-from retrieval.explanation import ExplainRow
-from retrieval.fts_query import query_terms
-from retrieval.fusion import Candidate, FusionParams, fuse, sort_key
-from retrieval.retriever import Retriever
-from retrieval.settings import IndexSettings, SearchSettings
+from signaldesk.retrieval.explanation import ExplainRow
+from signaldesk.retrieval.fts_query import query_terms
+from signaldesk.retrieval.fusion import Candidate, FusionParams, fuse, sort_key
+from signaldesk.retrieval.retriever import Retriever
+from signaldesk.retrieval.settings import IndexSettings, SearchSettings
 
 __all__ = ["collect", "evaluate_variant", "tune"]
 

@@ -16,9 +16,9 @@ import click
 from rich.console import Console
 from rich.logging import RichHandler
 
-from pipeline.cli._context import AppContext
 from signaldesk import __version__
 from signaldesk.errors import SignaldeskError
+from signaldesk.pipeline.cli._context import AppContext
 
 __all__ = ["cli", "main"]
 
@@ -57,7 +57,7 @@ class _LazyGroup(click.Group):
         module_name = _VERBS.get(cmd_name)
         if module_name is None:
             return None
-        module = importlib.import_module(f"pipeline.cli.{module_name}")
+        module = importlib.import_module(f"signaldesk.pipeline.cli.{module_name}")
         commands: list[click.Command] = module.COMMANDS
         return next(command for command in commands if command.name == cmd_name)
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from pipeline.config import Workspace, resolve_workspace
+from signaldesk.pipeline.config import Workspace, resolve_workspace
 
 
 @dataclass

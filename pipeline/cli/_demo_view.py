@@ -9,13 +9,13 @@ from rich.console import Console
 from rich.panel import Panel
 from rich.table import Table
 
-from pipeline.captains_log import CaptainsLog
-from pipeline.demo import DemoResult, DemoStep, DemoVault
-from pipeline.generated_notes import GeneratedNote
-from pipeline.intake_report import ScanStats
-from pipeline.triage import TriageReport
-from pipeline.triage_report import TriageReportNote
-from retrieval.records import IndexReport, SearchResult
+from signaldesk.pipeline.captains_log import CaptainsLog
+from signaldesk.pipeline.demo import DemoResult, DemoStep, DemoVault
+from signaldesk.pipeline.generated_notes import GeneratedNote
+from signaldesk.pipeline.intake_report import ScanStats
+from signaldesk.pipeline.triage import TriageReport
+from signaldesk.pipeline.triage_report import TriageReportNote
+from signaldesk.retrieval.records import IndexReport, SearchResult
 
 __all__ = ["DemoView"]
 

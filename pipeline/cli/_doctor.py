@@ -12,14 +12,14 @@ from typing import Literal
 import click
 from rich.table import Table
 
-from pipeline.cli._context import AppContext
-from pipeline.cli._output import print_json
-from pipeline.config import Workspace
-from retrieval.embedder import Embedder, load_embedder
-from retrieval.settings import IndexSettings
-from retrieval.status import index_status
-from retrieval.store import capabilities, connect, get_meta, index_db_path, sqlite_module
 from signaldesk.errors import SignaldeskError
+from signaldesk.pipeline.cli._context import AppContext
+from signaldesk.pipeline.cli._output import print_json
+from signaldesk.pipeline.config import Workspace
+from signaldesk.retrieval.embedder import Embedder, load_embedder
+from signaldesk.retrieval.settings import IndexSettings
+from signaldesk.retrieval.status import index_status
+from signaldesk.retrieval.store import capabilities, connect, get_meta, index_db_path, sqlite_module
 from signaldesk.vault import VAULT_FOLDERS
 
 Outcome = Literal["ok", "warn", "fail"]

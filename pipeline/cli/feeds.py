@@ -11,12 +11,12 @@ import anyio
 import click
 from rich.table import Table
 
-from pipeline.cli._context import AppContext
-from pipeline.cli._output import print_json
-from pipeline.config import Workspace
-from pipeline.errors import FeedRegistryError
-from pipeline.feeds import FeedRecord, FeedRegistry
-from pipeline.intake import open_ledger
+from signaldesk.pipeline.cli._context import AppContext
+from signaldesk.pipeline.cli._output import print_json
+from signaldesk.pipeline.config import Workspace
+from signaldesk.pipeline.errors import FeedRegistryError
+from signaldesk.pipeline.feeds import FeedRecord, FeedRegistry
+from signaldesk.pipeline.intake import open_ledger
 from signaldesk.vault import atomic_write_bytes
 
 __all__ = ["COMMANDS", "feeds"]

@@ -21,12 +21,12 @@ from rich.progress import (
 )
 from rich.table import Table
 
-from pipeline.cli._context import AppContext
-from pipeline.cli._output import print_json
-from retrieval.embedder import LazyEmbedder
-from retrieval.indexer import Indexer, IndexProgress
-from retrieval.records import IndexReport, IndexStatus
-from retrieval.status import index_status
+from signaldesk.pipeline.cli._context import AppContext
+from signaldesk.pipeline.cli._output import print_json
+from signaldesk.retrieval.embedder import LazyEmbedder
+from signaldesk.retrieval.indexer import Indexer, IndexProgress
+from signaldesk.retrieval.records import IndexReport, IndexStatus
+from signaldesk.retrieval.status import index_status
 
 INTERRUPTED_MESSAGE = "interrupted — index is consistent; run `signaldesk index` to continue"
 

@@ -12,14 +12,14 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from pipeline.cli._context import AppContext
-from pipeline.cli._output import print_json
-from pipeline.cli.triage import print_triage_report, triage_json
-from pipeline.intake import open_ledger
-from pipeline.intake_report import SOURCE_KINDS, ScanStats
-from pipeline.ledger import LedgerEntry
-from pipeline.ledger_schema import ITEM_STATUSES
-from pipeline.triage import capture_and_triage, scan_and_triage
+from signaldesk.pipeline.cli._context import AppContext
+from signaldesk.pipeline.cli._output import print_json
+from signaldesk.pipeline.cli.triage import print_triage_report, triage_json
+from signaldesk.pipeline.intake import open_ledger
+from signaldesk.pipeline.intake_report import SOURCE_KINDS, ScanStats
+from signaldesk.pipeline.ledger import LedgerEntry
+from signaldesk.pipeline.ledger_schema import ITEM_STATUSES
+from signaldesk.pipeline.triage import capture_and_triage, scan_and_triage
 
 __all__ = ["COMMANDS", "capture", "items", "scan"]
 

@@ -10,12 +10,12 @@ from typing import TYPE_CHECKING
 import anyio
 import click
 
-from mcp_server.binding import check_binding, read_token
-from mcp_server.client_config import CLIENTS, client_config
-from pipeline.cli._context import AppContext
+from signaldesk.mcp_server.binding import check_binding, read_token
+from signaldesk.mcp_server.client_config import CLIENTS, client_config
+from signaldesk.pipeline.cli._context import AppContext
 
 if TYPE_CHECKING:
-    from mcp_server.http import HttpEndpoint
+    from signaldesk.mcp_server.http import HttpEndpoint
 
 __all__ = ["COMMANDS", "launch_command", "mcp_command"]
 
@@ -35,7 +35,7 @@ def launch_command() -> list[str]:
     found = shutil.which("signaldesk")
     if found:
         return [str(Path(found).resolve())]
-    return [sys.executable, "-m", "pipeline.cli"]
+    return [sys.executable, "-m", "signaldesk"]
 
 
 @click.command("mcp")
@@ -94,7 +94,7 @@ def mcp_command(
         click.echo(snippet.text, nl=False)
         return
     # The runner imports the MCP SDK (over a second): only this verb should pay for it.
-    from mcp_server.runner import run_http, run_stdio
+    from signaldesk.mcp_server.runner import run_http, run_stdio
 
     if use_http:
         # Refuse an unsafe binding at once, before the model and the index are loaded.

@@ -14,17 +14,17 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
-from pipeline.captains_log import write_captains_log
-from pipeline.cli._context import AppContext
-from pipeline.cli._demo_view import DemoView
-from pipeline.cli._output import print_json, to_jsonable
-from pipeline.demo import DEFAULT_DEMO_DIR, run_demo
-from pipeline.generated_notes import GeneratedNote
-from pipeline.job_state import state_path
-from pipeline.scheduler import resolve_timezone
-from pipeline.scheduler import serve as run_serve
-from pipeline.service_status import ServiceStatus, gather_status
-from pipeline.triage_report import TriageReportNote, write_triage_report
+from signaldesk.pipeline.captains_log import write_captains_log
+from signaldesk.pipeline.cli._context import AppContext
+from signaldesk.pipeline.cli._demo_view import DemoView
+from signaldesk.pipeline.cli._output import print_json, to_jsonable
+from signaldesk.pipeline.demo import DEFAULT_DEMO_DIR, run_demo
+from signaldesk.pipeline.generated_notes import GeneratedNote
+from signaldesk.pipeline.job_state import state_path
+from signaldesk.pipeline.scheduler import resolve_timezone
+from signaldesk.pipeline.scheduler import serve as run_serve
+from signaldesk.pipeline.service_status import ServiceStatus, gather_status
+from signaldesk.pipeline.triage_report import TriageReportNote, write_triage_report
 
 __all__ = ["COMMANDS", "demo", "log", "report", "serve", "status"]
 

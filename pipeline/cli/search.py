@@ -16,16 +16,16 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from pipeline.cli._context import AppContext
-from pipeline.cli._output import print_json, to_jsonable
-from pipeline.config import Workspace
-from retrieval.cleaning import readable_text
-from retrieval.context_block import SOURCE_SEPARATOR, source_label
-from retrieval.errors import RetrievalError
-from retrieval.explanation import SearchExplanation
-from retrieval.records import SearchFilters, SearchMode, SearchResult
-from retrieval.retriever import Retriever
 from signaldesk.errors import SignaldeskError
+from signaldesk.pipeline.cli._context import AppContext
+from signaldesk.pipeline.cli._output import print_json, to_jsonable
+from signaldesk.pipeline.config import Workspace
+from signaldesk.retrieval.cleaning import readable_text
+from signaldesk.retrieval.context_block import SOURCE_SEPARATOR, source_label
+from signaldesk.retrieval.errors import RetrievalError
+from signaldesk.retrieval.explanation import SearchExplanation
+from signaldesk.retrieval.records import SearchFilters, SearchMode, SearchResult
+from signaldesk.retrieval.retriever import Retriever
 
 __all__ = ["COMMANDS", "context", "search"]
 
@@ -74,7 +74,7 @@ def _filters(
 
 async def _open(workspace: Workspace) -> Retriever:
     # Imported here: loading the embedding stack is only worth it for a search.
-    from retrieval.embedder import LazyEmbedder
+    from signaldesk.retrieval.embedder import LazyEmbedder
 
     embedder = LazyEmbedder(workspace.config.index)
     return await Retriever.open(

@@ -6,10 +6,10 @@ from pathlib import Path
 
 import click
 
-from pipeline.cli._context import AppContext
-from pipeline.cli._doctor import doctor
-from pipeline.cli._output import print_json
-from pipeline.vault_setup import init_vault
+from signaldesk.pipeline.cli._context import AppContext
+from signaldesk.pipeline.cli._doctor import doctor
+from signaldesk.pipeline.cli._output import print_json
+from signaldesk.pipeline.vault_setup import init_vault
 
 
 @click.command()

@@ -11,15 +11,15 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from pipeline.cli._context import AppContext
-from pipeline.cli._output import print_json
-from pipeline.score_input import is_url, item_from_file, item_from_url
-from pipeline.triage import TriageProgress, TriageReport, card_to_json
-from pipeline.triage import triage as run_triage
-from retrieval.embedder import LazyEmbedder
-from scoring.records import DIMENSIONS, ScoreCard
-from scoring.scorer import Scorer
 from signaldesk.items import Item
+from signaldesk.pipeline.cli._context import AppContext
+from signaldesk.pipeline.cli._output import print_json
+from signaldesk.pipeline.score_input import is_url, item_from_file, item_from_url
+from signaldesk.pipeline.triage import TriageProgress, TriageReport, card_to_json
+from signaldesk.pipeline.triage import triage as run_triage
+from signaldesk.retrieval.embedder import LazyEmbedder
+from signaldesk.scoring.records import DIMENSIONS, ScoreCard
+from signaldesk.scoring.scorer import Scorer
 
 __all__ = ["COMMANDS", "print_triage_report", "score", "triage", "triage_json"]
 

