@@ -1,20 +1,31 @@
 """``python -m bench.quality``: retrieval quality of signaldesk's own indexer and retriever.
 
+One run reports every set side by side: SciFact (test split), the paraphrase
+queries and the two halves of the everyday vault questions on the real
+Obsidian Hub vault, each for BM25 only, vector only, hybrid and the plain
+whole-note FTS5 reference. Choose settings on ``vault-tuning`` (and SciFact
+``train``); ``vault-heldout`` and SciFact ``test`` are for reporting.
+
 Examples::
 
-    python -m bench.quality --dataset ../shared/data/scifact --split test --keep-index /tmp/sf
-    python -m bench.quality --split train --keep-index /tmp/sf --tune
-    python -m bench.quality --dataset paraphrase --keep-index /tmp/hub
+    python -m bench.quality --keep-index /tmp/q                      # everything
+    python -m bench.quality --keep-index /tmp/q --sets vault-tuning --tune
+    python -m bench.quality --keep-index /tmp/q --sets scifact --split train
+    python -m bench.quality --keep-index /tmp/q --model bundled     # another embedding model
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import logging
+import os
+import re
 import shlex
 import sys
 import tempfile
 import time
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -27,25 +38,42 @@ from bench.quality.datasets import (
     extract_obsidian_hub,
     load_beir,
     load_paraphrase,
+    load_vault_questions,
     write_beir_vault,
 )
+from bench.quality.note_fts import run_note_fts
 from bench.quality.runner import ModeResult, build_index, metrics_row, run_mode
 from signaldesk.retrieval.settings import IndexSettings, SearchSettings
 
 REPO = Path(__file__).resolve().parents[2]
-DEFAULT_DATASET = REPO.parent / "shared" / "data" / "scifact"
-HUB_ARCHIVE = REPO.parent / "shared" / "data" / "vaults" / "obsidian-hub.tar.gz"
+SHARED = REPO.parent / "shared" / "data"
+DEFAULT_SCIFACT = SHARED / "scifact"
+HUB_ARCHIVE = SHARED / "vaults" / "obsidian-hub.tar.gz"
+SETS = ("scifact", "paraphrase", "vault-tuning", "vault-heldout")
 
 
 def _args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="python -m bench.quality", description=__doc__.splitlines()[0])
-    p.add_argument("--dataset", default=str(DEFAULT_DATASET), help="BEIR folder, or `paraphrase`.")
-    p.add_argument("--split", default="test", help="qrels split (test | train).")
     p.add_argument(
-        "--keep-index", type=Path, help="Folder for the vault and index, reused next time."
+        "--sets",
+        default=",".join(SETS),
+        help=f"Comma-separated sets to run (default: all of {', '.join(SETS)}).",
+    )
+    p.add_argument("--scifact", type=Path, default=DEFAULT_SCIFACT, help="SciFact (BEIR) folder.")
+    p.add_argument("--split", default="test", help="SciFact qrels split (test | train).")
+    p.add_argument(
+        "--beir",
+        type=Path,
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="Another BEIR folder (corpus.jsonl, queries.jsonl, qrels/test.tsv), e.g. NFCorpus.",
+    )
+    p.add_argument(
+        "--keep-index", type=Path, help="Folder for the vaults and indexes, reused next time."
     )
     p.add_argument("--model", help="IndexSettings.model override (default: the config default).")
-    p.add_argument("--tune", action="store_true", help="Grid-search fusion settings on this split.")
+    p.add_argument("--tune", action="store_true", help="Grid-search fusion settings on the sets.")
     p.add_argument("--fusion", choices=["blend", "rrf"], help="Override SearchSettings.fusion.")
     p.add_argument("--bm25-weight", type=float)
     p.add_argument("--vector-weight", type=float)
@@ -53,6 +81,10 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--candidates", type=int)
     p.add_argument("--column-weights", type=float, nargs=3, metavar=("TEXT", "SECTION", "CONTEXT"))
     p.add_argument("--modes", default="bm25,vector,hybrid", help="Comma-separated modes to run.")
+    p.add_argument(
+        "--no-reference", action="store_true", help="Skip the whole-note FTS5 reference row."
+    )
+    p.add_argument("--json", type=Path, help="Also write every figure to this JSON file.")
     return p.parse_args(argv)
 
 
@@ -67,20 +99,66 @@ def _search_settings(args: argparse.Namespace) -> SearchSettings:
     return SearchSettings(**overrides)
 
 
-def _prepare(args: argparse.Namespace, workdir: Path, console: Console) -> tuple[Dataset, Path]:
-    vault = workdir / "vault"
-    if args.dataset == "paraphrase":
-        count = extract_obsidian_hub(HUB_ARCHIVE, vault)
-        dataset = load_paraphrase(args.split)
-    else:
-        folder = Path(args.dataset)
-        count = write_beir_vault(folder, vault)
-        dataset = load_beir(folder, args.split)
-    console.print(
-        f"{dataset.name}/{dataset.split}: {len(dataset.queries)} queries, "
-        f"{sum(len(v) for v in dataset.qrels.values())} judgments, {count} notes in {vault}"
-    )
-    return dataset, vault
+@dataclass(frozen=True, slots=True)
+class Corpus:
+    """A vault the sets run on, with its own index (one per embedding model)."""
+
+    name: str
+    vault: Path
+    index: IndexSettings
+    reference_db: Path
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    dataset: Dataset
+    corpus: str
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("_") or "default"
+
+
+def _plans(args: argparse.Namespace) -> tuple[list[Plan], dict[str, Path]]:
+    """The datasets to run and the folder each corpus comes from (BEIR) or ``None`` (Hub)."""
+    wanted = [s.strip() for s in args.sets.split(",") if s.strip()]
+    unknown = [s for s in wanted if s not in SETS]
+    if unknown:
+        raise SystemExit(f"unknown set(s) {', '.join(unknown)}; choose from {', '.join(SETS)}")
+    plans: list[Plan] = []
+    beir: dict[str, Path] = {}
+    if "scifact" in wanted:
+        beir["scifact"] = args.scifact
+        plans.append(Plan(load_beir(args.scifact, args.split), "scifact"))
+    for folder in args.beir:
+        name = _slug(folder.name)
+        beir[name] = folder
+        plans.append(Plan(load_beir(folder, "test"), name))
+    if "paraphrase" in wanted:
+        plans.append(Plan(load_paraphrase("test"), "hub"))
+    for split in ("tuning", "heldout"):
+        if f"vault-{split}" in wanted:
+            plans.append(Plan(load_vault_questions(split), "hub"))
+    return plans, beir
+
+
+def _corpora(
+    args: argparse.Namespace, workdir: Path, names: set[str], beir: dict[str, Path]
+) -> dict[str, Corpus]:
+    model_slug = _slug(args.model or "default")
+    out: dict[str, Corpus] = {}
+    for name in sorted(names):
+        folder = workdir / name
+        vault = folder / "vault"
+        if name == "hub":
+            extract_obsidian_hub(HUB_ARCHIVE, vault)
+        else:
+            write_beir_vault(beir[name], vault)
+        index_kwargs: dict[str, Any] = {"db_path": str(folder / f"index-{model_slug}.db")}
+        if args.model:
+            index_kwargs["model"] = args.model
+        out[name] = Corpus(name, vault, IndexSettings(**index_kwargs), folder / "note-fts.db")
+    return out
 
 
 def _table(title: str, results: list[ModeResult]) -> Table:
@@ -98,26 +176,68 @@ async def _main(args: argparse.Namespace, console: Console) -> None:
 
     workdir = args.keep_index or Path(tempfile.mkdtemp(prefix="sd-quality-"))
     workdir.mkdir(parents=True, exist_ok=True)
-    dataset, vault = _prepare(args, workdir, console)
-    index_kwargs: dict[str, Any] = {"db_path": str(workdir / "index.db")}
-    if args.model:
-        index_kwargs["model"] = args.model
-    index = IndexSettings(**index_kwargs)
-    embedder = load_embedder(index)
-    started = time.perf_counter()
-    report = await build_index(vault, index, embedder)
-    console.print(f"index ready in {time.perf_counter() - started:.1f} s: {report}")
+    plans, beir = _plans(args)
+    corpora = _corpora(args, workdir, {p.corpus for p in plans}, beir)
     search = _search_settings(args)
-    if args.tune:
-        from bench.quality.tune import tune
+    embedder = None
+    report: dict[str, Any] = {"command": _command(), "load": _load(), "sets": []}
+    for corpus in corpora.values():
+        if embedder is None:
+            embedder = load_embedder(corpus.index)
+        started = time.perf_counter()
+        built = await build_index(corpus.vault, corpus.index, embedder)
+        notes = sum(1 for _ in corpus.vault.rglob("*.md"))
+        console.print(
+            f"{corpus.name}: {notes} notes, index ready in {time.perf_counter() - started:.1f} s "
+            f"({built.added} added, {built.changed} changed, {built.chunks_embedded} chunks "
+            "embedded)",
+            highlight=False,
+        )
+    assert embedder is not None
+    report["model"] = embedder.name
+    for plan in plans:
+        dataset, corpus = plan.dataset, corpora[plan.corpus]
+        judged = sum(len(v) for v in dataset.qrels.values())
+        title = (
+            f"{dataset.name} {dataset.split}: {len(dataset.queries)} queries, {judged} judgments "
+            f"— model {embedder.name}"
+        )
+        if args.tune:
+            from bench.quality.tune import tune
 
-        await tune(dataset, vault, index, search, embedder, console)
-        return
-    results = []
-    for mode in args.modes.split(","):
-        label = f"{mode} ({search.fusion})" if mode == "hybrid" else f"{mode} only"
-        results.append(await run_mode(dataset, vault, index, search, embedder, mode, label))
-    console.print(_table(f"{dataset.name} {dataset.split} — model {embedder.name}", results))
+            await tune(dataset, corpus.vault, corpus.index, search, embedder, console)
+            continue
+        results = []
+        for mode in args.modes.split(","):
+            label = f"{mode} ({search.fusion})" if mode == "hybrid" else f"{mode} only"
+            results.append(
+                await run_mode(dataset, corpus.vault, corpus.index, search, embedder, mode, label)
+            )
+        if not args.no_reference:
+            results.append(run_note_fts(dataset, corpus.vault, corpus.reference_db))
+        console.print(_table(title, results))
+        report["sets"].append(
+            {
+                "name": dataset.name,
+                "split": dataset.split,
+                "queries": len(dataset.queries),
+                "results": [{"variant": r.label, **asdict(r.metrics)} for r in results],
+            }
+        )
+    console.print(f"load average: {report['load']}", highlight=False)
+    if args.json:
+        args.json.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+
+
+def _load() -> str:
+    try:
+        return " ".join(f"{x:.2f}" for x in os.getloadavg())
+    except OSError:
+        return "unknown"
+
+
+def _command(argv: list[str] | None = None) -> str:
+    return "python -m bench.quality " + shlex.join(argv if argv is not None else sys.argv[1:])
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -125,8 +245,7 @@ def main(argv: list[str] | None = None) -> None:
     args = _args(argv)
     console = Console()
     anyio.run(_main, args, console)
-    command = "python -m bench.quality " + shlex.join(argv if argv is not None else sys.argv[1:])
-    console.print(f"reproduce: [bold]{command}[/]", highlight=False)
+    console.print(f"reproduce: [bold]{_command(argv)}[/]", highlight=False)
 
 
 if __name__ == "__main__":

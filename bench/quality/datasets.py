@@ -1,9 +1,11 @@
-"""The evaluation sets: a BEIR folder (SciFact) or the paraphrase set on the Obsidian Hub vault.
+"""The evaluation sets: a BEIR folder (SciFact), and two sets on the real Obsidian Hub vault.
 
 A dataset becomes a vault the product indexes like any other: for BEIR, one
 note per document (``<doc id>.md`` holding ``# title`` and the text), so a
-result's path maps straight back to its document id; for the paraphrase set,
-the real Obsidian Hub notes, whose vault-relative paths are the document ids.
+result's path maps straight back to its document id; for the paraphrase set
+(``bench/paraphrase``) and the everyday questions (``bench/vault_questions``,
+split once into a tuning and a held-out half), the real Obsidian Hub notes,
+whose vault-relative paths are the document ids.
 """
 
 from __future__ import annotations
@@ -14,9 +16,22 @@ import tarfile
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-__all__ = ["PARAPHRASE_DIR", "Dataset", "load_beir", "load_paraphrase"]
+__all__ = [
+    "PARAPHRASE_DIR",
+    "VAULT_QUESTIONS_DIR",
+    "VAULT_SPLITS",
+    "Dataset",
+    "extract_obsidian_hub",
+    "load_beir",
+    "load_paraphrase",
+    "load_vault_questions",
+    "write_beir_vault",
+]
 
 PARAPHRASE_DIR = Path(__file__).resolve().parent.parent / "paraphrase"
+VAULT_QUESTIONS_DIR = Path(__file__).resolve().parent.parent / "vault_questions"
+# The committed halves of the everyday questions: choose on `tuning`, report `heldout`.
+VAULT_SPLITS = ("tuning", "heldout")
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,6 +105,15 @@ def load_paraphrase(split: str = "test") -> Dataset:
     qrels = _read_qrels(PARAPHRASE_DIR / "qrels" / f"{split}.tsv")
     queries = _read_queries(PARAPHRASE_DIR / "queries.jsonl", set(qrels))
     return Dataset("paraphrase", split, queries, qrels, doc_id_is_path=True)
+
+
+def load_vault_questions(split: str) -> Dataset:
+    """One committed half (``tuning`` or ``heldout``) of the everyday questions on the Hub vault."""
+    if split not in VAULT_SPLITS:
+        raise ValueError(f"unknown split {split!r} of the vault questions (use {VAULT_SPLITS})")
+    qrels = _read_qrels(VAULT_QUESTIONS_DIR / "qrels" / f"{split}.tsv")
+    queries = _read_queries(VAULT_QUESTIONS_DIR / "queries.jsonl", set(qrels))
+    return Dataset("vault questions", split, queries, qrels, doc_id_is_path=True)
 
 
 def extract_obsidian_hub(archive: Path, vault: Path) -> int:

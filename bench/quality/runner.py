@@ -16,7 +16,7 @@ from signaldesk.retrieval.records import SearchMode
 from signaldesk.retrieval.retriever import Retriever
 from signaldesk.retrieval.settings import IndexSettings, SearchSettings
 
-__all__ = ["ModeResult", "build_index", "ranked_docs", "run_mode"]
+__all__ = ["DEPTH", "ModeResult", "build_index", "metrics_row", "ranked_docs", "run_mode"]
 
 # Deep enough for Recall@100 at document level (a note may span chunks).
 DEPTH = 100
@@ -83,9 +83,10 @@ def metrics_row(result: ModeResult) -> Mapping[str, str]:
     m = result.metrics
     return {
         "variant": result.label,
-        "nDCG@10": f"{m.ndcg10:.3f}",
-        "Recall@10": f"{m.recall10:.3f}",
-        "Recall@100": f"{m.recall100:.3f}",
+        "top-3 hit": f"{m.hit3:.3f}",
         "MRR@10": f"{m.mrr10:.3f}",
+        "nDCG@10": f"{m.ndcg10:.3f}",
+        "R@10": f"{m.recall10:.3f}",
+        "R@100": f"{m.recall100:.3f}",
         "median ms": f"{result.median_ms:.1f}",
     }
