@@ -21,6 +21,7 @@ from signaldesk.retrieval.records import (
     NoteInfo,
     SearchFilters,
     SearchMode,
+    SearchPage,
     SearchResult,
 )
 
@@ -41,6 +42,16 @@ class RetrieverLike(Protocol):
         mode: SearchMode | None = None,
         max_tokens: int | None = None,
     ) -> list[SearchResult]: ...
+
+    async def search_page(
+        self,
+        query: str,
+        *,
+        limit: int | None = None,
+        filters: SearchFilters | None = None,
+        mode: SearchMode | None = None,
+        max_tokens: int | None = None,
+    ) -> SearchPage: ...
 
     async def context(
         self,

@@ -61,7 +61,16 @@ class SearchOutput(_Out):
     query: str
     count: int
     results: list[SearchHit]
-    message: str | None = Field(default=None, description="Advice when nothing matched.")
+    omitted: int = Field(
+        default=0,
+        description=(
+            "Results that ranked within `limit` but did not fit `max_tokens`; raise "
+            "max_tokens or lower limit to get them."
+        ),
+    )
+    message: str | None = Field(
+        default=None, description="Advice when nothing matched or results were left out."
+    )
 
 
 class ReadNoteOutput(_Out):

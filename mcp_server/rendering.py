@@ -55,7 +55,11 @@ def render_search(out: SearchOutput) -> str:
     if not out.results:
         return out.message or f"No results for {out.query!r}."
     noun = "result" if out.count == 1 else "results"
-    parts = [f"{out.count} {noun} for {out.query!r}:"]
+    head = f"{out.count} {noun} for {out.query!r}:"
+    if out.omitted and out.message:
+        # First, so that capping the text to the budget cannot cut it off.
+        head += f"\n[{out.message}]"
+    parts = [head]
     for hit in out.results:
         parts.append(f"{hit_header(hit)}\n{hit.text}")
     return "\n\n".join(parts)

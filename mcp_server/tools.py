@@ -142,9 +142,10 @@ class Toolbox:
         retriever = await self.slot.get()
         # Room for the per-result header lines of the text rendering.
         text_budget = max(50, budget - 30 * limit)
-        results = await retriever.search(
+        page = await retriever.search_page(
             query, limit=limit, filters=filters, mode=mode, max_tokens=text_budget
         )
+        results = page.results
         hits = [
             SearchHit(
                 path=r.path,
@@ -164,13 +165,18 @@ class Toolbox:
             )
             for rank, r in enumerate((r for r in results if not self.excluded(r.path)), start=1)
         ]
+        message = None
+        if not hits:
+            message = f"No notes match {query!r}. Try broader or different words, or fewer filters."
+        elif page.omitted:
+            # The budget rules over MCP; say what was left out and how to get it.
+            message = (
+                f"{page.omitted} more result(s) within limit={limit} did not fit "
+                f"max_tokens={budget}: raise max_tokens (at most "
+                f"{self.settings.search_max_tokens}) or lower limit to see them"
+            )
         out = SearchOutput(
-            query=query,
-            count=len(hits),
-            results=hits,
-            message=None
-            if hits
-            else f"No notes match {query!r}. Try broader or different words, or fewer filters.",
+            query=query, count=len(hits), results=hits, omitted=page.omitted, message=message
         )
         return success_result(out, render_search, token_chars(budget))
 

@@ -24,6 +24,7 @@ from signaldesk.retrieval.records import (
     NoteInfo,
     SearchFilters,
     SearchMode,
+    SearchPage,
     SearchResult,
 )
 from signaldesk.retrieval.settings import IndexSettings, SearchSettings
@@ -80,6 +81,7 @@ __all__ = [
     "SearchExplanation",
     "SearchFilters",
     "SearchMode",
+    "SearchPage",
     "SearchResult",
     "SearchSettings",
     "StoreError",

@@ -16,14 +16,15 @@ from pathlib import Path
 from typing import Any
 
 from signaldesk.retrieval.chunker import chunk_note
-from signaldesk.retrieval.cleaning import embedding_input
-from signaldesk.retrieval.fts_text import index_text
+from signaldesk.retrieval.cleaning import embedding_input, readable_text
+from signaldesk.retrieval.fts_text import index_text, name_key
 from signaldesk.retrieval.ignore import excluded_by_frontmatter
 from signaldesk.retrieval.scrubber import scrub
 
 __all__ = [
     "FileJob",
     "Gone",
+    "NoteFields",
     "Outcome",
     "PreparedChunk",
     "PreparedNote",
@@ -59,6 +60,24 @@ class PreparedChunk:
     fts_context: str
 
 
+@dataclass(frozen=True, slots=True)
+class NoteFields:
+    """The note-level keyword row (``notes_fts``) and the names an exact query may equal.
+
+    Every field is already in the keyword index's form (CJK bigrams); ``body`` is
+    the readable text of the whole note (no URLs, badges or comments), so BM25's
+    length normalisation counts the words a person reads.
+    """
+
+    title: str
+    aliases: str
+    file: str
+    tags: str
+    headings: str
+    body: str
+    keys: tuple[str, ...]
+
+
 @dataclass(slots=True)
 class PreparedNote:
     """One note ready to insert (everything scrubbed)."""
@@ -76,6 +95,7 @@ class PreparedNote:
     updated: str
     frontmatter: str  # JSON object
     chunks: list[PreparedChunk] = field(default_factory=list)
+    fts: NoteFields | None = None
 
 
 @dataclass(slots=True)
@@ -251,12 +271,16 @@ def prepare_note(
     )
     context_head = " ".join([title, *tags])
     context_tail = " ".join(aliases)
+    headings_seen: dict[str, None] = {}
+    bodies: list[str] = []
     for chunk in note.chunks:
         chunk_text = clean(chunk.text)
         headings = [clean(h) for h in chunk.heading_path]
         section = clean(chunk.section or "")
         embed_text = embedding_input(title, headings, chunk_text, max_chars=options.embed_chars)
         context = " ".join(p for p in (context_head, " ".join(headings), context_tail) if p)
+        headings_seen.update(dict.fromkeys(headings))
+        bodies.append(readable_text(chunk_text))
         prepared.chunks.append(
             PreparedChunk(
                 ordinal=chunk.ordinal,
@@ -271,6 +295,16 @@ def prepare_note(
                 fts_context=index_text(context),
             )
         )
+    stem = clean(Path(path).stem)
+    prepared.fts = NoteFields(
+        title=index_text(title),
+        aliases=index_text(" ".join(aliases)),
+        file=index_text(stem),
+        tags=index_text(" ".join(tags)),
+        headings=index_text(" ".join(headings_seen)),
+        body=index_text("\n".join(bodies)),
+        keys=tuple(dict.fromkeys(k for k in map(name_key, (title, stem, *aliases)) if k)),
+    )
     if findings:
         # Pattern names and counts only: the values never reach a log.
         summary = ", ".join(f"{name} x{count}" for name, count in sorted(findings.items()))

@@ -25,6 +25,9 @@ from signaldesk.retrieval.schema import (
     FTS_DELETE_ALL,
     FTS_DELETE_TRIGGER,
     FTS_TABLE,
+    NOTE_FTS_DELETE_ALL,
+    NOTE_FTS_DELETE_TRIGGER,
+    NOTE_FTS_TABLE,
     VECTOR_DELETE_TRIGGER,
     VECTOR_TABLE,
     vector_table_ddl,
@@ -54,6 +57,11 @@ _INSERT_CHUNK = (
     "embed_hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
 )
 _INSERT_FTS = f"INSERT INTO {FTS_TABLE} (rowid, text, section, context) VALUES (?, ?, ?, ?)"
+_INSERT_NOTE_FTS = (
+    f"INSERT INTO {NOTE_FTS_TABLE} (rowid, title, aliases, file, tags, headings, body) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?)"
+)
+_INSERT_NOTE_KEY = "INSERT OR IGNORE INTO note_keys (key, note_id) VALUES (?, ?)"
 _INSERT_SKIPPED = (
     "INSERT INTO skipped (path, mtime_ns, size, reason) VALUES (?, ?, ?, ?) "
     "ON CONFLICT (path) DO UPDATE SET mtime_ns = excluded.mtime_ns, size = excluded.size, "
@@ -236,11 +244,15 @@ class IndexWriter:
             c = self.conn
             c.execute("DROP TRIGGER IF EXISTS chunks_fts_delete")
             c.execute("DROP TRIGGER IF EXISTS chunks_vec_delete")
+            c.execute("DROP TRIGGER IF EXISTS notes_fts_delete")
             c.execute("DELETE FROM chunks")
+            c.execute("DELETE FROM note_keys")
             c.execute("DELETE FROM notes")
             c.execute("DELETE FROM skipped")
             c.execute(FTS_DELETE_ALL)
             c.execute(FTS_DELETE_TRIGGER)
+            c.execute(NOTE_FTS_DELETE_ALL)
+            c.execute(NOTE_FTS_DELETE_TRIGGER)
             if self.has_vec:
                 c.execute(f"DROP TABLE IF EXISTS {VECTOR_TABLE}")
             self._record_model(model, index_format)
@@ -299,6 +311,8 @@ class IndexWriter:
         note_rows: list[tuple[Any, ...]] = []
         chunk_rows: list[tuple[Any, ...]] = []
         fts_rows: list[tuple[Any, ...]] = []
+        note_fts_rows: list[tuple[Any, ...]] = []
+        key_rows: list[tuple[str, int]] = []
         vec_rows: list[tuple[int, bytes]] = []
         note_id, chunk_id = self._next_note_id, self._next_chunk_id
         for note in notes:
@@ -320,6 +334,12 @@ class IndexWriter:
                     now,
                 )
             )
+            if note.fts is not None:
+                f = note.fts
+                note_fts_rows.append(
+                    (note_id, f.title, f.aliases, f.file, f.tags, f.headings, f.body)
+                )
+                key_rows.extend((key, note_id) for key in f.keys)
             for chunk in note.chunks:
                 chunk_rows.append(
                     (
@@ -344,8 +364,10 @@ class IndexWriter:
             self._delete([n.path for n in notes] + [s.path for s in skipped])
             c.executemany(_INSERT_NOTE, note_rows)
             c.executemany(_INSERT_CHUNK, chunk_rows)
+            c.executemany(_INSERT_NOTE_KEY, key_rows)
             if self.has_fts:
                 c.executemany(_INSERT_FTS, fts_rows)
+                c.executemany(_INSERT_NOTE_FTS, note_fts_rows)
             if vec_rows and self.vector_type != "none":
                 wrap = "vec_int8(?)" if self.vector_type == "int8" else "?"
                 c.executemany(

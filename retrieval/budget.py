@@ -2,14 +2,32 @@
 
 Tokens are estimated at about four characters each (the usual rule of thumb
 for English with BPE tokenizers; no tokenizer is loaded just to count).
-Results are taken greedily in rank order; the first one that does not fit is
-cut at a word boundary and ends with ``...`` rather than being dropped, and
-nothing is added after it.
+Two ways to fit a budget:
+
+* :func:`take` (``"drop"``, for tools with a hard output cap such as MCP):
+  results are taken greedily in rank order; the first one that does not fit is
+  cut at a word boundary and ends with ``...`` rather than being dropped, and
+  nothing is added after it;
+* :func:`fit_all` (``"trim"``, for a person who asked for ``--limit N``): every
+  result is kept and the longest texts are shortened until the total fits.
 """
 
 from __future__ import annotations
 
-__all__ = ["CHARS_PER_TOKEN", "ELLIPSIS", "MIN_EXCERPT_CHARS", "cut", "estimate_tokens", "take"]
+from typing import Literal
+
+__all__ = [
+    "CHARS_PER_TOKEN",
+    "ELLIPSIS",
+    "MIN_EXCERPT_CHARS",
+    "BudgetFit",
+    "cut",
+    "estimate_tokens",
+    "fit_all",
+    "take",
+]
+
+BudgetFit = Literal["drop", "trim"]
 
 CHARS_PER_TOKEN = 4
 ELLIPSIS = "..."
@@ -55,3 +73,30 @@ def take(texts: list[str], max_tokens: int) -> list[str]:
             out.append(cut(text, max(budget, len(ELLIPSIS) + 1)))
         break
     return out
+
+
+def fit_all(texts: list[str], max_tokens: int) -> list[str]:
+    """Every text, in order, the longest shortened (with ``...``) so the total fits.
+
+    The budget is shared out like water: a text shorter than an equal share keeps
+    all of it and leaves the rest to the others. No text is cut below
+    :data:`MIN_EXCERPT_CHARS` (its whole length if shorter), so with many results
+    and a tiny budget the total may exceed it: the number of results wins.
+    """
+    if not texts:
+        return []
+    budget = max(1, max_tokens) * CHARS_PER_TOKEN
+    if sum(len(t) for t in texts) <= budget:
+        return list(texts)
+    # The largest per-text cap such that the capped lengths fit the budget.
+    lengths = sorted(len(t) for t in texts)
+    remaining, cap = budget, 0
+    for i, length in enumerate(lengths):
+        share = remaining // (len(lengths) - i)
+        if length <= share:
+            remaining -= length
+            continue
+        cap = share
+        break
+    cap = max(cap, MIN_EXCERPT_CHARS)
+    return [t if len(t) <= cap else cut(t, cap) for t in texts]

@@ -11,10 +11,15 @@ __all__ = ["ExplainRow", "SearchExplanation"]
 
 @dataclass(frozen=True, slots=True)
 class ExplainRow:
-    """One candidate of one query, with each list's rank and raw score.
+    """One candidate note of one query, shown by its best chunk, with each list's
+    rank and raw score.
 
-    ``bm25_score`` is FTS5's ``bm25()`` negated (higher is better; ``None``: no
-    query word in the chunk); ``vector_score`` is the cosine similarity.
+    ``bm25_rank`` / ``bm25_score`` are the best among the note's chunks in the
+    chunk keyword list (FTS5's ``bm25()`` negated: higher is better; ``None``: no
+    query word), ``vector_rank`` / ``vector_score`` the best cosine among its
+    chunks, ``note_rank`` / ``note_score`` the note's rank and BM25 in the
+    note-level keyword list; ``exact`` says the query equals its title, an alias
+    or its file name; ``recency`` is the recency factor (0 when not used).
     """
 
     path: str
@@ -26,6 +31,10 @@ class ExplainRow:
     bm25_score: float | None
     vector_rank: int | None
     vector_score: float | None
+    note_rank: int | None = None
+    note_score: float | None = None
+    exact: bool = False
+    recency: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,3 +54,5 @@ class SearchExplanation:
     rows: tuple[ExplainRow, ...]
     results: tuple[SearchResult, ...]
     timings_ms: dict[str, float] = field(default_factory=dict)
+    note_column_weights: tuple[float, ...] = ()
+    omitted: int = 0

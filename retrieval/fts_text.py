@@ -9,6 +9,9 @@ query side makes any two-character word findable, the usual CJK approach.
 from __future__ import annotations
 
 import re
+import unicodedata
+
+__all__ = ["index_text", "name_key"]
 
 # Han, Hiragana, Katakana, Hangul syllables and jamo, CJK symbols.
 _CJK_RUN = re.compile(
@@ -25,3 +28,16 @@ def _bigrams(run: str) -> str:
 def index_text(text: str) -> str:
     """``text`` with every CJK run replaced by its space-separated bigrams."""
     return _CJK_RUN.sub(lambda m: f" {_bigrams(m.group(0))} ", text)
+
+
+_NOT_WORD = re.compile(r"[^\w]+|_+")
+
+
+def name_key(text: str) -> str:
+    """The form in which a title, alias or file name is compared with a whole query.
+
+    Case, accents' composition, punctuation, emoji and spacing are ignored:
+    ``"🗂️ Obsidian Git!"`` and ``"obsidian-git"`` both become ``"obsidian git"``.
+    """
+    folded = unicodedata.normalize("NFKC", text).casefold()
+    return " ".join(_NOT_WORD.sub(" ", folded).split())

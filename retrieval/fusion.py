@@ -31,6 +31,7 @@ __all__ = [
     "FusionParams",
     "Normalisation",
     "fuse",
+    "fused_scores",
     "sort_key",
 ]
 
@@ -94,8 +95,8 @@ def _normalise(values: Sequence[float | None], how: Normalisation) -> list[float
     return [(v - low) / (high - low) for v in raw]
 
 
-def fuse(candidates: Sequence[Candidate], params: FusionParams) -> list[Candidate]:
-    """Give every candidate its fused score; the order is left to :func:`sort_key`."""
+def fused_scores(candidates: Sequence[Candidate], params: FusionParams) -> list[float]:
+    """Every candidate's fused score, in the candidates' order."""
     if params.method == "rrf":
         k = params.rrf_k
         out = []
@@ -105,7 +106,7 @@ def fuse(candidates: Sequence[Candidate], params: FusionParams) -> list[Candidat
                 score += params.bm25_weight / (k + c.bm25_rank)
             if c.vector_rank is not None:
                 score += params.vector_weight / (k + c.vector_rank)
-            out.append(replace(c, score=score))
+            out.append(score)
         return out
     bm25 = _normalise([c.bm25_score for c in candidates], params.normalisation)
     vec_raw = [c.vector_score for c in candidates]
@@ -115,8 +116,15 @@ def fuse(candidates: Sequence[Candidate], params: FusionParams) -> list[Candidat
         floor = min(v for v in vec_raw if v is not None)
         vec = _normalise([floor if v is None else v for v in vec_raw], params.normalisation)
     return [
-        replace(c, score=params.bm25_weight * b + params.vector_weight * v)
-        for c, b, v in zip(candidates, bm25, vec, strict=True)
+        params.bm25_weight * b + params.vector_weight * v for b, v in zip(bm25, vec, strict=True)
+    ]
+
+
+def fuse(candidates: Sequence[Candidate], params: FusionParams) -> list[Candidate]:
+    """Give every candidate its fused score; the order is left to :func:`sort_key`."""
+    return [
+        replace(c, score=score)
+        for c, score in zip(candidates, fused_scores(candidates, params), strict=True)
     ]
 
 

@@ -30,10 +30,12 @@ class SearchFilters:
 
 @dataclass(frozen=True, slots=True)
 class SearchResult:
-    """One retrieved chunk.
+    """One retrieved chunk, shown for its note.
 
-    ``bm25_rank`` and ``vector_rank`` are 1-based positions in each list
-    (``None`` when the chunk was not in that list); ``score`` is the fused score.
+    ``bm25_rank`` and ``vector_rank`` are the chunk's 1-based positions in the
+    chunk keyword and vector lists, ``note_rank`` its note's position in the
+    note keyword list (``None`` when not in that list's top); ``score`` is the
+    note's fused score.
     """
 
     path: str
@@ -44,11 +46,25 @@ class SearchResult:
     heading_path: tuple[str, ...] = ()
     bm25_rank: int | None = None
     vector_rank: int | None = None
+    note_rank: int | None = None
     start_line: int | None = None
     note_type: str | None = None
     domain: str | None = None
     tags: tuple[str, ...] = ()
     updated: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SearchPage:
+    """Results of a search and how many more the token budget left out.
+
+    ``omitted`` counts results that were ranked within ``limit`` but did not fit
+    ``max_tokens`` (raise ``max_tokens`` or lower ``limit`` to see them).
+    """
+
+    results: tuple[SearchResult, ...]
+    omitted: int = 0
+    degraded: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,7 +18,6 @@ import threading
 import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 from types import TracebackType
@@ -30,7 +29,7 @@ import numpy as np
 import numpy.typing as npt
 
 from signaldesk.retrieval import search_legs
-from signaldesk.retrieval.budget import take
+from signaldesk.retrieval.budget import BudgetFit, fit_all, take
 from signaldesk.retrieval.context_block import render_context
 from signaldesk.retrieval.embedder import Embedder
 from signaldesk.retrieval.errors import (
@@ -42,20 +41,24 @@ from signaldesk.retrieval.errors import (
 from signaldesk.retrieval.explanation import ExplainRow, SearchExplanation
 from signaldesk.retrieval.filters import filters_sql
 from signaldesk.retrieval.fts_query import build_match
-from signaldesk.retrieval.fusion import Candidate, FusionParams, fuse, sort_key
+from signaldesk.retrieval.fts_text import name_key
+from signaldesk.retrieval.fusion import Candidate
 from signaldesk.retrieval.links import link_targets, resolve_links
+from signaldesk.retrieval.note_rank import NoteCandidate
+from signaldesk.retrieval.ranking import NOTES_NOT_READY, Ranked, RankRequest, rank
 from signaldesk.retrieval.records import (
     IndexStatus,
     NoteInfo,
     SearchFilters,
     SearchMode,
+    SearchPage,
     SearchResult,
 )
 from signaldesk.retrieval.schema import VECTOR_TABLE
 from signaldesk.retrieval.search_legs import ChunkRow
 from signaldesk.retrieval.settings import IndexSettings, SearchSettings
 from signaldesk.retrieval.store import capabilities, connect, get_meta, index_db_path, sqlite_module
-from signaldesk.retrieval.vector_matrix import VectorMatrix, load_matrix, query_blob
+from signaldesk.retrieval.vector_matrix import VectorMatrix, load_matrix
 
 __all__ = ["Retriever"]
 
@@ -308,16 +311,36 @@ class Retriever:
         filters: SearchFilters | None = None,
         mode: SearchMode | None = None,
         max_tokens: int | None = None,
+        fit: BudgetFit = "drop",
     ) -> list[SearchResult]:
-        """The best chunks for ``query``, fused, filtered and cut to the token budget.
+        """The best notes for ``query``, each shown by its best chunk(s), cut to the token budget.
 
+        :param fit: ``"drop"``: results are kept in rank order while they fit
+            ``max_tokens`` (the first that does not is cut and ends the list);
+            ``"trim"``: every result up to ``limit`` is kept and their texts are
+            shortened to share the budget (what a person asking for ``--limit 30``
+            wants).
         :raises QueryError: the query is empty, or the mode unknown.
         :raises IndexUnavailableError: the index is gone or unreadable.
         """
-        explanation = await self.explain(
-            query, limit=limit, filters=filters, mode=mode, max_tokens=max_tokens
+        page = await self.search_page(
+            query, limit=limit, filters=filters, mode=mode, max_tokens=max_tokens, fit=fit
         )
-        return list(explanation.results)
+        return list(page.results)
+
+    async def search_page(
+        self,
+        query: str,
+        *,
+        limit: int | None = None,
+        filters: SearchFilters | None = None,
+        mode: SearchMode | None = None,
+        max_tokens: int | None = None,
+        fit: BudgetFit = "drop",
+    ) -> SearchPage:
+        """Like :meth:`search`, also saying how many results the budget left out."""
+        exp = await self._execute(query, limit, filters, mode, max_tokens, fit, explain=False)
+        return SearchPage(results=exp.results, omitted=exp.omitted, degraded=exp.degraded)
 
     async def explain(
         self,
@@ -327,9 +350,23 @@ class Retriever:
         filters: SearchFilters | None = None,
         mode: SearchMode | None = None,
         max_tokens: int | None = None,
+        fit: BudgetFit = "drop",
     ) -> SearchExplanation:
-        """Like :meth:`search`, with each list's ranks and raw scores, the MATCH
-        expression, the weights, the effective mode and timings."""
+        """Like :meth:`search`, with each candidate note's ranks and raw scores in every
+        list, the MATCH expression, the weights, the effective mode and timings."""
+        return await self._execute(query, limit, filters, mode, max_tokens, fit, explain=True)
+
+    async def _execute(
+        self,
+        query: str,
+        limit: int | None,
+        filters: SearchFilters | None,
+        mode: SearchMode | None,
+        max_tokens: int | None,
+        fit: BudgetFit,
+        *,
+        explain: bool,
+    ) -> SearchExplanation:
         s = self._settings
         requested: SearchMode = mode or s.mode
         if requested not in _MODES:
@@ -360,9 +397,6 @@ class Retriever:
                 "no search method is available: " + "; ".join(degraded),
                 hint="check `signaldesk doctor`, then run `signaldesk index --full`",
             )
-        effective: SearchMode = (
-            "hybrid" if use_vec and use_bm25 else "vector" if use_vec else "bm25"
-        )
 
         qvec: npt.NDArray[np.float32] | None = None
         if use_vec:
@@ -374,72 +408,30 @@ class Retriever:
                     raise
                 logger.warning("query embedding failed, keyword search only: %s", exc)
                 degraded.append(f"{exc.message}: keyword search only")
-                use_vec, use_bm25, effective = False, True, "bm25"
+                use_vec, use_bm25 = False, True
             timings["embed"] = (time.perf_counter() - t0) * 1000
-
-        params = FusionParams(
-            method=s.fusion,
-            bm25_weight=s.bm25_weight,
-            vector_weight=s.vector_weight,
-            rrf_k=s.rrf_k,
+        effective: SearchMode = (
+            "hybrid" if use_vec and use_bm25 else "vector" if use_vec else "bm25"
         )
-
-        def run(
-            conn: Any,
-        ) -> tuple[
-            list[Candidate], list[Candidate], dict[int, tuple[str, int, str]], dict[int, ChunkRow]
-        ]:
-            bm25: list[tuple[int, float]] = []
-            bm25_all: dict[int, float] = {}
-            vec: list[tuple[int, float]] = []
-            matrix: VectorMatrix | None = None
-            vector_type = "float"
-            blob = b""
-            if use_bm25 and match is not None:
-                t = time.perf_counter()
-                bm25, bm25_all = search_legs.bm25_list(
-                    conn, match, depth, s.column_weights, filters
-                )
-                timings["bm25"] = (time.perf_counter() - t) * 1000
-            if use_vec and qvec is not None:
-                t = time.perf_counter()
-                allowed = search_legs.allowed_chunk_ids(conn, filters)
-                matrix = self._current_matrix(conn) if s.vector_matrix else None
-                vector_type = get_meta(conn, "vector_type") or "float"
-                if matrix is not None:
-                    vec = matrix.top_k(qvec, depth, allowed)
-                else:
-                    blob = query_blob(qvec, vector_type)
-                    vec = search_legs.vec_knn(conn, blob, vector_type, depth, allowed)
-                timings["vector"] = (time.perf_counter() - t) * 1000
-            t = time.perf_counter()
-            cands = self._candidates(bm25, vec)
-            if effective == "hybrid" and s.fusion == "blend":
-                cands = self._complete_scores(conn, cands, bm25_all, qvec, matrix, vector_type)
-            if effective == "hybrid":
-                cands = fuse(cands, params)
-            else:
-                cands = [
-                    replace(
-                        c, score=(c.bm25_score if effective == "bm25" else c.vector_score) or 0.0
-                    )
-                    for c in cands
-                ]
-            keys = search_legs.chunk_keys(conn, [c.chunk_id for c in cands])
-            # A chunk deleted since its list was read cannot be shown (same snapshot,
-            # so this only guards against an inconsistent index).
-            cands = [c for c in cands if c.chunk_id in keys]
-            cands.sort(key=lambda c: sort_key(c, keys[c.chunk_id][0], keys[c.chunk_id][1]))
-            shown = _per_note(cands, keys, s.per_note)[:limit]
-            rows = search_legs.chunk_rows(conn, [c.chunk_id for c in shown])
-            timings["fuse"] = (time.perf_counter() - t) * 1000
-            return cands, shown, keys, rows
-
-        candidates, shown, keys, rows = await self._run(run)
-        top = [c for c in shown if c.chunk_id in rows]
-        texts = take([rows[c.chunk_id].text for c in top], budget)
+        request = RankRequest(
+            mode=effective,
+            match=match if use_bm25 else None,
+            key=name_key(query),
+            qvec=qvec,
+            depth=depth,
+            limit=limit,
+            filters=filters,
+            settings=s,
+        )
+        ranked = await self._run(lambda conn: rank(conn, request, self._current_matrix, timings))
+        if use_bm25 and not ranked.notes_used and NOTES_NOT_READY not in degraded:
+            degraded.append(NOTES_NOT_READY)
+        top = [c for c in ranked.shown if c.chunk_id in ranked.rows]
+        texts = [ranked.rows[c.chunk_id].text for c in top]
+        kept = fit_all(texts, budget) if fit == "trim" else take(texts, budget)
         results = tuple(
-            self._result(c, rows[c.chunk_id], text) for c, text in zip(top, texts, strict=False)
+            self._result(c, ranked.rows[c.chunk_id], text, ranked.note_of_shown.get(c.chunk_id))
+            for c, text in zip(top, kept, strict=False)
         )
         timings["total"] = (time.perf_counter() - started) * 1000
         return SearchExplanation(
@@ -448,78 +440,36 @@ class Retriever:
             requested_mode=requested,
             mode=effective,
             fusion=s.fusion if effective == "hybrid" else effective,
-            weights={"bm25": s.bm25_weight, "vector": s.vector_weight},
+            weights={
+                "note": s.note_weight if ranked.notes_used else 0.0,
+                "bm25": s.bm25_weight,
+                "vector": s.vector_weight,
+            },
             rrf_k=s.rrf_k,
             candidates=depth,
             column_weights=s.column_weights,
+            note_column_weights=s.note_column_weights,
             degraded=tuple(degraded),
-            rows=tuple(
-                ExplainRow(
-                    path=keys[c.chunk_id][0],
-                    section=keys[c.chunk_id][2],
-                    ordinal=keys[c.chunk_id][1],
-                    chunk_id=c.chunk_id,
-                    score=c.score,
-                    bm25_rank=c.bm25_rank,
-                    bm25_score=c.bm25_score,
-                    vector_rank=c.vector_rank,
-                    vector_score=c.vector_score,
-                )
-                for c in candidates
-            ),
+            rows=tuple(_explain_rows(ranked)) if explain else (),
             results=results,
+            omitted=len(top) - len(results),
             timings_ms=timings,
         )
 
     @staticmethod
-    def _candidates(bm25: list[tuple[int, float]], vec: list[tuple[int, float]]) -> list[Candidate]:
-        by_id: dict[int, Candidate] = {}
-        for rank, (cid, score) in enumerate(bm25, start=1):
-            by_id[cid] = Candidate(cid, bm25_rank=rank, bm25_score=score)
-        for rank, (cid, score) in enumerate(vec, start=1):
-            old = by_id.get(cid, Candidate(cid))
-            by_id[cid] = replace(old, vector_rank=rank, vector_score=score)
-        return list(by_id.values())
-
-    @staticmethod
-    def _complete_scores(
-        conn: Any,
-        cands: list[Candidate],
-        bm25_all: dict[int, float],
-        qvec: npt.NDArray[np.float32] | None,
-        matrix: VectorMatrix | None,
-        vector_type: str,
-    ) -> list[Candidate]:
-        """Give each candidate both lists' scores, so that blending compares like with like."""
-        need_vec = [c.chunk_id for c in cands if c.vector_rank is None]
-        vec: dict[int, float] = {}
-        if qvec is not None and need_vec:
-            if matrix is not None:
-                vec = matrix.scores_for(qvec, need_vec)
-            else:
-                vec = search_legs.vec_scores_for(
-                    conn, query_blob(qvec, vector_type), vector_type, need_vec
-                )
-        out = []
-        for c in cands:
-            if c.bm25_rank is None and c.chunk_id in bm25_all:
-                c = replace(c, bm25_score=bm25_all[c.chunk_id])
-            if c.chunk_id in vec:
-                c = replace(c, vector_score=vec[c.chunk_id])
-            out.append(c)
-        return out
-
-    @staticmethod
-    def _result(c: Candidate, row: ChunkRow, text: str) -> SearchResult:
+    def _result(
+        c: Candidate, row: ChunkRow, text: str, note: NoteCandidate | None = None
+    ) -> SearchResult:
         return SearchResult(
             path=row.path,
             section=row.section,
             text=text,
-            score=c.score,
+            score=note.score if note is not None else c.score,
             title=row.title,
             heading_path=row.heading_path,
             bm25_rank=c.bm25_rank,
             vector_rank=c.vector_rank,
+            note_rank=note.note_rank if note is not None else None,
             start_line=row.start_line,
             note_type=row.note_type,
             domain=row.domain,
@@ -660,17 +610,26 @@ def _parse_time(value: str | None) -> datetime | None:
         return None
 
 
-def _per_note(
-    candidates: list[Candidate], keys: dict[int, tuple[str, int, str]], per_note: int
-) -> list[Candidate]:
-    """``candidates`` (already ranked) keeping at most ``per_note`` chunks of each note."""
-    if per_note <= 0:
-        return candidates
-    taken: dict[str, int] = {}
-    kept = []
-    for candidate in candidates:
-        path = keys[candidate.chunk_id][0]
-        if taken.get(path, 0) < per_note:
-            taken[path] = taken.get(path, 0) + 1
-            kept.append(candidate)
-    return kept
+def _explain_rows(ranked: Ranked) -> list[ExplainRow]:
+    """One row per candidate note (fused order), shown by its best chunk."""
+    rows = []
+    for note in ranked.notes:
+        key = ranked.keys[note.best_chunk]
+        rows.append(
+            ExplainRow(
+                path=key.path,
+                section=key.section,
+                ordinal=key.ordinal,
+                chunk_id=note.best_chunk,
+                score=note.score,
+                bm25_rank=note.chunk_rank,
+                bm25_score=note.chunk_score,
+                vector_rank=note.vector_rank,
+                vector_score=note.vector_score,
+                note_rank=note.note_rank,
+                note_score=note.note_score,
+                exact=note.exact,
+                recency=note.recency,
+            )
+        )
+    return rows

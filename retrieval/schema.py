@@ -8,7 +8,7 @@ rebuilds from the notes).
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 _V1 = """
 CREATE TABLE meta (
@@ -82,15 +82,56 @@ CREATE TABLE skipped (
 ) WITHOUT ROWID;
 """
 
-MIGRATIONS: tuple[str, ...] = (_V1, _V2)
+# v3: note-level ranking. `notes_fts` holds one row per note (rowid = notes.id):
+# its title, aliases, file name, tags, every heading and the whole body, so BM25
+# can weigh a title match strongly and normalise by the length of the *note*
+# (one 278 KB list note must not outrank the short note that answers). Rows are
+# written by the indexer; an index built before v3 has none until every note
+# has been re-prepared, which the indexer does by itself on its next run (the
+# index format changes), and until then the retriever ranks chunks only and
+# says so. `note_keys` maps a normalised title, alias or file name to its note,
+# for the exact-title lookup.
+_V3 = """
+CREATE VIRTUAL TABLE notes_fts USING fts5(
+    title, aliases, file, tags, headings, body,
+    content = '',
+    contentless_delete = 1,
+    tokenize = 'porter unicode61 remove_diacritics 2'
+);
 
-# Used by a full rebuild, which empties the keyword index in one statement and
-# re-creates the triggers it dropped to delete the chunks in bulk.
+CREATE TRIGGER notes_fts_delete AFTER DELETE ON notes BEGIN
+    DELETE FROM notes_fts WHERE rowid = old.id;
+END;
+
+CREATE TABLE note_keys (
+    key     TEXT NOT NULL,
+    note_id INTEGER NOT NULL REFERENCES notes(id) ON DELETE CASCADE,
+    PRIMARY KEY (key, note_id)
+) WITHOUT ROWID;
+CREATE INDEX note_keys_note ON note_keys(note_id);
+"""
+
+MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3)
+
+# Used by a full rebuild, which empties the keyword indexes in one statement each
+# and re-creates the triggers it dropped to delete the chunks and notes in bulk.
 FTS_TABLE = "chunks_fts"
 FTS_DELETE_ALL = f"INSERT INTO {FTS_TABLE}({FTS_TABLE}) VALUES ('delete-all')"
 FTS_DELETE_TRIGGER = f"""
 CREATE TRIGGER IF NOT EXISTS chunks_fts_delete AFTER DELETE ON chunks BEGIN
     DELETE FROM {FTS_TABLE} WHERE rowid = old.id;
+END;
+"""
+NOTE_FTS_TABLE = "notes_fts"
+# `meta.index_format` (its first part) from which every note has its `notes_fts`
+# row; an index upgraded from v2 reaches it when the indexer has re-prepared all
+# notes, and the retriever ranks chunks only until then.
+NOTE_FTS_SINCE_FORMAT = 3
+NOTE_FTS_COLUMNS = ("title", "aliases", "file", "tags", "headings", "body")
+NOTE_FTS_DELETE_ALL = f"INSERT INTO {NOTE_FTS_TABLE}({NOTE_FTS_TABLE}) VALUES ('delete-all')"
+NOTE_FTS_DELETE_TRIGGER = f"""
+CREATE TRIGGER IF NOT EXISTS notes_fts_delete AFTER DELETE ON notes BEGIN
+    DELETE FROM {NOTE_FTS_TABLE} WHERE rowid = old.id;
 END;
 """
 

@@ -14,14 +14,19 @@ from typing import Any
 
 from signaldesk.retrieval.filters import filters_sql
 from signaldesk.retrieval.records import SearchFilters
-from signaldesk.retrieval.schema import VECTOR_TABLE
+from signaldesk.retrieval.schema import NOTE_FTS_TABLE, VECTOR_TABLE
 
 __all__ = [
+    "ChunkKey",
     "ChunkRow",
     "allowed_chunk_ids",
     "bm25_list",
     "chunk_keys",
     "chunk_rows",
+    "exact_notes",
+    "note_bm25_list",
+    "note_chunks",
+    "note_updated",
     "vec_knn",
     "vec_scores_for",
 ]
@@ -45,7 +50,17 @@ class ChunkRow:
     updated: str | None
 
 
-def _weights_sql(weights: tuple[float, float, float]) -> str:
+@dataclass(frozen=True, slots=True)
+class ChunkKey:
+    """Where a chunk sits: what ordering, grouping by note and explaining need."""
+
+    path: str
+    ordinal: int
+    section: str
+    note_id: int
+
+
+def _weights_sql(weights: tuple[float, ...]) -> str:
     # Floats formatted by us, never text from a caller.
     return ", ".join(repr(float(w)) for w in weights)
 
@@ -83,6 +98,74 @@ def bm25_list(
     scores = {int(r[0]): -float(r[1]) for r in rows}
     top = heapq.nsmallest(limit, scores.items(), key=lambda item: (-item[1], item[0]))
     return top, scores
+
+
+def note_bm25_list(
+    conn: Any,
+    match: str,
+    limit: int,
+    weights: tuple[float, ...],
+    filters: SearchFilters | None,
+) -> tuple[list[tuple[int, float]], dict[int, float]]:
+    """The ``limit`` best notes for ``match`` in ``notes_fts`` and every matching note's score.
+
+    Like :func:`bm25_list` but one row per note (rowid = ``notes.id``), with the
+    note-level column weights (title, aliases, file, tags, headings, body).
+    """
+    where, params = filters_sql(filters)
+    w = _weights_sql(weights)
+    table = NOTE_FTS_TABLE
+    if where == "1":
+        sql = f"SELECT rowid, bm25({table}, {w}) FROM {table} WHERE {table} MATCH ?"
+        rows = conn.execute(sql, (match,)).fetchall()
+    else:
+        sql = (
+            f"SELECT {table}.rowid, bm25({table}, {w}) FROM {table} "
+            f"JOIN notes n ON n.id = {table}.rowid WHERE {table} MATCH ? AND {where}"
+        )
+        rows = conn.execute(sql, (match, *params)).fetchall()
+    scores = {int(r[0]): -float(r[1]) for r in rows}
+    top = heapq.nsmallest(limit, scores.items(), key=lambda item: (-item[1], item[0]))
+    return top, scores
+
+
+def exact_notes(conn: Any, key: str, filters: SearchFilters | None) -> set[int]:
+    """Notes whose title, an alias or file name equals ``key`` (a :func:`name_key`)."""
+    if not key:
+        return set()
+    where, params = filters_sql(filters)
+    sql = (
+        "SELECT k.note_id FROM note_keys k JOIN notes n ON n.id = k.note_id "
+        f"WHERE k.key = ? AND {where}"
+    )
+    return {int(r[0]) for r in conn.execute(sql, (key, *params))}
+
+
+def note_chunks(conn: Any, note_ids: list[int]) -> dict[int, ChunkKey]:
+    """Every chunk of each listed note, by chunk id."""
+    if not note_ids:
+        return {}
+    sql = (
+        "SELECT c.id, n.path, c.ordinal, c.section, c.note_id FROM chunks c "
+        "JOIN notes n ON n.id = c.note_id WHERE c.note_id IN (SELECT value FROM json_each(?))"
+    )
+    return {
+        int(r[0]): ChunkKey(str(r[1]), int(r[2]), str(r[3]), int(r[4]))
+        for r in conn.execute(sql, (json.dumps(note_ids),))
+    }
+
+
+def note_updated(conn: Any, note_ids: list[int]) -> dict[int, str]:
+    """The ``updated`` (else ``created``) value of each listed note."""
+    if not note_ids:
+        return {}
+    sql = (
+        "SELECT id, COALESCE(updated, created) FROM notes "
+        "WHERE id IN (SELECT value FROM json_each(?))"
+    )
+    return {
+        int(r[0]): str(r[1]) for r in conn.execute(sql, (json.dumps(note_ids),)) if r[1] is not None
+    }
 
 
 def allowed_chunk_ids(conn: Any, filters: SearchFilters | None) -> set[int] | None:
@@ -146,17 +229,16 @@ def _heading_path(raw: str | None) -> tuple[str, ...]:
     return _tags(raw)
 
 
-def chunk_keys(conn: Any, chunk_ids: list[int]) -> dict[int, tuple[str, int, str]]:
-    """``(path, ordinal, section)`` of each listed chunk that still exists: what
-    ordering and explaining need, without reading any chunk text."""
+def chunk_keys(conn: Any, chunk_ids: list[int]) -> dict[int, ChunkKey]:
+    """Where each listed chunk that still exists sits, without reading any chunk text."""
     if not chunk_ids:
         return {}
     sql = (
-        "SELECT c.id, n.path, c.ordinal, c.section FROM chunks c JOIN notes n ON n.id = c.note_id "
-        "WHERE c.id IN (SELECT value FROM json_each(?))"
+        "SELECT c.id, n.path, c.ordinal, c.section, c.note_id FROM chunks c "
+        "JOIN notes n ON n.id = c.note_id WHERE c.id IN (SELECT value FROM json_each(?))"
     )
     return {
-        int(r[0]): (str(r[1]), int(r[2]), str(r[3]))
+        int(r[0]): ChunkKey(str(r[1]), int(r[2]), str(r[3]), int(r[4]))
         for r in conn.execute(sql, (json.dumps(chunk_ids),))
     }
 

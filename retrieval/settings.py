@@ -72,11 +72,23 @@ class SearchSettings(SettingsModel):
             "(measured best, see docs/ranking.md); `rrf` is weighted Reciprocal Rank Fusion."
         ),
     )
+    note_weight: float = Field(
+        0.5,
+        ge=0.0,
+        description=(
+            "Weight of the note-level keyword list in fusion: BM25 over whole notes, where "
+            "a title, alias or file name counts strongly and length is that of the note."
+        ),
+    )
     bm25_weight: float = Field(
-        0.75, ge=0.0, description="Weight of the keyword (BM25) list in fusion."
+        0.25,
+        ge=0.0,
+        description="Weight of the chunk keyword (BM25) list in fusion (a note's best chunk).",
     )
     vector_weight: float = Field(
-        0.25, ge=0.0, description="Weight of the vector (semantic) list in fusion."
+        0.25,
+        ge=0.0,
+        description="Weight of the vector (semantic) list in fusion (a note's best chunk).",
     )
     rrf_k: int = Field(
         60, ge=1, description="RRF constant k: larger flattens the difference between ranks."
@@ -90,6 +102,35 @@ class SearchSettings(SettingsModel):
         (1.0, 0.5, 0.3),
         description="BM25 weights of the chunk text, its section heading and its context "
         "(title, tags, heading path).",
+    )
+    note_column_weights: tuple[float, float, float, float, float, float] = Field(
+        (10.0, 8.0, 8.0, 2.0, 2.0, 1.0),
+        description="BM25 weights of a note's title, aliases, file name, tags, headings and "
+        "body in the note-level keyword list.",
+    )
+    exact_title_boost: float = Field(
+        1.0,
+        ge=0.0,
+        description=(
+            "Bonus for a note whose title, an alias or file name equals the whole query (case, "
+            "punctuation and emoji ignored), as a multiple of the sum of the list weights: "
+            "1.0 puts it above every note that is not an exact match; 0 turns it off."
+        ),
+    )
+    recency_weight: float = Field(
+        0.0,
+        ge=0.0,
+        description=(
+            "Boost for recently updated notes (frontmatter `updated`, else the file's "
+            "modification time): adds `weight * 0.5 ** (age / half life)` to the fused score, "
+            "whose other terms sum to at most 1. 0 (the default) turns it off; 0.1-0.3 favours "
+            "recent signals without burying old notes that match better."
+        ),
+    )
+    recency_half_life_days: float = Field(
+        30.0,
+        gt=0.0,
+        description="Age in days at which the recency boost has halved.",
     )
     vector_matrix: bool = Field(
         True,
@@ -110,10 +151,11 @@ class SearchSettings(SettingsModel):
         ),
     )
     per_note: int = Field(
-        2,
+        1,
         ge=0,
         description=(
-            "At most this many chunks of one note among the results, so one long note "
-            "cannot crowd out the others (0: no limit)."
+            "Chunks shown per note: results are notes in ranked order, each shown by its best "
+            "chunk; a higher value adds the note's next best chunks (those a list found) right "
+            "after it, counting towards the limit (0: no limit)."
         ),
     )

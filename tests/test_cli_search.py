@@ -160,3 +160,41 @@ def test_context_block(indexed_vault: Path, capsys: pytest.CaptureFixture[str]) 
     assert code == 0
     assert out.startswith(f"### 03-resources/sourdough.md{SEP}Sourdough bread")
     assert len(out) <= 40 * 4 + 1
+
+
+def test_limit_is_honoured_and_the_budget_only_trims_text(
+    vault: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # 40 long notes that all match: the default budget (2000 tokens, ~8000 chars)
+    # holds about four of them whole, yet --limit 30 must give 30 results.
+    paragraph = "Compost heaps need turning, moisture and a mix of greens and browns. " * 30
+    for i in range(40):
+        target = vault / "03-resources" / f"compost-{i:02d}.md"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(f"# Compost note {i}\n\n{paragraph}\n", encoding="utf-8")
+    workspace = resolve_workspace(vault, None)
+    Indexer(vault, workspace.config.index, LazyEmbedder(workspace.config.index)).run_sync()
+    code, out, _ = _run(
+        capsys, "--vault", str(vault), "search", "compost heap", "--limit", "30", "--json"
+    )
+    assert code == 0
+    results = json.loads(out)["results"]
+    assert len(results) == 30
+    assert len({r["path"] for r in results}) == 30  # thirty notes, not chunks of a few
+    total = sum(len(r["text"]) for r in results)
+    assert total <= 2000 * 4  # the budget still holds: the texts were shortened
+    assert all(r["text"].endswith("...") for r in results)
+    code, out, _ = _run(
+        capsys,
+        "--vault",
+        str(vault),
+        "search",
+        "compost heap",
+        "--limit",
+        "30",
+        "--max-tokens",
+        "50",
+        "--json",
+    )
+    assert code == 0
+    assert len(json.loads(out)["results"]) == 30  # a tiny budget trims, never drops

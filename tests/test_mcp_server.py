@@ -39,6 +39,7 @@ from signaldesk.retrieval.records import (
     NoteInfo,
     SearchFilters,
     SearchMode,
+    SearchPage,
     SearchResult,
 )
 from signaldesk.retrieval.retriever import Retriever
@@ -196,6 +197,21 @@ async def test_search_output_keeps_to_the_token_budget(
     assert len(text_of(result)) <= 60 * 4
     out = SearchOutput.model_validate(result.structured_content)
     assert out.results and out.results[-1].text.endswith("...")
+
+
+async def test_search_says_how_many_results_the_budget_left_out(
+    indexed_vault: Path, embedder: LazyEmbedder
+) -> None:
+    async with connected(indexed_vault, embedder) as client:
+        tight = await call(client, "search", {"query": "notes", "limit": 10, "max_tokens": 60})
+        roomy = await call(client, "search", {"query": "notes", "limit": 10, "max_tokens": 8000})
+    assert not tight.is_error and not roomy.is_error
+    small = SearchOutput.model_validate(tight.structured_content)
+    large = SearchOutput.model_validate(roomy.structured_content)
+    assert small.omitted > 0 and small.count + small.omitted <= 10
+    assert small.message is not None and "max_tokens" in small.message
+    assert "raise max_tokens" in text_of(tight)
+    assert large.count > small.count and large.omitted == 0
 
 
 async def test_search_arguments_are_validated(indexed_vault: Path, embedder: LazyEmbedder) -> None:
@@ -462,6 +478,18 @@ class _BrokenRetriever:
         if self.hang:
             await anyio.sleep_forever()
         raise RuntimeError(f"database exploded near {SECRETS['github_token']}")
+
+    async def search_page(
+        self,
+        query: str,
+        *,
+        limit: int | None = None,
+        filters: SearchFilters | None = None,
+        mode: SearchMode | None = None,
+        max_tokens: int | None = None,
+    ) -> SearchPage:
+        await self.search(query)
+        raise AssertionError("unreachable")
 
     async def context(
         self, topic: str, *, max_tokens: int | None = None, filters: SearchFilters | None = None

@@ -243,7 +243,8 @@ async def test_modes_report_their_own_ranks(indexed: Path, embedder: Embedder) -
     assert explained.mode == "hybrid" and explained.degraded == ()
     assert explained.match == '"tomato" OR "watering"'
     assert explained.rows[0].bm25_score is not None and explained.rows[0].vector_score is not None
-    assert set(explained.weights) == {"bm25", "vector"}
+    assert set(explained.weights) == {"note", "bm25", "vector"}
+    assert explained.rows[0].note_rank is not None and explained.rows[0].note_score is not None
 
 
 async def test_sqlite_vec_fallback_matches_the_matrix(indexed: Path, embedder: Embedder) -> None:
@@ -544,8 +545,16 @@ async def test_one_long_note_cannot_crowd_out_the_others(
     async with await _open(vault, embedder, uncapped_settings) as retriever:
         uncapped = await retriever.search("ring-tailed lemurs Madagascar", limit=5)
     assert sum(r.path == "notes/lemurs.md" for r in uncapped) > 2
-    assert sum(r.path == "notes/lemurs.md" for r in capped) == 2
+    assert sum(r.path == "notes/lemurs.md" for r in capped) == 1  # one result per note
     assert "notes/madagascar.md" in [r.path for r in capped]
+    two_settings = SearchSettings(**{**SEARCH.model_dump(), "per_note": 2})
+    async with await _open(vault, embedder, two_settings) as retriever:
+        two = await retriever.search("ring-tailed lemurs Madagascar", limit=5)
+    paths = [r.path for r in two]
+    assert paths.count("notes/lemurs.md") == 2
+    # A note's chunks are shown together, right after its best one.
+    first = paths.index("notes/lemurs.md")
+    assert paths[first + 1] == "notes/lemurs.md"
 
 
 async def test_context_follows_wiki_links_from_the_top_excerpts(

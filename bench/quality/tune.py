@@ -1,14 +1,17 @@
-"""Fusion tuning: collect each query's candidates once, then re-fuse them offline.
+"""Fusion tuning: collect each query's candidate notes once, then re-fuse them offline.
 
-One ``Retriever.explain`` per query (hybrid, blend: every candidate carries
-both its BM25 and its cosine score) gives everything any fusion variant needs,
-so a grid of a few hundred variants costs seconds, not a re-run each. Run it on
-the TRAIN split and confirm the chosen variant on TEST with the normal bench.
+One ``Retriever.explain`` per query (hybrid: every candidate note carries its
+note-level BM25, its best chunk BM25, its best cosine and whether the query is
+its exact name) gives everything a note-fusion variant needs, so a grid of a
+few hundred weightings costs seconds. The note-level column weights change the
+BM25 scores themselves, so each of those is one more collection pass.
+
+Run it on a TUNING set (``vault-tuning``, SciFact ``train``) and confirm the
+choice on the held-out sets with the normal bench.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,91 +23,104 @@ from bench.quality.datasets import Dataset
 from bench.quality.metrics import Metrics, evaluate
 from bench.quality.runner import ranked_docs
 from signaldesk.retrieval.explanation import ExplainRow
-from signaldesk.retrieval.fts_query import query_terms
-from signaldesk.retrieval.fusion import Candidate, FusionParams, fuse, sort_key
+from signaldesk.retrieval.note_rank import NoteCandidate, NoteParams, note_scores
 from signaldesk.retrieval.retriever import Retriever
 from signaldesk.retrieval.settings import IndexSettings, SearchSettings
 
-__all__ = ["collect", "evaluate_variant", "tune"]
+__all__ = ["candidates", "collect", "evaluate_variant", "tune"]
 
-Collected = dict[str, tuple[str, list[ExplainRow]]]
+Collected = dict[str, list[ExplainRow]]
+
+# Note-level column weights tried (title, aliases, file, tags, headings, body).
+COLUMN_GRID: tuple[tuple[float, float, float, float, float, float], ...] = (
+    (1.0, 1.0, 1.0, 1.0, 1.0, 1.0),
+    (3.0, 3.0, 3.0, 1.0, 1.0, 1.0),
+    (5.0, 4.0, 4.0, 1.0, 2.0, 1.0),
+    (10.0, 8.0, 8.0, 2.0, 2.0, 1.0),
+    (20.0, 15.0, 15.0, 2.0, 3.0, 1.0),
+)
 
 
 async def collect(
     dataset: Dataset, vault: Path, index: IndexSettings, search: SearchSettings, embedder: Any
 ) -> Collected:
-    """Each query's text and full candidate rows (both scores filled)."""
-    settings = search.model_copy(update={"fusion": "blend"})
+    """Each query's candidate notes with every signal filled."""
     out: Collected = {}
-    async with await Retriever.open(vault, index, settings, embedder) as retriever:
+    async with await Retriever.open(vault, index, search, embedder) as retriever:
         for qid, query in dataset.queries.items():
             # limit=1 so the depth is exactly `candidates`; the rows hold every
-            # candidate of both lists whatever the limit.
+            # candidate note whatever the limit.
             exp = await retriever.explain(query, limit=1, mode="hybrid", max_tokens=10**9)
-            out[qid] = (query, list(exp.rows))
+            out[qid] = list(exp.rows)
     return out
-
-
-WeightFn = Callable[[str], tuple[float, float]]
 
 
 @dataclass(frozen=True, slots=True)
 class Variant:
     label: str
-    params: FusionParams
-    weights: WeightFn | None = None  # per-query (bm25, vector) weights
+    params: NoteParams
 
 
-def evaluate_variant(dataset: Dataset, collected: Collected, variant: Variant) -> Metrics:
-    run: dict[str, list[str]] = {}
-    for qid, (query, rows) in collected.items():
-        params = variant.params
-        if variant.weights is not None:
-            wb, wv = variant.weights(query)
-            params = FusionParams(params.method, wb, wv, params.rrf_k, params.normalisation)
-        cands = [
-            Candidate(r.chunk_id, r.bm25_rank, r.bm25_score, r.vector_rank, r.vector_score)
-            for r in rows
+def candidates(collected: Collected) -> dict[str, list[NoteCandidate]]:
+    """The collected rows as note candidates (built once, re-scored per variant)."""
+    return {
+        qid: [
+            NoteCandidate(
+                note_id=i,
+                path=r.path,
+                best_chunk=r.chunk_id,
+                note_rank=r.note_rank,
+                note_score=r.note_score,
+                chunk_rank=r.bm25_rank,
+                chunk_score=r.bm25_score,
+                vector_rank=r.vector_rank,
+                vector_score=r.vector_score,
+                exact=r.exact,
+            )
+            for i, r in enumerate(rows)
         ]
-        where = {r.chunk_id: (r.path, r.ordinal) for r in rows}
-        fused = sorted(fuse(cands, params), key=lambda c: sort_key(c, *where[c.chunk_id]))
-        run[qid] = ranked_docs(dataset, [where[c.chunk_id][0] for c in fused])
+        for qid, rows in collected.items()
+    }
+
+
+def evaluate_variant(
+    dataset: Dataset, cands: dict[str, list[NoteCandidate]], params: NoteParams
+) -> Metrics:
+    run: dict[str, list[str]] = {}
+    for qid, notes in cands.items():
+        scores = note_scores(notes, params)
+        order = sorted(
+            range(len(notes)),
+            key=lambda i: (-scores[i], not notes[i].exact, notes[i].best_rank, notes[i].path),
+        )
+        run[qid] = ranked_docs(dataset, [notes[i].path for i in order])
     return evaluate(run, dataset.qrels)
 
 
 def _variants() -> list[Variant]:
-    out: list[Variant] = [
-        Variant("bm25 only", FusionParams("blend", 1.0, 0.0)),
-        Variant("vector only", FusionParams("blend", 0.0, 1.0)),
-    ]
-    for k in (1, 5, 10, 20, 60, 100):
-        for wb, wv in ((1.0, 1.0), (2.0, 1.0), (3.0, 1.0), (5.0, 1.0)):
-            out.append(Variant(f"rrf k={k} w={wb:g}:{wv:g}", FusionParams("rrf", wb, wv, k)))
-    for norm in ("minmax", "zscore"):
-        for wv in (0.1, 0.2, 0.25, 0.3, 0.35, 0.4, 0.5, 0.6):
+    out: list[Variant] = []
+    steps = [i / 10 for i in range(11)]
+    for note_w in steps:
+        for chunk_w in steps:
+            vec_w = round(1.0 - note_w - chunk_w, 2)
+            if vec_w < -1e-9:
+                continue
+            for boost in (0.0, 0.3, 1.0):
+                out.append(
+                    Variant(
+                        f"blend note {note_w:.1f} chunk {chunk_w:.1f} vector {vec_w:.1f} "
+                        f"exact {boost:g}",
+                        NoteParams("blend", note_w, chunk_w, vec_w, boost),
+                    )
+                )
+    for k in (1, 10, 60):
+        for weights in ((1.0, 1.0, 1.0), (2.0, 1.0, 1.0), (2.0, 1.0, 2.0), (1.0, 0.0, 1.0)):
             out.append(
                 Variant(
-                    f"blend {norm} {1 - wv:.2f}:{wv:.2f}",
-                    FusionParams("blend", 1 - wv, wv, normalisation=norm),
+                    f"rrf k={k} note:chunk:vector {weights[0]:g}:{weights[1]:g}:{weights[2]:g}",
+                    NoteParams("rrf", *weights, exact_boost=1.0, rrf_k=k),
                 )
             )
-    # Per-query weighting: short (identifier-like) queries lean on BM25, long
-    # natural-language ones give the vector list more say.
-    for short_wv, long_wv, cut in ((0.1, 0.4, 4), (0.2, 0.4, 5), (0.15, 0.35, 6), (0.2, 0.5, 8)):
-
-        def weights(
-            q: str, s: float = short_wv, lw: float = long_wv, c: int = cut
-        ) -> tuple[float, float]:
-            wv = s if len(query_terms(q)) < c else lw
-            return 1 - wv, wv
-
-        out.append(
-            Variant(
-                f"blend minmax per-query <{cut} terms {short_wv}, else {long_wv}",
-                FusionParams("blend", 0.7, 0.3),
-                weights,
-            )
-        )
     return out
 
 
@@ -115,22 +131,29 @@ async def tune(
     search: SearchSettings,
     embedder: Any,
     console: Console,
-) -> None:
-    """Print every variant's metrics on ``dataset``, best nDCG@10 first."""
-    collected = await collect(dataset, vault, index, search, embedder)
-    scored = [(v, evaluate_variant(dataset, collected, v)) for v in _variants()]
-    scored.sort(key=lambda item: -item[1].ndcg10)
-    table = Table(
-        title=f"fusion variants on {dataset.name} {dataset.split} (depth {search.candidates})"
-    )
-    for column in ("variant", "nDCG@10", "Recall@10", "Recall@100", "MRR@10"):
+    *,
+    top: int = 25,
+) -> list[tuple[str, Metrics]]:
+    """Print the best variants on ``dataset`` (by nDCG@10, then top-3 hit); return them all."""
+    scored: list[tuple[str, Metrics]] = []
+    for columns in COLUMN_GRID:
+        settings = search.model_copy(update={"note_column_weights": columns})
+        collected = await collect(dataset, vault, index, settings, embedder)
+        cols = "/".join(f"{w:g}" for w in columns)
+        for variant in _variants():
+            scored.append(
+                (
+                    f"{variant.label} cols {cols}",
+                    evaluate_variant(dataset, collected, variant.params),
+                )
+            )
+    scored.sort(key=lambda item: (-item[1].ndcg10, -item[1].hit3))
+    table = Table(title=f"note fusion on {dataset.name} {dataset.split} (best {top})")
+    for column in ("variant", "nDCG@10", "top-3 hit", "MRR@10", "R@10"):
         table.add_column(column, justify="left" if column == "variant" else "right")
-    for variant, m in scored:
+    for label, m in scored[:top]:
         table.add_row(
-            variant.label,
-            f"{m.ndcg10:.4f}",
-            f"{m.recall10:.3f}",
-            f"{m.recall100:.3f}",
-            f"{m.mrr10:.3f}",
+            label, f"{m.ndcg10:.4f}", f"{m.hit3:.3f}", f"{m.mrr10:.3f}", f"{m.recall10:.3f}"
         )
     console.print(table)
+    return scored

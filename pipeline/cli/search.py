@@ -120,23 +120,28 @@ def _fmt(value: float | int | None, spec: str = "") -> str:
 
 
 def _print_explain(console: Console, exp: SearchExplanation, rows_shown: int) -> None:
+    weights = ", ".join(f"{name} {value:g}" for name, value in exp.weights.items())
     lines = [
         f"[bold]mode[/]: {exp.mode} (asked: {exp.requested_mode})   [bold]fusion[/]: {exp.fusion}",
-        f"[bold]weights[/]: bm25 {exp.weights['bm25']}, vector {exp.weights['vector']}   "
+        f"[bold]weights[/]: {weights}   "
         f"[bold]rrf k[/]: {exp.rrf_k}   [bold]candidates/list[/]: {exp.candidates}",
         f"[bold]bm25 column weights[/] (text, section, context): {exp.column_weights}",
+        "[bold]note column weights[/] (title, aliases, file, tags, headings, body): "
+        f"{exp.note_column_weights}",
         f"[bold]MATCH[/]: {exp.match if exp.match is not None else '(none)'}",
         "[bold]timings[/]: " + ", ".join(f"{k} {v:.1f} ms" for k, v in exp.timings_ms.items()),
     ]
     if exp.degraded:
         lines.append("[bold yellow]degraded[/]: " + "; ".join(exp.degraded))
     console.print(Panel("\n".join(lines), title="explain", expand=False), highlight=False)
-    table = Table(title="candidates (fused order)", expand=True)
+    table = Table(title="candidate notes (fused order), each by its best chunk", expand=True)
     for name, justify in (
         ("#", "right"),
         ("fused", "right"),
-        ("bm25 rank", "right"),
-        ("bm25", "right"),
+        ("note rank", "right"),
+        ("note bm25", "right"),
+        ("chunk rank", "right"),
+        ("chunk bm25", "right"),
         ("vec rank", "right"),
         ("cosine", "right"),
     ):
@@ -144,9 +149,13 @@ def _print_explain(console: Console, exp: SearchExplanation, rows_shown: int) ->
     table.add_column("source", overflow="fold")
     for rank, row in enumerate(exp.rows[:rows_shown], start=1):
         label = row.path + (f"{SOURCE_SEPARATOR}{row.section}" if row.section else "")
+        if row.exact:
+            label += "  (exact name)"
         table.add_row(
             str(rank),
             f"{row.score:.4f}",
+            _fmt(row.note_rank),
+            _fmt(row.note_score, ".3f"),
             _fmt(row.bm25_rank),
             _fmt(row.bm25_score, ".3f"),
             _fmt(row.vector_rank),
@@ -186,9 +195,13 @@ async def _batch(retriever: Retriever, path: Path, kwargs: dict[str, Any]) -> No
     help="Keyword and semantic fused (default), or one of them alone.",
 )
 @_filter_options
-@click.option("--max-tokens", type=click.IntRange(min=1), help="Token budget for result text.")
 @click.option(
-    "--explain", is_flag=True, help="Show both lists' ranks and scores and the MATCH used."
+    "--max-tokens",
+    type=click.IntRange(min=1),
+    help="Token budget for result text: long excerpts are shortened, no result is dropped.",
+)
+@click.option(
+    "--explain", is_flag=True, help="Show every list's ranks and scores and the MATCH used."
 )
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
 @click.option(
@@ -223,6 +236,8 @@ def search(
         "filters": filters,
         "mode": mode,
         "max_tokens": max_tokens,
+        # A person who asks for --limit N gets N results; the budget shortens text.
+        "fit": "trim",
     }
     workspace = app.workspace()
 

@@ -1,0 +1,309 @@
+"""One search's ranking inside one read transaction: the lists, the fusion, the results.
+
+Plain synchronous code over one connection (the retriever runs it in a worker
+thread). The steps:
+
+1. The lists: chunk BM25 (``chunks_fts``), vector KNN over chunks, note BM25
+   (``notes_fts``) and the exact-name lookup (``note_keys``), each with the
+   filters applied before its top-N cut.
+2. Chunk candidates get both chunk scores (BM25 from the same FTS5 pass, cosine
+   from the matrix), so a chunk is not punished for falling just below one
+   list's cut; notes found only by the note list or by name bring their chunks.
+3. Chunks are fused (``fusion.fuse``) to choose each note's best chunk; notes
+   are fused from their note-level BM25, best chunk BM25, best cosine and the
+   exact-name bonus (``note_rank.fuse_notes``), plus recency if enabled.
+4. Results: notes in fused order, each shown by its best chunk (and up to
+   ``per_note`` chunks that a list found), until ``limit``.
+
+An index whose note-level rows are incomplete (built before schema v3 and not
+yet re-indexed) is ranked from the chunk lists alone, with a degraded notice.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from datetime import UTC, date, datetime
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from signaldesk.retrieval import search_legs
+from signaldesk.retrieval.fusion import Candidate, FusionParams, fused_scores
+from signaldesk.retrieval.note_rank import (
+    NoteCandidate,
+    NoteParams,
+    note_scores,
+    note_sort_key,
+    recency_factor,
+)
+from signaldesk.retrieval.records import SearchFilters, SearchMode
+from signaldesk.retrieval.schema import NOTE_FTS_SINCE_FORMAT, NOTE_FTS_TABLE
+from signaldesk.retrieval.search_legs import ChunkKey, ChunkRow
+from signaldesk.retrieval.settings import SearchSettings
+from signaldesk.retrieval.store import get_meta
+from signaldesk.retrieval.vector_matrix import VectorMatrix, query_blob
+
+__all__ = ["NOTES_NOT_READY", "RankRequest", "Ranked", "notes_ready", "rank"]
+
+NOTES_NOT_READY = (
+    "the index predates note-level ranking (run `signaldesk index` to bring it up to date): "
+    "chunks are ranked without the note-level keyword list and title matches"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class RankRequest:
+    """What one search asks for, already validated by the retriever."""
+
+    mode: SearchMode  # the effective mode
+    match: str | None
+    key: str
+    qvec: npt.NDArray[np.float32] | None
+    depth: int
+    limit: int
+    filters: SearchFilters | None
+    settings: SearchSettings
+
+
+@dataclass(slots=True)
+class Ranked:
+    """The outcome: every candidate note in fused order and the chunks to show."""
+
+    notes: list[NoteCandidate]
+    shown: list[Candidate]
+    keys: dict[int, ChunkKey]
+    rows: dict[int, ChunkRow]
+    notes_used: bool
+    note_of_shown: dict[int, NoteCandidate] = field(default_factory=dict)
+
+
+def notes_ready(conn: Any) -> bool:
+    """Whether every note of the index has its note-level keyword row."""
+    fmt = get_meta(conn, "index_format") or ""
+    try:
+        version = int(fmt.split(":", 1)[0])
+    except ValueError:
+        return False
+    if version < NOTE_FTS_SINCE_FORMAT:
+        return False
+    row = conn.execute(
+        "SELECT count(*) FROM sqlite_master WHERE name IN (?, 'note_keys')", (NOTE_FTS_TABLE,)
+    ).fetchone()
+    return int(row[0]) == 2
+
+
+def _chunk_params(s: SearchSettings) -> FusionParams:
+    return FusionParams(
+        method=s.fusion, bm25_weight=s.bm25_weight, vector_weight=s.vector_weight, rrf_k=s.rrf_k
+    )
+
+
+def _note_params(s: SearchSettings, mode: SearchMode, use_notes: bool) -> NoteParams:
+    note_w = s.note_weight if use_notes else 0.0
+    exact = s.exact_title_boost if use_notes else 0.0
+    if mode == "vector":
+        note_w, chunk_w, vec_w, exact = 0.0, 0.0, 1.0, 0.0
+    elif mode == "bm25":
+        chunk_w, vec_w = s.bm25_weight, 0.0
+    else:
+        chunk_w, vec_w = s.bm25_weight, s.vector_weight
+    return NoteParams(
+        method=s.fusion,
+        note_weight=note_w,
+        chunk_weight=chunk_w,
+        vector_weight=vec_w,
+        exact_boost=exact,
+        recency_weight=s.recency_weight,
+        rrf_k=s.rrf_k,
+    )
+
+
+def rank(
+    conn: Any,
+    req: RankRequest,
+    matrix_for: Callable[[Any], VectorMatrix | None],
+    timings: dict[str, float],
+) -> Ranked:
+    """Run the lists for ``req`` on ``conn`` and fuse them into ranked notes and chunks."""
+    s = req.settings
+    use_bm25 = req.mode in ("hybrid", "bm25") and req.match is not None
+    use_vec = req.mode in ("hybrid", "vector") and req.qvec is not None
+    use_notes = req.mode in ("hybrid", "bm25") and notes_ready(conn)
+
+    bm25: list[tuple[int, float]] = []
+    bm25_all: dict[int, float] = {}
+    if use_bm25:
+        assert req.match is not None
+        t = time.perf_counter()
+        bm25, bm25_all = search_legs.bm25_list(
+            conn, req.match, req.depth, s.column_weights, req.filters
+        )
+        timings["bm25"] = (time.perf_counter() - t) * 1000
+
+    note_top: list[tuple[int, float]] = []
+    note_all: dict[int, float] = {}
+    exact: set[int] = set()
+    if use_notes:
+        t = time.perf_counter()
+        if req.match is not None:
+            note_top, note_all = search_legs.note_bm25_list(
+                conn, req.match, req.depth, s.note_column_weights, req.filters
+            )
+        exact = search_legs.exact_notes(conn, req.key, req.filters)
+        timings["notes"] = (time.perf_counter() - t) * 1000
+
+    vec: list[tuple[int, float]] = []
+    matrix: VectorMatrix | None = None
+    vector_type = "float"
+    if use_vec:
+        assert req.qvec is not None
+        t = time.perf_counter()
+        allowed = search_legs.allowed_chunk_ids(conn, req.filters)
+        matrix = matrix_for(conn) if s.vector_matrix else None
+        vector_type = get_meta(conn, "vector_type") or "float"
+        if matrix is not None:
+            vec = matrix.top_k(req.qvec, req.depth, allowed)
+        else:
+            vec = search_legs.vec_knn(
+                conn, query_blob(req.qvec, vector_type), vector_type, req.depth, allowed
+            )
+        timings["vector"] = (time.perf_counter() - t) * 1000
+
+    t = time.perf_counter()
+    bm25_rank = {cid: i for i, (cid, _) in enumerate(bm25, start=1)}
+    vec_rank = {cid: i for i, (cid, _) in enumerate(vec, start=1)}
+    vec_score = dict(vec)
+    keys = search_legs.chunk_keys(conn, list({**bm25_rank, **vec_rank}))
+    # A chunk deleted since its list was read cannot be shown (same snapshot, so
+    # this only guards against an inconsistent index).
+    seen_notes = {k.note_id for k in keys.values()}
+    extra = [nid for nid, _ in note_top if nid not in seen_notes]
+    extra += sorted(nid for nid in exact if nid not in seen_notes and nid not in extra)
+    if extra:
+        # Notes found only by the note list or by name: their chunks join the
+        # candidates so the note can be scored and shown by its best chunk.
+        keys.update(search_legs.note_chunks(conn, extra))
+    if use_vec and req.qvec is not None and (req.mode == "hybrid" or extra):
+        # Every candidate gets both scores, so blending compares like with like.
+        missing = [cid for cid in keys if cid not in vec_score]
+        if missing:
+            vec_score.update(_cosines(conn, missing, req.qvec, matrix, vector_type))
+    chunks = [
+        Candidate(
+            cid,
+            bm25_rank=bm25_rank.get(cid),
+            bm25_score=bm25_all.get(cid),
+            vector_rank=vec_rank.get(cid),
+            vector_score=vec_score.get(cid),
+        )
+        for cid in keys
+    ]
+    chunk_score = dict(zip(keys, _score_chunks(chunks, req.mode, s), strict=True))
+    by_note: dict[int, list[Candidate]] = {}
+    for c in chunks:
+        by_note.setdefault(keys[c.chunk_id].note_id, []).append(c)
+    note_rank = {nid: i for i, (nid, _) in enumerate(note_top, start=1)}
+    recency = _recency(conn, list(by_note), s) if s.recency_weight > 0 else {}
+    notes: list[NoteCandidate] = []
+    for nid, members in by_note.items():
+        members.sort(key=lambda c: (-chunk_score[c.chunk_id], keys[c.chunk_id].ordinal))
+        best = members[0]
+        notes.append(
+            NoteCandidate(
+                note_id=nid,
+                path=keys[best.chunk_id].path,
+                best_chunk=best.chunk_id,
+                note_rank=note_rank.get(nid),
+                note_score=note_all.get(nid),
+                chunk_rank=_best_rank(c.bm25_rank for c in members),
+                chunk_score=_best_score(c.bm25_score for c in members),
+                vector_rank=_best_rank(c.vector_rank for c in members),
+                vector_score=_best_score(c.vector_score for c in members),
+                exact=nid in exact,
+                recency=recency.get(nid, 0.0),
+            )
+        )
+    if req.mode == "vector":
+        # One list: its own score (the best cosine), as the chunk list had it.
+        scores = [(n.vector_score or 0.0) + s.recency_weight * n.recency for n in notes]
+    else:
+        scores = note_scores(notes, _note_params(s, req.mode, use_notes))
+    for note, score in zip(notes, scores, strict=True):
+        note.score = score
+    notes.sort(key=note_sort_key)
+    shown: list[Candidate] = []
+    note_of_shown: dict[int, NoteCandidate] = {}
+    per_note = s.per_note if s.per_note > 0 else None
+    for note in notes:
+        if len(shown) >= req.limit:
+            break
+        members = by_note[note.note_id]
+        # The best chunk always; more only if a list found them themselves.
+        picked = [members[0]] + [
+            c for c in members[1:] if c.bm25_rank is not None or c.vector_rank is not None
+        ]
+        for c in picked[:per_note]:
+            if len(shown) >= req.limit:
+                break
+            shown.append(replace(c, score=chunk_score[c.chunk_id]))
+            note_of_shown[c.chunk_id] = note
+    rows = search_legs.chunk_rows(conn, [c.chunk_id for c in shown])
+    timings["fuse"] = (time.perf_counter() - t) * 1000
+    return Ranked(notes, shown, keys, rows, use_notes, note_of_shown)
+
+
+def _best_rank(ranks: Any) -> int | None:
+    present = [r for r in ranks if r is not None]
+    return min(present) if present else None
+
+
+def _best_score(scores: Any) -> float | None:
+    present = [v for v in scores if v is not None]
+    return max(present) if present else None
+
+
+def _cosines(
+    conn: Any,
+    chunk_ids: list[int],
+    qvec: npt.NDArray[np.float32],
+    matrix: VectorMatrix | None,
+    vector_type: str,
+) -> dict[int, float]:
+    if matrix is not None:
+        return matrix.scores_for(qvec, chunk_ids)
+    return search_legs.vec_scores_for(conn, query_blob(qvec, vector_type), vector_type, chunk_ids)
+
+
+def _score_chunks(chunks: list[Candidate], mode: SearchMode, s: SearchSettings) -> list[float]:
+    """Each chunk's own score, used to choose and order a note's chunks."""
+    if mode == "hybrid":
+        return fused_scores(chunks, _chunk_params(s))
+    if mode == "bm25":
+        return [c.bm25_score or 0.0 for c in chunks]
+    return [c.vector_score if c.vector_score is not None else -1.0 for c in chunks]
+
+
+def _recency(conn: Any, note_ids: list[int], s: SearchSettings) -> dict[int, float]:
+    now = datetime.now(UTC)
+    out: dict[int, float] = {}
+    for nid, value in search_legs.note_updated(conn, note_ids).items():
+        when = _parse_when(value)
+        if when is not None:
+            age = (now - when).total_seconds() / 86400
+            out[nid] = recency_factor(age, s.recency_half_life_days)
+    return out
+
+
+def _parse_when(value: str) -> datetime | None:
+    try:
+        when = datetime.fromisoformat(value.strip())
+    except ValueError:
+        try:
+            day = date.fromisoformat(value.strip()[:10])
+        except ValueError:
+            return None
+        when = datetime(day.year, day.month, day.day)
+    return when if when.tzinfo is not None else when.replace(tzinfo=UTC)
