@@ -45,6 +45,7 @@ from signaldesk.retrieval.search_legs import ChunkKey, ChunkRow
 from signaldesk.retrieval.settings import SearchSettings
 from signaldesk.retrieval.store import get_meta
 from signaldesk.retrieval.vector_matrix import VectorMatrix, query_blob
+from signaldesk.retrieval.weights import ListWeights, resolve_weights, vector_weight_for
 
 __all__ = ["NOTES_NOT_READY", "RankRequest", "Ranked", "notes_ready", "rank"]
 
@@ -77,6 +78,7 @@ class Ranked:
     keys: dict[int, ChunkKey]
     rows: dict[int, ChunkRow]
     notes_used: bool
+    weights: ListWeights
     note_of_shown: dict[int, NoteCandidate] = field(default_factory=dict)
 
 
@@ -95,21 +97,21 @@ def notes_ready(conn: Any) -> bool:
     return int(row[0]) == 2
 
 
-def _chunk_params(s: SearchSettings) -> FusionParams:
-    return FusionParams(
-        method=s.fusion, bm25_weight=s.bm25_weight, vector_weight=s.vector_weight, rrf_k=s.rrf_k
-    )
+def _chunk_params(s: SearchSettings, w: ListWeights) -> FusionParams:
+    return FusionParams(method=s.fusion, bm25_weight=w.bm25, vector_weight=w.vector, rrf_k=s.rrf_k)
 
 
-def _note_params(s: SearchSettings, mode: SearchMode, use_notes: bool) -> NoteParams:
-    note_w = s.note_weight if use_notes else 0.0
+def _note_params(
+    s: SearchSettings, w: ListWeights, mode: SearchMode, use_notes: bool
+) -> NoteParams:
+    note_w = w.note if use_notes else 0.0
     exact = s.exact_title_boost if use_notes else 0.0
     if mode == "vector":
         note_w, chunk_w, vec_w, exact = 0.0, 0.0, 1.0, 0.0
     elif mode == "bm25":
-        chunk_w, vec_w = s.bm25_weight, 0.0
+        chunk_w, vec_w = w.bm25, 0.0
     else:
-        chunk_w, vec_w = s.bm25_weight, s.vector_weight
+        chunk_w, vec_w = w.bm25, w.vector  # the caller adapts the vector weight per query
     return NoteParams(
         method=s.fusion,
         note_weight=note_w,
@@ -129,6 +131,7 @@ def rank(
 ) -> Ranked:
     """Run the lists for ``req`` on ``conn`` and fuse them into ranked notes and chunks."""
     s = req.settings
+    weights = resolve_weights(s, get_meta(conn, "model_name"))
     use_bm25 = req.mode in ("hybrid", "bm25") and req.match is not None
     use_vec = req.mode in ("hybrid", "vector") and req.qvec is not None
     use_notes = req.mode in ("hybrid", "bm25") and notes_ready(conn)
@@ -201,7 +204,7 @@ def rank(
         )
         for cid in keys
     ]
-    chunk_score = dict(zip(keys, _score_chunks(chunks, req.mode, s), strict=True))
+    chunk_score = dict(zip(keys, _score_chunks(chunks, req.mode, s, weights), strict=True))
     by_note: dict[int, list[Candidate]] = {}
     for c in chunks:
         by_note.setdefault(keys[c.chunk_id].note_id, []).append(c)
@@ -230,7 +233,13 @@ def rank(
         # One list: its own score (the best cosine), as the chunk list had it.
         scores = [(n.vector_score or 0.0) + s.recency_weight * n.recency for n in notes]
     else:
-        scores = note_scores(notes, _note_params(s, req.mode, use_notes))
+        params = _note_params(s, weights, req.mode, use_notes)
+        if req.mode == "hybrid":
+            keyword = note_all if use_notes else bm25_all
+            used = vector_weight_for(weights, keyword.values())
+            params = replace(params, vector_weight=used)
+            weights = replace(weights, vector=used)
+        scores = note_scores(notes, params)
     for note, score in zip(notes, scores, strict=True):
         note.score = score
     notes.sort(key=note_sort_key)
@@ -252,7 +261,7 @@ def rank(
             note_of_shown[c.chunk_id] = note
     rows = search_legs.chunk_rows(conn, [c.chunk_id for c in shown])
     timings["fuse"] = (time.perf_counter() - t) * 1000
-    return Ranked(notes, shown, keys, rows, use_notes, note_of_shown)
+    return Ranked(notes, shown, keys, rows, use_notes, weights, note_of_shown)
 
 
 def _best_rank(ranks: Any) -> int | None:
@@ -277,10 +286,12 @@ def _cosines(
     return search_legs.vec_scores_for(conn, query_blob(qvec, vector_type), vector_type, chunk_ids)
 
 
-def _score_chunks(chunks: list[Candidate], mode: SearchMode, s: SearchSettings) -> list[float]:
+def _score_chunks(
+    chunks: list[Candidate], mode: SearchMode, s: SearchSettings, w: ListWeights
+) -> list[float]:
     """Each chunk's own score, used to choose and order a note's chunks."""
     if mode == "hybrid":
-        return fused_scores(chunks, _chunk_params(s))
+        return fused_scores(chunks, _chunk_params(s, w))
     if mode == "bm25":
         return [c.bm25_score or 0.0 for c in chunks]
     return [c.vector_score if c.vector_score is not None else -1.0 for c in chunks]

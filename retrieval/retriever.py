@@ -441,9 +441,9 @@ class Retriever:
             mode=effective,
             fusion=s.fusion if effective == "hybrid" else effective,
             weights={
-                "note": s.note_weight if ranked.notes_used else 0.0,
-                "bm25": s.bm25_weight,
-                "vector": s.vector_weight,
+                "note": ranked.weights.note if ranked.notes_used else 0.0,
+                "bm25": ranked.weights.bm25,
+                "vector": ranked.weights.vector,
             },
             rrf_k=s.rrf_k,
             candidates=depth,

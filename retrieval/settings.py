@@ -72,23 +72,41 @@ class SearchSettings(SettingsModel):
             "(measured best, see docs/ranking.md); `rrf` is weighted Reciprocal Rank Fusion."
         ),
     )
-    note_weight: float = Field(
-        0.5,
+    note_weight: float | None = Field(
+        None,
         ge=0.0,
         description=(
             "Weight of the note-level keyword list in fusion: BM25 over whole notes, where "
-            "a title, alias or file name counts strongly and length is that of the note."
+            "a title, alias or file name counts strongly and length is that of the note. "
+            "Not set: the weight measured for the index's embedding model (docs/ranking.md)."
         ),
     )
-    bm25_weight: float = Field(
-        0.25,
+    bm25_weight: float | None = Field(
+        None,
         ge=0.0,
-        description="Weight of the chunk keyword (BM25) list in fusion (a note's best chunk).",
+        description=(
+            "Weight of the chunk keyword (BM25) list in fusion (a note's best chunk). "
+            "Not set: the weight measured for the index's embedding model."
+        ),
     )
-    vector_weight: float = Field(
-        0.25,
+    vector_weight: float | None = Field(
+        None,
         ge=0.0,
-        description="Weight of the vector (semantic) list in fusion (a note's best chunk).",
+        description=(
+            "Weight of the vector (semantic) list in fusion (a note's best chunk). "
+            "Not set: the weight measured for the index's embedding model."
+        ),
+    )
+    vector_yield: float | None = Field(
+        None,
+        ge=0.0,
+        le=1.0,
+        description=(
+            "How far the vector weight yields to a decisive keyword list: per query it is "
+            "multiplied by 1 - vector_yield * d, where d in [0, 1] is the gap between the best "
+            "and the tenth-best note BM25 score relative to the best (0: a fixed weight). "
+            "Not set: the value measured for the index's embedding model."
+        ),
     )
     rrf_k: int = Field(
         60, ge=1, description="RRF constant k: larger flattens the difference between ranks."
@@ -104,7 +122,7 @@ class SearchSettings(SettingsModel):
         "(title, tags, heading path).",
     )
     note_column_weights: tuple[float, float, float, float, float, float] = Field(
-        (10.0, 8.0, 8.0, 2.0, 2.0, 1.0),
+        (20.0, 15.0, 15.0, 2.0, 3.0, 1.0),
         description="BM25 weights of a note's title, aliases, file name, tags, headings and "
         "body in the note-level keyword list.",
     )

@@ -195,9 +195,7 @@ async def test_an_index_from_before_note_ranking_is_upgraded_by_the_indexer(
     assert explained.results[0].path == "plugins/obsidian-git.md"
 
 
-async def test_deleting_a_note_removes_its_note_level_rows(
-    vault: Path, embedder: Embedder
-) -> None:
+async def test_deleting_a_note_removes_its_note_level_rows(vault: Path, embedder: Embedder) -> None:
     (vault / "plugins" / "calendar.md").unlink()
     await Indexer(vault, _settings(vault), embedder).run()
     conn = connect(Path(_settings(vault).db_path), readonly=True)

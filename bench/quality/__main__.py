@@ -74,7 +74,15 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
     )
     p.add_argument("--model", help="IndexSettings.model override (default: the config default).")
     p.add_argument("--tune", action="store_true", help="Grid-search fusion settings on the sets.")
+    p.add_argument(
+        "--tune-columns",
+        type=float,
+        nargs=6,
+        metavar="W",
+        help="Tune with these note column weights only (title aliases file tags headings body).",
+    )
     p.add_argument("--fusion", choices=["blend", "rrf"], help="Override SearchSettings.fusion.")
+    p.add_argument("--note-weight", type=float)
     p.add_argument("--bm25-weight", type=float)
     p.add_argument("--vector-weight", type=float)
     p.add_argument("--rrf-k", type=int)
@@ -90,7 +98,7 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
 
 def _search_settings(args: argparse.Namespace) -> SearchSettings:
     overrides: dict[str, Any] = {}
-    for name in ("fusion", "bm25_weight", "vector_weight", "rrf_k", "candidates"):
+    for name in ("fusion", "note_weight", "bm25_weight", "vector_weight", "rrf_k", "candidates"):
         value = getattr(args, name)
         if value is not None:
             overrides[name] = value
@@ -205,7 +213,18 @@ async def _main(args: argparse.Namespace, console: Console) -> None:
         if args.tune:
             from bench.quality.tune import tune
 
-            await tune(dataset, corpus.vault, corpus.index, search, embedder, console)
+            grid = {"column_grid": (tuple(args.tune_columns),)} if args.tune_columns else {}
+            scored = await tune(
+                dataset, corpus.vault, corpus.index, search, embedder, console, **grid
+            )
+            report["sets"].append(
+                {
+                    "name": dataset.name,
+                    "split": dataset.split,
+                    "queries": len(dataset.queries),
+                    "tune": [{"variant": label, **asdict(m)} for label, m in scored],
+                }
+            )
             continue
         results = []
         for mode in args.modes.split(","):

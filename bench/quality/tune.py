@@ -12,7 +12,7 @@ choice on the held-out sets with the normal bench.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -26,13 +26,14 @@ from signaldesk.retrieval.explanation import ExplainRow
 from signaldesk.retrieval.note_rank import NoteCandidate, NoteParams, note_scores
 from signaldesk.retrieval.retriever import Retriever
 from signaldesk.retrieval.settings import IndexSettings, SearchSettings
+from signaldesk.retrieval.weights import ListWeights, vector_weight_for
 
 __all__ = ["candidates", "collect", "evaluate_variant", "tune"]
 
 Collected = dict[str, list[ExplainRow]]
 
 # Note-level column weights tried (title, aliases, file, tags, headings, body).
-COLUMN_GRID: tuple[tuple[float, float, float, float, float, float], ...] = (
+COLUMN_GRID: tuple[tuple[float, ...], ...] = (
     (1.0, 1.0, 1.0, 1.0, 1.0, 1.0),
     (3.0, 3.0, 3.0, 1.0, 1.0, 1.0),
     (5.0, 4.0, 4.0, 1.0, 2.0, 1.0),
@@ -59,6 +60,7 @@ async def collect(
 class Variant:
     label: str
     params: NoteParams
+    vector_yield: float = 0.0
 
 
 def candidates(collected: Collected) -> dict[str, list[NoteCandidate]]:
@@ -84,11 +86,19 @@ def candidates(collected: Collected) -> dict[str, list[NoteCandidate]]:
 
 
 def evaluate_variant(
-    dataset: Dataset, cands: dict[str, list[NoteCandidate]], params: NoteParams
+    dataset: Dataset,
+    cands: dict[str, list[NoteCandidate]],
+    params: NoteParams,
+    vector_yield: float = 0.0,
 ) -> Metrics:
     run: dict[str, list[str]] = {}
     for qid, notes in cands.items():
-        scores = note_scores(notes, params)
+        # The retriever's per-query vector weight (retrieval.weights.vector_weight_for).
+        weights = ListWeights(
+            params.note_weight, params.chunk_weight, params.vector_weight, vector_yield
+        )
+        used = vector_weight_for(weights, (n.note_score or 0.0 for n in notes))
+        scores = note_scores(notes, replace(params, vector_weight=used))
         order = sorted(
             range(len(notes)),
             key=lambda i: (-scores[i], not notes[i].exact, notes[i].best_rank, notes[i].path),
@@ -102,15 +112,17 @@ def _variants() -> list[Variant]:
     steps = [i / 10 for i in range(11)]
     for note_w in steps:
         for chunk_w in steps:
-            vec_w = round(1.0 - note_w - chunk_w, 2)
-            if vec_w < -1e-9:
+            rest = 1.0 - note_w - chunk_w
+            if rest < -1e-9:
                 continue
-            for boost in (0.0, 0.3, 1.0):
+            vec_w = abs(round(rest, 2))  # never "-0.0" in a label
+            for vector_yield in (0.0, 0.5, 0.9):
                 out.append(
                     Variant(
                         f"blend note {note_w:.1f} chunk {chunk_w:.1f} vector {vec_w:.1f} "
-                        f"exact {boost:g}",
-                        NoteParams("blend", note_w, chunk_w, vec_w, boost),
+                        f"yield {vector_yield:g}",
+                        NoteParams("blend", note_w, chunk_w, vec_w),
+                        vector_yield,
                     )
                 )
     for k in (1, 10, 60):
@@ -133,18 +145,20 @@ async def tune(
     console: Console,
     *,
     top: int = 25,
+    column_grid: tuple[tuple[float, ...], ...] = COLUMN_GRID,
 ) -> list[tuple[str, Metrics]]:
     """Print the best variants on ``dataset`` (by nDCG@10, then top-3 hit); return them all."""
     scored: list[tuple[str, Metrics]] = []
-    for columns in COLUMN_GRID:
+    for n, columns in enumerate(column_grid, start=1):
+        console.print(f"collecting with note columns {columns} ({n}/{len(column_grid)})")
         settings = search.model_copy(update={"note_column_weights": columns})
-        collected = await collect(dataset, vault, index, settings, embedder)
+        cands = candidates(await collect(dataset, vault, index, settings, embedder))
         cols = "/".join(f"{w:g}" for w in columns)
         for variant in _variants():
             scored.append(
                 (
                     f"{variant.label} cols {cols}",
-                    evaluate_variant(dataset, collected, variant.params),
+                    evaluate_variant(dataset, cands, variant.params, variant.vector_yield),
                 )
             )
     scored.sort(key=lambda item: (-item[1].ndcg10, -item[1].hit3))
