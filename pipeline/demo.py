@@ -247,7 +247,8 @@ def prepare_vault(target: Path, *, now: datetime) -> DemoVault:
             result.repo = repo
         except (OSError, subprocess.SubprocessError) as exc:
             result.repo_problem = f"could not create the demo git repository: {exc}"
-            logger.warning("%s", result.repo_problem, exc_info=True)
+            logger.warning("%s", result.repo_problem)
+            logger.debug("demo repository not made", exc_info=True)
     return result
 
 

@@ -51,8 +51,9 @@ class PipelineSettings(SettingsModel):
         5,
         ge=1,
         description=(
-            "Scans an item may fail transiently before intake gives up on its full text "
-            "(it keeps the feed's content, or is parked when there is none)."
+            "Scans in which an entry's article page is tried before intake stops asking "
+            "(the entry goes on with the feed's text at once, marked as a teaser; later "
+            "tries wait as a failing feed does, see [rss] backoff_base)."
         ),
     )
     stage_timeout: float = Field(

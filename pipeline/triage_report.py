@@ -104,6 +104,8 @@ def _report_item(
         error=entry.last_error,
         duplicate_of=titles.get(entry.duplicate_of or "", entry.duplicate_of),
         arrived=entry.discovered_at,
+        teaser=entry.item.teaser,
+        page_cause=entry.item.extra.get("full_text_cause") if entry.item.teaser else None,
     )
 
 

@@ -29,6 +29,9 @@ class Item:
     :param tags: tags the source carried.
     :param site_name: the publishing site's name, if known.
     :param origin_path: vault-relative path of the note it came from (clippings, inbox).
+    :param teaser: the text is the source's own short teaser because the full text was
+        wanted but could not be fetched (yet): scores read a teaser, and intake fetches
+        the page again later.
     :param extra: adapter-specific metadata that later stages may show but never need.
     """
 
@@ -44,4 +47,5 @@ class Item:
     tags: tuple[str, ...] = ()
     site_name: str | None = None
     origin_path: str | None = None
+    teaser: bool = False
     extra: dict[str, Any] = field(default_factory=dict)

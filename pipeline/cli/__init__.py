@@ -80,12 +80,19 @@ class _LazyGroup(click.Group):
 def cli(ctx: click.Context, vault: Path | None, config_path: Path | None, verbose: int) -> None:
     """signaldesk: intake, triage and hybrid search for a markdown vault."""
     level = logging.WARNING - 10 * min(verbose, 2)
-    logging.basicConfig(
-        level=level,
-        format="%(message)s",
-        handlers=[RichHandler(console=Console(stderr=True), show_path=False)],
-    )
+    handler = RichHandler(console=Console(stderr=True), show_path=False)
+    if level > logging.DEBUG:
+        handler.addFilter(_without_traceback)
+    logging.basicConfig(level=level, format="%(message)s", handlers=[handler])
     ctx.obj = AppContext(vault_option=vault, config_option=config_path)
+
+
+def _without_traceback(record: logging.LogRecord) -> bool:
+    """Tracebacks are for ``-vv``: below it a problem is its one-line message."""
+    record.exc_info = None
+    record.exc_text = None
+    record.stack_info = None
+    return True
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -16,12 +16,14 @@ from signaldesk.pipeline.cli._context import AppContext
 from signaldesk.pipeline.cli._output import print_json
 from signaldesk.pipeline.cli.triage import print_triage_report, triage_json
 from signaldesk.pipeline.intake import open_ledger
-from signaldesk.pipeline.intake_report import SOURCE_KINDS, ScanStats
+from signaldesk.pipeline.intake_report import SOURCE_KINDS, ScanStats, problem_lines
 from signaldesk.pipeline.ledger import LedgerEntry
 from signaldesk.pipeline.ledger_schema import ITEM_STATUSES
 from signaldesk.pipeline.triage import capture_and_triage, scan_and_triage
 
 __all__ = ["COMMANDS", "capture", "items", "scan"]
+
+_MAX_FEED_ROWS = 20
 
 
 def _stats_json(stats: ScanStats) -> dict[str, Any]:
@@ -36,9 +38,14 @@ def _stats_json(stats: ScanStats) -> dict[str, Any]:
         "sources": {kind: tally for kind, tally in stats.tallies.items()},
         "totals": stats.totals,
         "feed_problems": stats.feed_problems,
+        "problems": list(stats.problems.values()),
         "new_ids": stats.new_ids,
         "elapsed": round(stats.elapsed, 3),
     }
+
+
+def _items(count: int, singular: str = "item", plural: str | None = None) -> str:
+    return f"{count} {singular if count == 1 else plural or singular + 's'}"
 
 
 def _describe(stats: ScanStats) -> str:
@@ -51,27 +58,47 @@ def _describe(stats: ScanStats) -> str:
 
 def _print_summary(console: Console, stats: ScanStats) -> None:
     table = Table(title=f"Scan finished in {stats.elapsed:.1f} s")
-    for column in ("source", "new", "duplicate", "parked", "errors"):
+    for column in ("source", "new", "duplicate", "parked", "errors", "teasers"):
         table.add_column(column, justify="left" if column == "source" else "right")
-    for kind, tally in stats.tallies.items():
+    for kind, tally in [*stats.tallies.items(), ("[bold]total[/]", stats.totals)]:
         table.add_row(
-            kind, str(tally.new), str(tally.duplicate), str(tally.parked), str(tally.errors)
+            kind,
+            str(tally.new),
+            str(tally.duplicate),
+            str(tally.parked),
+            str(tally.errors),
+            str(tally.teasers),
         )
-    total = stats.totals
-    table.add_row(
-        "[bold]total[/]", str(total.new), str(total.duplicate), str(total.parked), str(total.errors)
-    )
     console.print(table)
     console.print(
         f"feeds: {stats.feeds_polled} polled, {stats.feeds_not_modified} not modified, "
-        f"{stats.feeds_failed} failed; {stats.resumed} item(s) resumed from an earlier run",
+        f"{stats.feeds_failed} failed; {_items(stats.resumed)} resumed from an earlier run",
         highlight=False,
     )
+    total = stats.totals
+    if total.teasers:
+        console.print(
+            f"{_items(total.teasers, 'entry', 'entries')} went on with the feed's own text "
+            "(marked as teasers): their article pages could not be fetched and are tried "
+            "again in a later scan",
+            highlight=False,
+        )
+    if total.refetched:
+        console.print(
+            f"{_items(total.refetched, 'earlier teaser')} got their article page and were "
+            "scored again",
+            highlight=False,
+        )
+    lines = problem_lines(stats.problems.values())
+    if lines:
+        console.print("[bold]problems[/] (one line per cause and host; details with -v):")
+        for line in lines:
+            console.print(f"  {line}", highlight=False, soft_wrap=True)
     if stats.feed_problems:
         problems = Table(title="Feeds failing or disabled")
         for column in ("feed", "outcome", "errors", "reason"):
             problems.add_column(column, overflow="fold")
-        for p in stats.feed_problems:
+        for p in stats.feed_problems[:_MAX_FEED_ROWS]:
             problems.add_row(
                 p.title or p.url if p.title is None else f"{p.title}\n{p.url}",
                 p.outcome,
@@ -79,6 +106,11 @@ def _print_summary(console: Console, stats: ScanStats) -> None:
                 p.disabled_reason or p.error or "",
             )
         console.print(problems)
+        if len(stats.feed_problems) > _MAX_FEED_ROWS:
+            console.print(
+                f"…and {len(stats.feed_problems) - _MAX_FEED_ROWS} more: `signaldesk feeds list`",
+                highlight=False,
+            )
 
 
 @click.command()
