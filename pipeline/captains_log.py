@@ -141,13 +141,15 @@ def _gather_notes(vault: Path, log: CaptainsLog, top_signals: int) -> None:
         parsed = parse_note((vault / rel).read_text(encoding="utf-8", errors="replace"))
         meta = parsed.frontmatter
         created = str(meta.get("created", ""))[:10]
-        if rel.startswith("05-signals/") and meta.get("type") == "signal":
+        # A signal is a note of type signal wherever it lives (the signals folder is
+        # configurable, and a person may move a note).
+        if meta.get("type") == "signal":
             if created in days:
                 signals.append(
                     SignalEntry(
                         path=rel,
                         title=str(meta.get("title") or Path(rel).stem),
-                        domain=str(meta.get("domain") or rel.split("/")[1]),
+                        domain=str(meta.get("domain") or "other"),
                         composite=_as_float(meta.get("composite")),
                     )
                 )

@@ -18,6 +18,14 @@ class VaultSettings(SettingsModel):
             "fills this in."
         ),
     )
+    inbox_folder: str = Field(
+        "00-inbox",
+        description=(
+            "Vault-relative folder of unsorted captures awaiting triage (the triage report "
+            "lists its notes as waiting). Point it at an inbox folder you already have; "
+            "the drop folders of [newsletter] and [tool_output] usually sit inside it."
+        ),
+    )
 
 
 class PipelineSettings(SettingsModel):

@@ -143,7 +143,10 @@ def feed_issues(records: Iterable[FeedRecord]) -> list[FeedIssue]:
 def _waiting_folders(workspace: Workspace) -> tuple[list[Path], list[Path]]:
     """(folders to list, folders inside them to skip: the mail and tool drops)."""
     config = workspace.config
-    listed = [workspace.resolve("00-inbox"), workspace.resolve(config.clipper.folder)]
+    listed = [
+        workspace.resolve(config.vault.inbox_folder),
+        workspace.resolve(config.clipper.folder),
+    ]
     skipped = [
         workspace.resolve(config.newsletter.drop_folder),
         workspace.resolve(config.tool_output.drop_folder),
