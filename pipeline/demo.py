@@ -119,6 +119,12 @@ class DemoResult:
     log: GeneratedNote | None = None
     query: str = DEMO_QUERY
     results: list[SearchResult] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        """Whether the demo showed what it should (its sample feeds could be read)."""
+        return not self.problems
 
 
 def _copy_tree(source: Traversable, target: Path, rel: str, added: list[str]) -> None:
@@ -309,6 +315,14 @@ async def run_demo(
         step("feeds", f"Sample site on {server.base_url}", added)
         scan, triaged = await scan_and_triage(workspace, force=True, embedder=embedder)
     result.scan, result.triage = scan, triaged
+    if scan.feeds_polled and scan.feeds_polled == scan.feeds_failed:
+        # Trigger: a proxy or firewall between this process and 127.0.0.1, or the port
+        # taken. Why: without its feeds the demo shows little, and "Done" would hide it.
+        causes = sorted({f"{g.cause} at {g.host}" for g in scan.problems.values()})
+        result.problems.append(
+            f"none of the {scan.feeds_polled} sample feeds could be read from "
+            f"{result.server} ({'; '.join(causes) or 'see `signaldesk feeds list`'})"
+        )
     step("scan", "Scan and triage: feeds, clippings, newsletter, tool output", scan)
     step("triage", "Triage decisions (made during the scan)", triaged)
 

@@ -84,11 +84,13 @@ class CaptainsLogSettings(SettingsModel):
         description="Where the log is written, relative to the vault; {date} is YYYY-MM-DD.",
     )
     covers: str = Field(
-        "previous_day",
+        "same_day",
         pattern="^(previous_day|same_day)$",
         description=(
-            "`previous_day`: the log dated D covers D-1 (a morning log), and Monday's covers "
-            "Friday to Sunday. `same_day`: it covers D itself, and Monday's covers Saturday too."
+            "`same_day`: the log dated D covers D itself (Monday's also the weekend before), "
+            "so `signaldesk log` shows today's work, and `serve` writes each day's log the "
+            "next morning. `previous_day`: the log dated D covers D-1 (a morning log), and "
+            "Monday's covers Friday to Sunday."
         ),
     )
     top_signals: int = Field(5, ge=0, description="How many of the period's top signals to list.")

@@ -12,6 +12,7 @@ from __future__ import annotations
 import email.utils
 import functools
 import logging
+import socket
 import ssl
 import time
 from collections.abc import AsyncIterator, Mapping
@@ -411,7 +412,14 @@ async def _exchange(
 
 def _network_cause(exc: httpx.HTTPError) -> str:
     """A short label for a network failure, from the OS error behind it."""
-    text = str(exc).lower()
+    os_error = _root_os_error(exc)
+    if isinstance(os_error, socket.gaierror):
+        return "host not found"
+    if isinstance(os_error, ConnectionRefusedError):
+        return "connection refused"
+    if isinstance(os_error, TimeoutError):
+        return "timed out"
+    text = f"{exc} {os_error or ''}".lower()
     if isinstance(exc, httpx.ConnectError):
         if "refused" in text:
             return "connection refused"
@@ -423,6 +431,19 @@ def _network_cause(exc: httpx.HTTPError) -> str:
     if isinstance(exc, httpx.RemoteProtocolError | httpx.ReadError | httpx.WriteError):
         return "connection dropped"
     return "request failed"
+
+
+def _root_os_error(exc: BaseException) -> OSError | None:
+    """The OS error at the bottom of an exception's chain (httpx and anyio wrap it twice)."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    found: OSError | None = None
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, OSError):
+            found = current
+        current = current.__cause__ or current.__context__
+    return found
 
 
 @asynccontextmanager
