@@ -286,13 +286,22 @@ def _heading_level(el: HtmlElement) -> int | None:
     return 3 if px >= 18 else None
 
 
+_ESCAPED = re.compile(r"[\\*`_<]")
+_EDGE_UNDERSCORE = re.compile(r"(?<!\w)_|_(?!\w)")
+_TAG_LIKE = re.compile(r"<(?=[A-Za-z/!])")
+_HEAD_LEVEL = re.compile(f"{_HEAD_OPEN}\\d")
+_LINK_MARKS = re.compile("[\ue001\ue002\ue005\ue006]")
+
+
 def _escape(text: str) -> str:
     # Only what would turn prose into markup: backslashes, emphasis stars, backticks,
     # underscores at word edges (snake_case stays readable), and "<" before what
     # would read as an HTML tag.
+    if not _ESCAPED.search(text):
+        return text
     text = text.replace("\\", "\\\\").replace("*", "\\*").replace("`", "\\`")
-    text = re.sub(r"(?<!\w)_|_(?!\w)", r"\\_", text)
-    return re.sub(r"<(?=[A-Za-z/!])", r"\\<", text)
+    text = _EDGE_UNDERSCORE.sub(r"\\_", text)
+    return _TAG_LIKE.sub(r"\\<", text)
 
 
 def _md_url(url: str) -> str:
@@ -605,16 +614,18 @@ def _row(cells: list[str]) -> str:
 
 def _unglue(text: str) -> str:
     """A space between a link and a word (or another link) it was glued to."""
+    if not _LINK_MARKS.search(text):
+        return text
     text = _ADJACENT_LINKS.sub(" ", text)
     text = _GLUE_AFTER.sub(" ", _GLUE_BEFORE.sub(" ", text))
-    return re.sub("[\ue001\ue002\ue005\ue006]", "", text)
+    return _LINK_MARKS.sub("", text)
 
 
 def _one_line(text: str) -> str:
     """Inline markdown as one line: breaks become spaces, heading markers go."""
     text = _WS.sub(" ", _INVISIBLE.sub("", text.replace(_BR, " ")))
     text = _unglue(text)
-    return _MARKERS.sub("", re.sub(f"{_HEAD_OPEN}\\d", "", text)).strip()
+    return _MARKERS.sub("", _HEAD_LEVEL.sub("", text)).strip()
 
 
 def _heading_text(text: str) -> str:
@@ -643,7 +654,9 @@ def _finish_blocks(text: str) -> list[str]:
             close()
             blocks.append("#" * int(heading.group(1)) + " " + _heading_text(heading.group(2)))
             continue
-        line = _MARKERS.sub("", re.sub(f"{_HEAD_OPEN}\\d", "", line)).strip()
+        line = (
+            _MARKERS.sub("", _HEAD_LEVEL.sub("", line)).strip() if _MARKERS.search(line) else line
+        )
         if not line:
             close()
             continue
