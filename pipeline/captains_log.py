@@ -23,6 +23,7 @@ from signaldesk.pipeline.gitlog import (
     is_repository,
 )
 from signaldesk.pipeline.settings import CaptainsLogSettings
+from signaldesk.pipeline.wording import plural
 from signaldesk.retrieval.frontmatter import parse_note
 from signaldesk.retrieval.ignore import VaultFilter, iter_vault_notes
 
@@ -168,11 +169,6 @@ def _gather_notes(vault: Path, log: CaptainsLog, top_signals: int) -> None:
                 log.decisions.append(f"{line.strip(' -*#>')} ([[{rel[:-3]}]])")
     signals.sort(key=lambda s: (-s.composite, s.path))
     log.signals = signals[:top_signals]
-
-
-def plural(count: int, singular: str, many: str | None = None) -> str:
-    """``1 open loop``, ``2 open loops``."""
-    return f"{count} {singular if count == 1 else many or singular + 's'}"
 
 
 def summary_line(log: CaptainsLog) -> str:

@@ -215,6 +215,9 @@ def prepare_vault(target: Path, *, now: datetime) -> DemoVault:
         overrides: dict[str, dict[str, Any]] = {
             "vault": {"path": str(target)},
             "captains_log": {"repos": [str(repo)], "covers": "same_day"},
+            # The sample site is served by a thread of this very process, which a busy
+            # machine can slow down for seconds: no reason to give up on a page early.
+            "http": {"page_first_byte_timeout": 30.0, "page_total_timeout": 60.0},
         }
         atomic_write_text(config, render_default_config(overrides))
     result = DemoVault(init=init_vault(target))

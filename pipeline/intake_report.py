@@ -6,6 +6,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 
 from signaldesk.items import SourceKind
+from signaldesk.pipeline.wording import plural
 
 __all__ = [
     "SOURCE_KINDS",
@@ -156,5 +157,4 @@ def problem_lines(groups: Iterable[ProblemGroup]) -> list[str]:
 
 
 def _plural(count: int, what: str) -> str:
-    noun = what.rsplit(" ", 1)[-1]
-    return f"{count} {noun}" + ("" if count == 1 else "s")
+    return plural(count, what.rsplit(" ", 1)[-1])

@@ -15,6 +15,7 @@ from signaldesk.pipeline.triage_report_model import (
     TriageReportNote,
     kind_rank,
 )
+from signaldesk.pipeline.wording import plural
 from signaldesk.sources.http import host_of
 
 __all__ = ["render_triage_report", "score_histogram"]
@@ -113,9 +114,10 @@ def render_triage_report(
     lines = [f"# Triage report {day}", ""]
     lines.append(
         f"{len(report.items)} arrived · {len(filed)} filed · {len(rejected)} rejected "
-        f"({len(near)} worth a look) · {len(report.duplicates)} duplicates · "
-        f"{len(report.parked)} parked · {len(report.waiting_notes)} notes and "
-        f"{report.pending_total} items waiting · {len(report.feed_issues)} feeds need attention. "
+        f"({len(near)} worth a look) · {plural(len(report.duplicates), 'duplicate')} · "
+        f"{len(report.parked)} parked · {plural(len(report.waiting_notes), 'note')} and "
+        f"{plural(report.pending_total, 'item')} waiting · "
+        f"{plural(len(report.feed_issues), 'feed needs', 'feeds need')} attention. "
         f"Threshold {report.threshold:.2f}."
     )
 

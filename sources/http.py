@@ -109,14 +109,20 @@ def page_timeout(settings: HttpSettings) -> httpx.Timeout:
 class HostBreaker:
     """Hosts that did not answer during one run: later requests to them fail at once.
 
-    A host that refused a connection, timed out or could not be found is, for the
-    rest of the run (a scan), not asked again: each of its other pages fails with a
-    ``skipped`` :class:`FetchError` carrying the first failure's cause, so a silent
-    host costs one timeout per run instead of one per page.
+    A host that refused a connection or could not be found is, for the rest of the
+    run (a scan), not asked again; one that timed out twice is not either (one slow
+    answer from a busy host is not enough). Each of its other pages fails with a
+    ``skipped`` :class:`FetchError` carrying the failure's cause, so a silent host
+    costs about one timeout per run (its request slots time out side by side) instead
+    of one per page.
     """
+
+    # Timeouts a host may cause before it is skipped; other unreachable causes: one.
+    TIMEOUT_STRIKES = 2
 
     def __init__(self) -> None:
         self._open: dict[str, FetchError] = {}
+        self._strikes: dict[str, int] = {}
 
     def check(self, url: str) -> None:
         """:raises FetchError: ``url``'s host failed earlier in this run (``skipped``)."""
@@ -131,9 +137,13 @@ class HostBreaker:
             )
 
     def trip(self, url: str, exc: FetchError) -> None:
-        """Record ``exc`` for ``url``'s host when it says the host did not answer."""
-        if exc.unreachable and not exc.skipped:
-            self._open.setdefault(_host_key(url), exc)
+        """Count ``exc`` against ``url``'s host when it says the host did not answer."""
+        if not exc.unreachable or exc.skipped:
+            return
+        host = _host_key(url)
+        self._strikes[host] = strikes = self._strikes.get(host, 0) + 1
+        if exc.cause != "timed out" or strikes >= self.TIMEOUT_STRIKES:
+            self._open.setdefault(host, exc)
 
     @property
     def open_hosts(self) -> dict[str, str]:

@@ -293,20 +293,22 @@ async def test_a_silent_host_costs_one_timeout_per_scan_not_one_per_page(
     server.route("/feed.xml", Reply(body=rss_document("S", server.url("/"), entries)))
     await _subscribe(ws, server.url("/feed.xml"))
     stats = await _scan(ws)
-    # The two requests the host's slots allowed timed out; the other eight were not sent.
-    assert len(server.requests_for("/a/silent")) == 2
+    # Two timeouts close the host for the scan: its two slots' requests (and at most one
+    # that took a slot freed in between) were sent, the other pages were not.
+    sent = len(server.requests_for("/a/silent"))
+    assert 2 <= sent <= 3
     [group] = stats.problems.values()
     assert (group.what, group.cause, group.count, group.skipped) == (
         "article page",
         "timed out",
         10,
-        8,
+        10 - sent,
     )
     pending = await _entries(ws, status="pending")
     assert len(pending) == 10 and all(e.item.teaser for e in pending)
     # The breaker lasts one scan: the next (when the pages are due) asks the host again.
     await _scan(ws, now=lambda: utcnow() + timedelta(hours=1))
-    assert len(server.requests_for("/a/silent")) == 4
+    assert 4 <= len(server.requests_for("/a/silent")) <= 2 * sent
 
 
 async def test_per_feed_full_text_opt_out(vault: Path, server: FeedServer) -> None:

@@ -23,6 +23,7 @@ from signaldesk.pipeline.intake_report import SOURCE_KINDS, ScanStats, problem_l
 from signaldesk.pipeline.ledger import LedgerEntry
 from signaldesk.pipeline.ledger_schema import ITEM_STATUSES
 from signaldesk.pipeline.triage import capture_and_triage, scan_and_triage
+from signaldesk.pipeline.wording import plural
 
 __all__ = ["COMMANDS", "capture", "items", "scan"]
 
@@ -47,8 +48,8 @@ def _stats_json(stats: ScanStats) -> dict[str, Any]:
     }
 
 
-def _items(count: int, singular: str = "item", plural: str | None = None) -> str:
-    return f"{count} {singular if count == 1 else plural or singular + 's'}"
+def _items(count: int, singular: str = "item", many: str | None = None) -> str:
+    return plural(count, singular, many)
 
 
 def _describe(stats: ScanStats) -> str:

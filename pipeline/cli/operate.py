@@ -14,13 +14,7 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
-from signaldesk.pipeline.captains_log import (
-    gather,
-    log_path,
-    plural,
-    summary_line,
-    write_captains_log,
-)
+from signaldesk.pipeline.captains_log import gather, log_path, summary_line, write_captains_log
 from signaldesk.pipeline.cli._context import AppContext
 from signaldesk.pipeline.cli._demo_view import DemoView
 from signaldesk.pipeline.cli._output import print_json, to_jsonable
@@ -37,6 +31,7 @@ from signaldesk.pipeline.triage_report import (
     report_path,
     write_triage_report,
 )
+from signaldesk.pipeline.wording import plural
 
 __all__ = ["COMMANDS", "demo", "log", "report", "serve", "status"]
 
