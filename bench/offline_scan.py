@@ -138,6 +138,11 @@ def _scan(vault: Path, *, full_text: bool, env: dict[str, str]) -> dict[str, obj
         teasers = db.execute(
             "SELECT COUNT(*) FROM items WHERE json_extract(payload, '$.teaser')"
         ).fetchone()[0]
+        parked = dict(
+            db.execute(
+                "SELECT last_error, COUNT(*) FROM items WHERE status = 'parked' GROUP BY 1"
+            ).fetchall()
+        )
     return {
         "rc": out.returncode,
         "wall": wall,
@@ -146,6 +151,7 @@ def _scan(vault: Path, *, full_text: bool, env: dict[str, str]) -> dict[str, obj
         "top_lines": Counter(re.sub(r"\d+", "N", ln)[:120] for ln in lines).most_common(4),
         "statuses": statuses,
         "teasers": teasers,
+        "parked": parked,
         "stdout_tail": [
             ln for ln in out.stdout.decode("utf-8", "replace").splitlines() if ln.startswith("  ")
         ][-12:],
@@ -228,6 +234,7 @@ def main(argv: list[str] | None = None) -> int:
             f"{name:14} rc={r['rc']} wall={r['wall']:.1f}s stderr_lines={r['stderr_lines']} "
             f"tracebacks={r['tracebacks']} teasers={r['teasers']} statuses={r['statuses']}"
         )
+        print(f"    parked: {r['parked']}")
         for line, count in r["top_lines"]:  # type: ignore[attr-defined]
             print(f"    {count:>5} x {line}")
         for line in r["stdout_tail"]:  # type: ignore[attr-defined]
