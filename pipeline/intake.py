@@ -30,6 +30,7 @@ from signaldesk.items import SourceKind
 from signaldesk.pipeline.config import Workspace
 from signaldesk.pipeline.errors import IntakeError
 from signaldesk.pipeline.feeds import FeedRecord, FeedRegistry
+from signaldesk.pipeline.full_text import discover_refetch, extract_worker
 from signaldesk.pipeline.intake_report import SOURCE_KINDS, FeedProblem, Handoff, ScanStats
 from signaldesk.pipeline.ledger import Ledger, utcnow
 from signaldesk.pipeline.stages import (
@@ -37,8 +38,6 @@ from signaldesk.pipeline.stages import (
     Work,
     discover_feeds,
     discover_local,
-    discover_refetch,
-    extract_worker,
     fetch_worker,
     resume,
     settle_worker,

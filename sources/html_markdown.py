@@ -22,7 +22,6 @@ embeds, hidden elements (``display:none`` preheaders) and tracking pixels.
 
 from __future__ import annotations
 
-import html as html_lib
 import re
 from dataclasses import dataclass
 from typing import Literal
@@ -32,19 +31,17 @@ import lxml.etree
 import lxml.html
 from lxml.html import HtmlElement
 
-from signaldesk.sources.tracking import is_tracking_pixel_url, strip_tracking_params
+from signaldesk.sources.html_clean import (
+    DROP_TAGS,
+    INVISIBLE,
+    WHITESPACE,
+    clean_tree,
+    parse_html,
+    strip_tags,
+)
+from signaldesk.sources.tracking import strip_tracking_params
 
-__all__ = [
-    "FEED",
-    "MAIL",
-    "HtmlProfile",
-    "clean_tree",
-    "html_to_markdown",
-    "html_to_text",
-    "parse_html",
-    "strip_tags",
-    "tree_to_markdown",
-]
+__all__ = ["FEED", "MAIL", "HtmlProfile", "html_to_markdown", "html_to_text", "tree_to_markdown"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,35 +64,6 @@ class HtmlProfile:
 FEED = HtmlProfile("feed", tables="detect", images="all", strip_tracking=False)
 MAIL = HtmlProfile("mail", tables="unwrap", images="with_alt", strip_tracking=True)
 
-_DROP = frozenset(
-    [
-        "script",
-        "style",
-        "noscript",
-        "template",
-        "head",
-        "title",
-        "meta",
-        "link",
-        "iframe",
-        "form",
-        "input",
-        "button",
-        "select",
-        "textarea",
-        "svg",
-        "math",
-        "object",
-        "embed",
-        "canvas",
-        "map",
-        "area",
-        "audio",
-        "video",
-        "source",
-        "track",
-    ]
-)
 _HEADINGS = {"h1": 1, "h2": 2, "h3": 3, "h4": 4, "h5": 5, "h6": 6}
 _BLOCKS = frozenset(
     [
@@ -146,24 +114,14 @@ _EMPHASIS = {
 }
 _CODE = frozenset({"code", "kbd", "tt", "samp"})
 # Inline elements read as one piece even when they wrap blocks.
-_ATOMIC = frozenset({"a", "br", "img", "", *_CODE, *_DROP})
+_ATOMIC = frozenset({"a", "br", "img", "", *_CODE, *DROP_TAGS})
 # A cell holding one of these is layout, not data.
 _RICH_CELL = frozenset({"h1", "h2", "h3", "h4", "h5", "h6", "ul", "ol", "pre", "blockquote"})
 
-_HIDDEN_STYLE = re.compile(
-    r"display\s*:\s*none|visibility\s*:\s*hidden|mso-hide\s*:\s*all"
-    r"|max-height\s*:\s*0(?:px)?\s*(?:[;!]|$)|opacity\s*:\s*0(?:\.0+)?\s*(?:[;!]|$)",
-    re.IGNORECASE,
-)
-_STYLE_SIZE = re.compile(r"(?<![-\w])(width|height)\s*:\s*(\d+(?:\.\d+)?)\s*(px)?", re.IGNORECASE)
 _FONT_SIZE = re.compile(
     r"font-size\s*:\s*(?:(xx-large|x-large|large)|(\d+(?:\.\d+)?)\s*(px|pt|em|rem))",
     re.IGNORECASE,
 )
-# Characters libxml2 refuses in text (a NUL in a mail once stopped the converter).
-_XML_INVALID = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
-_INVISIBLE = re.compile("[\u00ad\u034f\u180e\u200b-\u200f\u2060-\u2064\ufeff]")
-_WS = re.compile(r"[ \t\r\n\f\v\u00a0\u2000-\u200a\u202f\u205f\u3000]+")
 # Private-use markers, replaced once whitespace is collapsed: a <br>; the start and end
 # of a link whose text starts / ends with a letter or digit (or of any other link); a
 # line the page styled as a heading.
@@ -187,80 +145,9 @@ _BLOCK_START = re.compile(r"^(#{1,6}\s|[-+*>]\s|\d+[.)]\s|=+\s*$|-{3,}\s*$)")
 _LINE_START = re.compile(r"^(#{1,6}\s|>\s?|=+\s*$|-{3,}\s*$)")
 _PSEUDO_HEADING = re.compile(f"^(?:\\*{{1,3}})?{_HEAD_OPEN}(\\d)(.+?){_HEAD_CLOSE}(?:\\*{{1,3}})?$")
 
-_PARSER = lxml.html.HTMLParser(huge_tree=True, remove_comments=True, remove_pis=True)
 # Deeper than this, a subtree is rendered as its plain text: the renderer recurses.
 _MAX_DEPTH = 100
 _PSEUDO_HEADING_CHARS = 120
-
-
-def parse_html(html: str) -> HtmlElement:
-    """Parse (possibly broken) HTML into a document; an empty one gives an empty body."""
-    html = _XML_INVALID.sub("", re.sub(r"^\s*<\?xml[^>]*>", "", html))
-    if not html.strip():
-        return _empty()
-    try:
-        # huge_tree: libxml2 otherwise gives up on nesting deeper than 256 and returns an
-        # empty document, losing all the text of a (hostile or badly generated) page.
-        return lxml.html.document_fromstring(html, parser=_PARSER)
-    except (lxml.etree.ParserError, ValueError):
-        return _empty()
-
-
-def _empty() -> HtmlElement:
-    return lxml.html.fromstring("<html><body></body></html>")
-
-
-def clean_tree(root: HtmlElement) -> int:
-    """Remove scripts, embeds, hidden elements and tracking pixels in place.
-
-    :returns: how many tracking pixels (images) went.
-    """
-    for el in list(root.iter()):
-        if not isinstance(el.tag, str) or (el.tag.lower() in _DROP and el.getparent() is not None):
-            _drop(el)
-    removed = 0
-    for el in list(root.iter()):
-        if not isinstance(el.tag, str) or el.getparent() is None:
-            continue
-        if el.get("hidden") is not None or _HIDDEN_STYLE.search(el.get("style") or ""):
-            removed += sum(1 for _ in el.iter("img"))
-            _drop(el)
-    for img in list(root.iter("img")):
-        if img.getparent() is not None and _is_pixel(img):
-            removed += 1
-            _drop(img)
-    return removed
-
-
-def _drop(el: lxml.etree._Element) -> None:
-    """Remove ``el`` but keep its tail text (``drop_tree`` for any kind of node)."""
-    parent = el.getparent()
-    if parent is None:
-        return
-    tail = el.tail
-    previous = el.getprevious()
-    parent.remove(el)
-    if tail:
-        if previous is not None:
-            previous.tail = (previous.tail or "") + tail
-        else:
-            parent.text = (parent.text or "") + tail
-
-
-def _size(value: str | None) -> float | None:
-    match = re.match(r"\s*(\d+(?:\.\d+)?)", value or "")
-    return float(match.group(1)) if match else None
-
-
-def _is_pixel(img: HtmlElement) -> bool:
-    src = (img.get("src") or "").strip()
-    if src and is_tracking_pixel_url(src):
-        return True
-    sizes = [_size(img.get("width")), _size(img.get("height"))]
-    for _name, number, unit in _STYLE_SIZE.findall(img.get("style") or ""):
-        if unit or number == "0":
-            sizes.append(float(number))
-    return any(size is not None and size <= 2 for size in sizes)
 
 
 def _heading_level(el: HtmlElement) -> int | None:
@@ -342,7 +229,7 @@ class _Renderer:
                     out += _finish_blocks("".join(parts))
                     parts = []
                     out += self.blocks(child)
-                elif tag and tag not in _DROP:
+                elif tag and tag not in DROP_TAGS:
                     parts.append(self.inline(child, tag))
                 parts.append(_escape(child.tail or ""))
             out += _finish_blocks("".join(parts))
@@ -399,7 +286,7 @@ class _Renderer:
         number = int(start) if start.isdigit() else 1
         for child in el:
             tag = child.tag.lower() if isinstance(child.tag, str) else ""
-            if not tag or tag in _DROP:
+            if not tag or tag in DROP_TAGS:
                 continue
             if tag == "li":
                 inner = "\n".join(self.blocks(child))
@@ -448,7 +335,7 @@ class _Renderer:
             parts = [_escape(el.text or "")]
             for child in el:
                 tag = _tag(child)
-                if tag and tag not in _DROP:
+                if tag and tag not in DROP_TAGS:
                     if tag in _BLOCKS:
                         # A block inside an inline context (a <div> in a link): keep its
                         # text, set apart, rather than lose it.
@@ -466,7 +353,7 @@ class _Renderer:
         if tag == "img":
             return self.image(el)
         if tag in _CODE:
-            code = _WS.sub(" ", _INVISIBLE.sub("", str(el.text_content())))
+            code = WHITESPACE.sub(" ", INVISIBLE.sub("", str(el.text_content())))
             if not code.strip():
                 return code
             tick = "``" if "`" in code else "`"
@@ -485,7 +372,7 @@ class _Renderer:
         # Markers hug the text; the spaces around it stay outside.
         lead = inner[: len(inner) - len(inner.lstrip())]
         trail = inner[len(inner.rstrip()) :]
-        return f"{lead}{wrap}{_WS.sub(' ', inner.strip())}{wrap}{trail}"
+        return f"{lead}{wrap}{WHITESPACE.sub(' ', inner.strip())}{wrap}{trail}"
 
     def link(self, el: HtmlElement) -> str:
         inner = self.inline_children(el)
@@ -551,7 +438,7 @@ def _inside_link(el: HtmlElement) -> bool:
 def _inner_heading(el: HtmlElement) -> int | None:
     """The level of a heading that holds all of ``el``'s text, if there is one."""
     heading = next(el.iterdescendants(*_HEADINGS), None)
-    if heading is None or _WS.sub("", str(heading.text_content())) != _WS.sub(
+    if heading is None or WHITESPACE.sub("", str(heading.text_content())) != WHITESPACE.sub(
         "", str(el.text_content())
     ):
         return None
@@ -595,7 +482,7 @@ def _pre_text(el: HtmlElement) -> str:
     for event, node in walker:
         tag = _tag(node)
         if event == "start":
-            if tag in _DROP:
+            if tag in DROP_TAGS:
                 walker.skip_subtree()  # its "end" event still comes, with its tail
                 continue
             parts.append("\n" if tag == "br" else node.text or "")
@@ -605,7 +492,7 @@ def _pre_text(el: HtmlElement) -> str:
             if tag in _BLOCKS and parts and not parts[-1].endswith("\n"):
                 parts.append("\n")
             parts.append(node.tail or "")
-    return _INVISIBLE.sub("", "".join(parts)).replace("\r\n", "\n").replace("\u00a0", " ")
+    return INVISIBLE.sub("", "".join(parts)).replace("\r\n", "\n").replace("\u00a0", " ")
 
 
 def _row(cells: list[str]) -> str:
@@ -623,7 +510,7 @@ def _unglue(text: str) -> str:
 
 def _one_line(text: str) -> str:
     """Inline markdown as one line: breaks become spaces, heading markers go."""
-    text = _WS.sub(" ", _INVISIBLE.sub("", text.replace(_BR, " ")))
+    text = WHITESPACE.sub(" ", INVISIBLE.sub("", text.replace(_BR, " ")))
     text = _unglue(text)
     return _MARKERS.sub("", _HEAD_LEVEL.sub("", text)).strip()
 
@@ -638,7 +525,7 @@ def _heading_text(text: str) -> str:
 def _finish_blocks(text: str) -> list[str]:
     """Inline markdown as blocks: whitespace collapsed, ``<br>`` lines kept, a double
     ``<br>`` a paragraph break, and a line styled as a heading its own heading."""
-    text = _unglue(_WS.sub(" ", _INVISIBLE.sub("", text)))
+    text = _unglue(WHITESPACE.sub(" ", INVISIBLE.sub("", text)))
     blocks: list[str] = []
     current: list[str] = []
 
@@ -706,24 +593,12 @@ def html_to_markdown(html: str, *, profile: HtmlProfile = FEED, base_url: str | 
     return strip_tags(html) if parsed_empty and not markdown else markdown
 
 
-def strip_tags(html: str) -> str:
-    """Last-resort plain text of HTML the parser could not build a tree for.
-
-    Trigger: libxml2 drops everything below ~2,000 nested elements, so a hostile document
-    could come out empty. Outcome: the text survives without its markup.
-    """
-    html = re.sub(r"(?is)<(script|style|head)\b.*?</\1\s*>", " ", html)
-    text = html_lib.unescape(re.sub(r"<[^>]*>", " ", html))
-    paragraphs = (_WS.sub(" ", _INVISIBLE.sub("", p)).strip() for p in re.split(r"\n\s*\n", text))
-    return "\n\n".join(p for p in paragraphs if p)
-
-
 def html_to_text(html: str) -> str:
     """One line of plain text from an HTML snippet (a title, a name); entities decoded."""
     if not html or ("<" not in html and "&" not in html):
-        return _WS.sub(" ", _INVISIBLE.sub("", html or "")).strip()
+        return WHITESPACE.sub(" ", INVISIBLE.sub("", html or "")).strip()
     root = parse_html(f"<html><body>{html}</body></html>")
     clean_tree(root)
     for br in root.iter("br"):
         br.tail = " " + (br.tail or "")
-    return _WS.sub(" ", _INVISIBLE.sub("", str(root.text_content()))).strip()
+    return WHITESPACE.sub(" ", INVISIBLE.sub("", str(root.text_content()))).strip()

@@ -10,13 +10,8 @@ import re
 
 import lxml.html
 
-from signaldesk.sources.html_markdown import (
-    MAIL,
-    clean_tree,
-    parse_html,
-    strip_tags,
-    tree_to_markdown,
-)
+from signaldesk.sources.html_clean import clean_tree, parse_html, strip_tags
+from signaldesk.sources.html_markdown import MAIL, tree_to_markdown
 from signaldesk.sources.tracking import strip_tracking_params
 
 __all__ = [
