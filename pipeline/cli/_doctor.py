@@ -17,6 +17,7 @@ from signaldesk.errors import SignaldeskError
 from signaldesk.pipeline.cli._context import AppContext
 from signaldesk.pipeline.cli._output import print_json
 from signaldesk.pipeline.config import Workspace
+from signaldesk.pipeline.wording import plural
 from signaldesk.retrieval.embedder import Embedder, load_embedder
 from signaldesk.retrieval.ignore import VaultFilter, iter_vault_notes
 from signaldesk.retrieval.settings import IndexSettings
@@ -182,7 +183,10 @@ def _index(workspace: Workspace, settings: IndexSettings, embedder: Embedder | N
         return Check("index", "warn", f"no index at {status.db_path}", "signaldesk index")
     if status.notes == 0 and status.degraded:
         return Check("index", "fail", "; ".join(status.degraded), "signaldesk index --full")
-    detail = f"{status.notes} notes, {status.chunks} chunks, {status.vectors} vectors"
+    detail = (
+        f"{plural(status.notes, 'note')}, {plural(status.chunks, 'chunk')}, "
+        f"{plural(status.vectors, 'vector')}"
+    )
     if embedder is not None and status.model:
         try:
             conn = connect(index_db_path(workspace.vault, settings), readonly=True)
@@ -213,7 +217,7 @@ def _index(workspace: Workspace, settings: IndexSettings, embedder: Embedder | N
         return Check(
             "index",
             "warn",
-            f"{detail}; {new + changed} of {total} notes not indexed yet ({behind})",
+            f"{detail}; {new + changed} of {plural(total, 'note')} not indexed yet ({behind})",
             "signaldesk index",
         )
     if status.degraded:
