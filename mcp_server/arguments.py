@@ -9,7 +9,6 @@ from datetime import date, datetime, timedelta
 from typing import Annotated, Any, Literal
 
 from pydantic import Field
-from pydantic_core import ErrorDetails
 
 from signaldesk.mcp_server.errors import InvalidArgumentError
 from signaldesk.mcp_server.paths import normalise_folder
@@ -157,9 +156,9 @@ def _shown(value: Any) -> str:
 
 
 def invalid_arguments(
-    tool: str, errors: Sequence[ErrorDetails], schema: Mapping[str, Any]
+    tool: str, errors: Sequence[Mapping[str, Any]], schema: Mapping[str, Any]
 ) -> InvalidArgumentError:
-    """What is wrong with a call's arguments (from pydantic's errors), and, as the hint,
+    """What is wrong with a call's arguments (``ValidationError.errors()``), and, as the hint,
     what each offending argument takes (from the tool's input schema).
 
     The SDK's own message for this is pydantic's report (with a link to pydantic's
