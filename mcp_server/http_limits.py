@@ -21,6 +21,7 @@ from dataclasses import dataclass
 import anyio
 import h11
 import uvicorn
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from starlette.datastructures import Headers
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -31,6 +32,7 @@ __all__ = ["LimitedConfig", "RequestDeadlineProtocol", "SessionKeeper"]
 _log = logging.getLogger(__name__)
 
 _SESSION_HEADER = "mcp-session-id"
+_VERSION_HEADER = "mcp-protocol-version"
 # The h11 states of a peer whose request has not fully arrived: still sending the
 # request line and headers, or the body.
 _RECEIVING = (h11.IDLE, h11.SEND_BODY)
@@ -133,7 +135,13 @@ class SessionKeeper:
         if scope["type"] != "http" or scope["path"] != self._path:
             await self._app(scope, receive, send)
             return
-        session_id = Headers(scope=scope).get(_SESSION_HEADER)
+        headers = Headers(scope=scope)
+        version = headers.get(_VERSION_HEADER)
+        if version is not None and version not in HANDSHAKE_PROTOCOL_VERSIONS:
+            # A later protocol's single-exchange request: it has no session to count.
+            await self._app(scope, receive, send)
+            return
+        session_id = headers.get(_SESSION_HEADER)
         if session_id is None:
             await self._new_session(scope, receive, send)
             return

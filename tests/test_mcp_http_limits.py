@@ -258,6 +258,13 @@ async def test_busy_sessions_are_kept_and_a_new_client_is_told_to_wait(tmp_path:
             assert refused.status_code == 503
             body = json.loads(refused.content)
             assert "busy" in body["message"] and "http_max_sessions" in body["hint"]
+            # A request of the sessionless 2026-07-28 protocol opens no session: not refused.
+            sessionless = await http.post(
+                url,
+                json={"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+                headers=_HEADERS | {"MCP-Protocol-Version": "2026-07-28"},
+            )
+            assert sessionless.status_code != 503, sessionless.text
             # Neither busy session was closed to make room.
             for response in streams:
                 await response.aclose()
