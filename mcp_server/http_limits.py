@@ -126,11 +126,6 @@ class SessionKeeper:
         self._idle_timeout = idle_timeout
         self._sessions: dict[str, _Session] = {}
 
-    @property
-    def open_sessions(self) -> int:
-        """Sessions currently kept (for tests and logs)."""
-        return len(self._sessions)
-
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope["path"] != self._path:
             await self._app(scope, receive, send)
