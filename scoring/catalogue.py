@@ -149,17 +149,21 @@ class DomainRule:
 
 
 def build_domain_rules(settings: ScoringSettings) -> tuple[DomainRule, ...]:
-    """One rule per domain except ``other`` (the fallback), shipped rules extended by the config."""
+    """One rule per domain, shipped rules extended by the config.
+
+    ``other`` is also the fallback: it gets a rule only when keywords are shipped or
+    configured for it (shell and command-line tips ship), else it has none.
+    """
     shipped = load_data_file("domains.toml") if settings.default_domains else {}
     unknown = sorted(set(shipped) - set(DOMAINS))
     if unknown:
         raise DataFileError(f"domains.toml names unknown domains {unknown}")
     rules: list[DomainRule] = []
     for domain in DOMAINS:
-        if domain == "other":
-            continue
         base = shipped.get(domain, {})
         configured = settings.domains.get(domain)
+        if domain == "other" and not base and configured is None:
+            continue
         keywords: dict[str, float] = {}
         if not (configured and configured.replace):
             keywords.update(

@@ -20,15 +20,16 @@ import numpy.typing as npt
 from signaldesk.errors import SignaldeskError
 from signaldesk.items import Item
 from signaldesk.scoring._calc import noisy_or
+from signaldesk.scoring.actionability import is_advisory, score_actionability
 from signaldesk.scoring.authority import AuthorityModel
 from signaldesk.scoring.catalogue import build_domain_rules, build_profile, build_reputation
+from signaldesk.scoring.depth import score_depth
 from signaldesk.scoring.errors import EmbeddingFailed
 from signaldesk.scoring.keywords import FieldCounts, KeywordMatcher
 from signaldesk.scoring.records import DIMENSIONS, DimensionScore, ScoreCard
 from signaldesk.scoring.relevance import RelevanceModel
 from signaldesk.scoring.routing import Router
 from signaldesk.scoring.settings import ScoringSettings
-from signaldesk.scoring.substance import score_actionability, score_depth
 from signaldesk.scoring.text import TextView, analyse
 
 if TYPE_CHECKING:
@@ -141,7 +142,12 @@ class Scorer:
             "actionability": score_actionability(view),
             "depth": score_depth(view, self._authority.is_primary),
             "authority": self._authority.score(
-                view, url=item.url, site_name=item.site_name, author=item.author, prior=prior
+                view,
+                url=item.url,
+                site_name=item.site_name,
+                author=item.author,
+                prior=prior,
+                feed_url=item.source_id if item.source_kind == "rss" else None,
             ),
         }
         composite = round(sum(self._weights[name] * dims[name].value for name in DIMENSIONS), 4)
@@ -152,7 +158,7 @@ class Scorer:
             authority=dims["authority"],
             composite=composite,
             passed=composite > self.settings.threshold,
-            route=self._router.route(view, counts, domain_similarities),
+            route=self._router.route(view, counts, domain_similarities, shape=_shape(view)),
         )
 
     def _encode(self, texts: list[str]) -> npt.NDArray[np.float32]:
@@ -198,6 +204,20 @@ class Scorer:
         low, high = self.settings.similarity_range
         mapped = np.clip((cosines - low) / (high - low), 0.0, 1.0)
         return np.round(mapped, 4)
+
+
+# Keyword-equivalent routing evidence from an item's shape (one title keyword is ~2.5-7.5).
+_PAPER_EVIDENCE = 8.0
+_ADVISORY_EVIDENCE = 6.0
+
+
+def _shape(view: TextView) -> dict[str, float]:
+    shape = {}
+    if view.prose.paper_shaped:
+        shape["research"] = _PAPER_EVIDENCE
+    if is_advisory(view):
+        shape["security"] = _ADVISORY_EVIDENCE
+    return shape
 
 
 def _with_clipping_intent(score: DimensionScore, intent: float) -> DimensionScore:
