@@ -76,9 +76,7 @@ class ModeResult:
     cards: list[ScoreCard]
 
 
-def evaluate_mode(
-    examples: Sequence[Example], cards: Sequence[ScoreCard], mode: str
-) -> ModeResult:
+def evaluate_mode(examples: Sequence[Example], cards: Sequence[ScoreCard], mode: str) -> ModeResult:
     """Measure triage's cards and both baselines on each half."""
     index = {half: [i for i, x in enumerate(examples) if x.split == half] for half in _HALVES}
     labels = [x.file for x in examples]
@@ -94,9 +92,7 @@ def evaluate_mode(
         )
 
     triage = {
-        half: agreement(
-            idx, [cards[i].passed for i in idx], [cards[i].composite for i in idx]
-        )
+        half: agreement(idx, [cards[i].passed for i in idx], [cards[i].composite for i in idx])
         for half, idx in index.items()
     }
     baselines: list[dict[str, Agreement]] = []

@@ -124,7 +124,8 @@ def score_depth(view: TextView, is_primary: Callable[[str], bool]) -> DimensionS
     if listicle:
         penalties.append(("listicle", 0.55, "listicle title"))
     if clickbait:
-        penalties.append(("clickbait", 0.6 ** min(clickbait, 2), f"clickbait phrasing x{clickbait}"))
+        factor = 0.6 ** min(clickbait, 2)
+        penalties.append(("clickbait", factor, f"clickbait phrasing x{clickbait}"))
     if shouting:
         penalties.append(("shouting", 0.8, "shouting title"))
     if announcement:
@@ -149,6 +150,8 @@ def score_depth(view: TextView, is_primary: Callable[[str], bool]) -> DimensionS
         "announcement_marks": float(prose.announcement),
         "primary_links": float(primary_links),
         "citations": float(view.citations),
+        "listicle": float(listicle),
+        "clickbait": float(clickbait),
         **{f"penalty_{name}": 0.0 for name in ("thin", "listicle", "clickbait", "shouting")},
         "penalty_announcement": 0.0,
     }

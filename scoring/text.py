@@ -361,9 +361,7 @@ def analyse(item: Item, *, max_chars: int) -> TextView:
     v_versions = sum(
         1 for m in _V_VERSION.finditer(both) if m.start() == 0 or not both[m.start() - 1].isalnum()
     )
-    versions = (
-        sum(1 for v in _VERSION.findall(both) if not _NOT_VERSION.fullmatch(v)) + v_versions
-    )
+    versions = sum(1 for v in _VERSION.findall(both) if not _NOT_VERSION.fullmatch(v)) + v_versions
     body_tokens = tuple(tokens(_ANY_URL.sub(" ", body)))
     return TextView(
         title=lowered_title,

@@ -173,9 +173,7 @@ def main(argv: list[str] | None = None) -> int:
                 if found is None:
                     raise FileNotFoundError(row["ref"]["url"])
                 title, body = found
-                data, title = render_page(
-                    f"# {title}\n\n{body}", url=row["url"], site=row["site"]
-                )
+                data, title = render_page(f"# {title}\n\n{body}", url=row["url"], site=row["site"])
         except (OSError, subprocess.CalledProcessError) as exc:
             print(f"missing {row['id']}: {exc}", file=sys.stderr)
             missing += 1

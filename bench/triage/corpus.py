@@ -247,4 +247,3 @@ def load_examples(
 def split_of(examples: Sequence[Example], split: str) -> list[Example]:
     """The examples of one half (``tuning`` or ``heldout``)."""
     return [x for x in examples if x.split == split]
-
