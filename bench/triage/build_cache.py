@@ -5,7 +5,7 @@ mirror of it, ``--mirrors``, one ``owner+name/repo`` git directory each) rendere
 HTML page its site serves (title, author and date in the page metadata, the body in an
 ``<article>`` between navigation and footer), so that the bench extracts it with trafilatura
 like any fetched page. ``pages`` items: the stored copy of the page's beginning
-(``pages-src.py`` in the cache folder, a ``PAGES = {url: (title, text)}`` mapping) rendered the
+(``pages.json`` in the cache folder: ``{url: {"title": ..., "text": ...}}``) rendered the
 same way. Nothing here is committed; ``--record`` writes each page's sha256 into
 ``labels.jsonl`` so a later run can tell that its cache holds the same pages.
 """
@@ -135,13 +135,11 @@ def _git_show(mirrors: Path, repo: str, commit: str, path: str) -> str:
 
 
 def _stored_pages() -> dict[str, tuple[str, str]]:
-    source = cache_dir() / "pages-src.py"
+    source = cache_dir() / "pages.json"
     if not source.is_file():
         return {}
-    scope: dict[str, Any] = {}
-    exec(compile(source.read_text(encoding="utf-8"), str(source), "exec"), scope)  # noqa: S102
-    pages: dict[str, tuple[str, str]] = scope["PAGES"]
-    return pages
+    data: dict[str, dict[str, str]] = json.loads(source.read_text(encoding="utf-8"))
+    return {url: (page["title"], page["text"]) for url, page in data.items()}
 
 
 _DEFAULT_AUTHORS = {"simonw/til": "Simon Willison"}

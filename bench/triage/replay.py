@@ -10,7 +10,6 @@ Undoing them is building the scorer without them: every held-out decision must b
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
