@@ -69,9 +69,9 @@ class AuthorityModel:
             # A feed's title or a newsletter's sender sometimes names the site
             # ("heise.de", "GitHub Blog") when the URL is a redirect or missing.
             key = site_name.strip().lower().removeprefix("www.")
-            found = self.reputation.lookup(key) if "." in key else None
-            if found is not None:
-                return found[0], f"{found[2]}: {found[1]}"
+            named = self.reputation.lookup(key) if "." in key else None
+            if named is not None:
+                return named[0], f"{named[2]}: {named[1]}"
         return _by_shape_of_host(host_of(url), self.reputation.unknown)
 
     def _lookup_url(self, url: str | None) -> tuple[float, str] | None:

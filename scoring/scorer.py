@@ -28,7 +28,7 @@ from signaldesk.scoring.depth import score_depth
 from signaldesk.scoring.errors import EmbeddingFailed
 from signaldesk.scoring.feedback import Correction, Feedback, item_kind, text_vector
 from signaldesk.scoring.keywords import FieldCounts, KeywordMatcher
-from signaldesk.scoring.records import DIMENSIONS, DimensionScore, ScoreCard
+from signaldesk.scoring.records import DIMENSIONS, TEASER_NOTE, DimensionScore, ScoreCard
 from signaldesk.scoring.relevance import RelevanceModel
 from signaldesk.scoring.routing import Router
 from signaldesk.scoring.settings import ScoringSettings
@@ -153,7 +153,10 @@ class Scorer:
             return None
         vectors = self._encode([_embedding_text(item) for item in items])
         norms = np.linalg.norm(vectors, axis=1, keepdims=True)
-        return np.divide(vectors, norms, out=np.zeros_like(vectors), where=norms > 0)
+        unit: npt.NDArray[np.float32] = np.divide(
+            vectors, norms, out=np.zeros_like(vectors), where=norms > 0
+        )
+        return unit
 
     def _feedback_model(self) -> Feedback | None:
         """The corrections as a :class:`Feedback` (their items embedded once per scorer)."""
@@ -222,8 +225,16 @@ class Scorer:
                 feed_url=item.source_id if item.source_kind == "rss" else None,
             ),
         }
+        if item.teaser:
+            depth = dims["depth"]
+            dims["depth"] = DimensionScore(
+                value=depth.value,
+                reason=f"{depth.reason}; {TEASER_NOTE}",
+                features={**depth.features, "teaser": 1.0},
+            )
         composite = round(sum(self._weights[name] * dims[name].value for name in DIMENSIONS), 4)
         return ScoreCard(
+            teaser=item.teaser,
             relevance=dims["relevance"],
             actionability=dims["actionability"],
             depth=dims["depth"],

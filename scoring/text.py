@@ -278,7 +278,7 @@ def _code_link_count(urls: list[str]) -> int:
         if host in _CODE_HOSTS and len(segments) >= 2 and segments[0] not in _NOT_REPOS:
             found.add((host, segments[0].lower(), segments[1].lower()))
         elif host in _PACKAGE_HOSTS and segments:
-            found.add((host, *segments[:2]))
+            found.add((host, segments[0], segments[1] if len(segments) > 1 else ""))
     return len(found)
 
 
