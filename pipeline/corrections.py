@@ -157,7 +157,7 @@ async def notice_vault_corrections(
         seen = _filed_note(entry, writer, settings)
         if seen is not None:
             row = await record_correction(
-                ledger, entry.id, accept=seen[0], domain=seen[1], how=seen[2]
+                ledger, entry.id, accept=seen[0], domain=seen[1], how=seen[2], once=True
             )
             recorded += [row] if row is not None else []
     for entry in await ledger.entries(status="rejected", source_kind="clipper"):
@@ -166,7 +166,7 @@ async def notice_vault_corrections(
         seen = _inbox_clipping(entry, writer, names, settings)
         if seen is not None:
             row = await record_correction(
-                ledger, entry.id, accept=seen[0], domain=seen[1], how=seen[2]
+                ledger, entry.id, accept=seen[0], domain=seen[1], how=seen[2], once=True
             )
             recorded += [row] if row is not None else []
     for row in recorded:

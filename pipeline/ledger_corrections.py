@@ -60,12 +60,15 @@ async def record_correction(
     domain: str | None,
     how: str,
     now: datetime | None = None,
+    once: bool = False,
 ) -> CorrectionRecord | None:
     """Record a correction, unless the item's latest one in force already says the same.
 
+    :param once: also skip it when the item's latest correction, undone or not, says the
+        same: what the vault shows is recorded once, and stays undone after a reset.
     :returns: the new row, or ``None`` when nothing new was recorded.
     """
-    latest = await latest_correction(ledger, item_id)
+    latest = await latest_correction(ledger, item_id, include_undone=once)
     if latest is not None and (latest.accept, latest.domain) == (accept, domain):
         return None
     stamp = iso_utc(now or utcnow())
@@ -83,10 +86,13 @@ async def record_correction(
     return _row(tuple(row)) if row else None
 
 
-async def latest_correction(ledger: Ledger, item_id: str) -> CorrectionRecord | None:
-    """The item's most recent correction still in force."""
+async def latest_correction(
+    ledger: Ledger, item_id: str, *, include_undone: bool = False
+) -> CorrectionRecord | None:
+    """The item's most recent correction still in force (or at all, ``include_undone``)."""
+    in_force = "" if include_undone else "AND undone_at IS NULL "
     async with ledger.connection.execute(
-        f"SELECT {_COLUMNS} FROM corrections WHERE item_id = ? AND undone_at IS NULL "
+        f"SELECT {_COLUMNS} FROM corrections WHERE item_id = ? {in_force}"
         "ORDER BY recorded_at DESC, id DESC LIMIT 1",
         (item_id,),
     ) as cursor:

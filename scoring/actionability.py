@@ -116,11 +116,12 @@ def score_actionability(view: TextView) -> DimensionScore:
         "code_links": 0.1 if view.code_links else 0.0,
     }
     value = saturate(sum(parts.values()), _ACTION_SCALE)
-    tiny = view.words < 25 and not (view.code_blocks or view.fixes)
+    # The halvings apply (and are reported) only where there is something to halve.
+    tiny = value > 0 and view.words < 25 and not (view.code_blocks or view.fixes)
     if tiny:
         # A one-line "v3.9.0" release entry names a version but gives nothing to act on.
         value *= 0.5
-    announcement = is_bare_announcement(view)
+    announcement = value > 0 and is_bare_announcement(view)
     if announcement:
         # "Register now" and "take the survey" say what to do, but not with software.
         value *= 0.5

@@ -79,12 +79,15 @@ class ScoreCard:
 
     def summary(self, threshold: float) -> str:
         """One line on the decision, agreeing with ``passed`` and the numbers."""
-        if self.passed:
-            line = (
-                f"filed under {self.route.domain}: composite {self.composite:.3f} > {threshold:.2f}"
-            )
-        else:
-            line = f"not filed: composite {self.composite:.3f} <= {threshold:.2f}"
+        sign = ">" if self.composite > threshold else "<="
+        numbers = f"composite {self.composite:.3f} {sign} {threshold:.2f}"
+        line = (
+            f"filed under {self.route.domain}: {numbers}"
+            if self.passed
+            else f"not filed: {numbers}"
+        )
+        if self.by_person:
+            line += "; your decision"
         if self.teaser:
             line += f"; {TEASER_NOTE}"
         return line

@@ -20,7 +20,7 @@ from signaldesk.pipeline.triage import TriageProgress, TriageReport, card_to_jso
 from signaldesk.pipeline.triage import triage as run_triage
 from signaldesk.pipeline.triage_corrections import correct, list_corrections, undo
 from signaldesk.retrieval.embedder import LazyEmbedder
-from signaldesk.scoring.records import DIMENSIONS, ScoreCard
+from signaldesk.scoring.records import DIMENSIONS, TEASER_NOTE, ScoreCard
 from signaldesk.scoring.scorer import Scorer
 from signaldesk.vault import DOMAINS
 
@@ -323,6 +323,8 @@ def score(app: AppContext, target: str, explain: bool, as_json: bool) -> None:
     if route.candidates:
         shown = ", ".join(f"{domain} {value:.2f}" for domain, value in route.candidates)
         console.print(f"candidates: {shown}", highlight=False)
+    if card.teaser:
+        console.print(f"[yellow]{TEASER_NOTE}[/]", highlight=False)
 
 
 COMMANDS: list[click.Command] = [triage, score]
