@@ -108,14 +108,13 @@ _STEP_START = re.compile(
     r"^(?:first(?:ly)?|second(?:ly)?|third(?:ly)?|then|next|finally|after\s+that|once\s+"
     r"(?:that|this|you've|you\s+have)|now|step\s+\d+)\b[, :]"
 )
-_CODE_LINE = re.compile(
-    r"^\s*(?:\$\s+\S|>>>\s|(?:select|insert\s+into|update|delete\s+from|create\s+(?:table|index|"
-    r"view|user|role|extension)|alter\s+table|with\s+\w+\s+as|grant|explain)\b.*|(?:def|class|"
-    r"import|from\s+\S+\s+import|fn|let|const|var|function|return|pub\s+fn|async\s+def|"
-    r"#include|package|func)\s+\S.*|.*[;{]\s*$|\s*}\s*$|[\w.]+\s*=\s*[\w\"'\[{(].*|[\w-]+:\s+"
-    r"[\w\"'${].*)$",
-    re.IGNORECASE,
+# First words of a line of code or a shell command (lower-cased), for lines outside fences.
+_CODE_STARTS = frozenset(
+    """select insert update delete create alter with grant explain pragma def class import from
+    fn let const var function return pub async #include package func await""".split()
 )
+_YAML_KEY = re.compile(r"-?\s*[a-z_][a-z0-9_.-]*:")
+_SQL_SECOND = frozenset("into from table index view user role extension as".split())
 _PROSE_WORDS = re.compile(r"[A-Za-z]{3,}")
 _MEASUREMENT = re.compile(
     r"\b\d+(?:[.,]\d+)?\s?(?:%|percent\b|ms\b|µs\b|us\b|ns\b|sec\b|seconds?\b|minutes?\b|"
@@ -233,10 +232,29 @@ class ProseView:
 
 
 def _is_code_line(line: str) -> bool:
-    if not _CODE_LINE.match(line):
+    """A line outside fences that reads as code or a shell command (cheap checks first)."""
+    if line.startswith(("$ ", ">>> ", "% ")):
+        return True
+    words = line.split()
+    if line.endswith((";", "{")) or line == "}":
+        return True
+    if len(_PROSE_WORDS.findall(line)) > 8:
+        return False  # a sentence, whatever its first word
+    first = words[0].lower()
+    if first in _CODE_STARTS:
+        if first in ("select", "insert", "update", "delete", "create", "alter", "with"):
+            # SQL reads like English at the start; it needs its second keyword or symbols.
+            return len(words) > 1 and (
+                words[1].lower() in _SQL_SECOND or "*" in line or "(" in line
+            )
+        return len(words) > 1
+    # "name = value" and "key: value" lines (assignments, YAML, TOML) with few words; a
+    # YAML key is lower-case ("runs-on:"), a label in prose is not ("When: April 20").
+    if len(words) > 4 or len(words) < 2:
         return False
-    # "Name: value" and "a = b" shapes are also ordinary prose; a code line has few words.
-    return len(_PROSE_WORDS.findall(line)) <= 8 or line.rstrip().endswith((";", "{"))
+    if len(words) >= 3 and words[1] == "=":
+        return True
+    return bool(_YAML_KEY.fullmatch(words[0])) and words[1][:1] not in "*_"
 
 
 def analyse_prose(body: str, title: str, body_tokens: tuple[str, ...]) -> ProseView:
