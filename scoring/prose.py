@@ -28,7 +28,7 @@ __all__ = ["ProseView", "analyse_prose"]
 _SENTENCE = re.compile(r"(?<=[.!?:])\s+(?=[\"'(\[]?[A-Z0-9`])")
 _LIST_MARK = re.compile(r"^\s*(?:[-*+•]|\d{1,2}[.)])\s+")
 _GUIDE_VERBS = frozenset(
-    [
+    (
         "add",
         "allow",
         "always",
@@ -98,7 +98,7 @@ _GUIDE_VERBS = frozenset(
         "use",
         "verify",
         "write",
-    ]
+    )
 )
 _YOU_SHOULD = re.compile(
     r"^(?:you|we)\s+(?:should|must|need\s+to|can|will\s+need|have\s+to)\b|^make\s+sure\b"
@@ -110,11 +110,40 @@ _STEP_START = re.compile(
 )
 # First words of a line of code or a shell command (lower-cased), for lines outside fences.
 _CODE_STARTS = frozenset(
-    """select insert update delete create alter with grant explain pragma def class import from
-    fn let const var function return pub async #include package func await""".split()
+    (
+        "select",
+        "insert",
+        "update",
+        "delete",
+        "merge",
+        "create",
+        "alter",
+        "with",
+        "grant",
+        "explain",
+        "pragma",
+        "def",
+        "class",
+        "import",
+        "from",
+        "fn",
+        "let",
+        "const",
+        "var",
+        "function",
+        "return",
+        "pub",
+        "async",
+        "#include",
+        "package",
+        "func",
+        "await",
+    )
 )
 _YAML_KEY = re.compile(r"-?\s*[a-z_][a-z0-9_.-]*:")
-_SQL_SECOND = frozenset("into from table index view user role extension as".split())
+_SQL_SECOND = frozenset(
+    ("into", "from", "table", "index", "view", "user", "role", "extension", "as")
+)
 _PROSE_WORDS = re.compile(r"[A-Za-z]{3,}")
 _MEASUREMENT = re.compile(
     r"\b\d+(?:[.,]\d+)?\s?(?:%|percent\b|ms\b|µs\b|us\b|ns\b|sec\b|seconds?\b|minutes?\b|"
@@ -242,7 +271,7 @@ def _is_code_line(line: str) -> bool:
         return False  # a sentence, whatever its first word
     first = words[0].lower()
     if first in _CODE_STARTS:
-        if first in ("select", "insert", "update", "delete", "create", "alter", "with"):
+        if first in ("select", "insert", "update", "delete", "merge", "create", "alter", "with"):
             # SQL reads like English at the start; it needs its second keyword or symbols.
             return len(words) > 1 and (
                 words[1].lower() in _SQL_SECOND or "*" in line or "(" in line

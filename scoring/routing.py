@@ -81,13 +81,17 @@ class Router:
         candidates = tuple((domain, round(value, 4)) for value, domain, *_ in scored[:_CANDIDATES])
         if not scored or scored[0][0] < self._min_confidence:
             best = scored[0] if scored else None
-            near = (
-                f" (best: {best[1]} at {best[0]:.2f})" if best is not None and best[0] > 0 else ""
-            )
+            best_value = best[0] if best is not None else 0.0
+            confidence = round(1.0 - best_value, 4)
+            # The fallback's confidence is how clearly nothing fits: one minus the best.
+            near = f"; the best, {best[1]}, has {best_value:.2f}" if best and best_value else ""
             return RouteDecision(
                 domain=FALLBACK_DOMAIN,
-                confidence=round(1.0 - (best[0] if best else 0.0), 4),
-                reason=f"{FALLBACK_DOMAIN}: no domain reached {self._min_confidence:.2f}{near}",
+                confidence=confidence,
+                reason=(
+                    f"{FALLBACK_DOMAIN} ({confidence:.2f}): no domain reached "
+                    f"{self._min_confidence:.2f}{near}"
+                ),
                 candidates=candidates,
             )
         value, domain, found, keyword, semantic = scored[0]

@@ -137,9 +137,7 @@ def contradictions(card: ScoreCard, item: Item, threshold: float) -> list[str]:
         out.append("authority: primary-source count disagrees")
 
     route = card.route
-    if not route.reason.startswith(f"{route.domain} (") and not route.reason.startswith(
-        f"{route.domain}: no domain reached"
-    ):
+    if not route.reason.startswith(f"{route.domain} ("):
         out.append(f"route: reason {route.reason!r} does not name the domain {route.domain}")
     shown = re.match(r"[\w-]+ \((\d\.\d\d)\)", route.reason)
     if shown and abs(float(shown.group(1)) - route.confidence) > 0.006:
