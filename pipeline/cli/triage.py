@@ -53,6 +53,7 @@ def triage_json(report: TriageReport) -> dict[str, Any]:
         "indexed": report.indexed,
         "index_error": report.index_error,
         "errors": report.errors,
+        "corrections_noticed": report.corrections,
         "elapsed": round(report.elapsed, 3),
     }
 
@@ -85,6 +86,12 @@ def print_triage_report(console: Console, report: TriageReport) -> None:
                 note,
             )
         console.print(table)
+    if report.corrections:
+        console.print(
+            f"learned from {len(report.corrections)} correction(s) you made in the vault "
+            "(`signaldesk triage corrections` lists them)",
+            highlight=False,
+        )
     if report.inbox_waiting:
         console.print(
             f"{len(report.inbox_waiting)} clipping(s) below the threshold stay in the inbox",
