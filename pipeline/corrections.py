@@ -108,24 +108,24 @@ def _walk_names(vault: Path) -> dict[str, list[str]]:
 
 def _filed_note(
     entry: LedgerEntry, writer: NoteWriter, settings: TriageSettings
-) -> tuple[bool | None, str | None, str] | None:
-    """The correction a filed item's note shows, if any: (accept, domain, how)."""
+) -> tuple[bool | None, str | None, str, str | None] | None:
+    """The correction a filed item's note shows, if any: (accept, domain, how, where now)."""
     hint = entry.note_path
     assert hint is not None
     if writer.exists(hint) and read_note_id(writer.vault / hint) is None:
         return None  # a clipping filed with `leave`: it carries no id to follow
     where = writer.find(entry.id, hint, deep=True)
     if where is None:
-        return False, None, "deleted the note"
+        return False, None, "deleted the note", None
     if PurePosixPath(where).parts[:1] == (ARCHIVE_FOLDER,):
-        return False, None, "archived the note"
+        return False, None, "archived the note", where
     if _status(writer.vault / where) == "archived":
-        return False, None, "archived the note"
+        return False, None, "archived the note", where
     domain = _domain_of(where, settings.signals_folder)
     if domain is not None and domain != entry.domain:
-        return True, domain, "moved the note"
+        return True, domain, "moved the note", where
     if domain is None and PurePosixPath(where).parts[:1] != (settings.signals_folder,):
-        return True, None, "moved the note out of signals"
+        return True, None, "moved the note out of signals", where
     return None
 
 
@@ -155,18 +155,30 @@ async def notice_vault_corrections(
         if entry.note_path is None:
             continue
         seen = _filed_note(entry, writer, settings)
-        if seen is not None:
-            row = await record_correction(
-                ledger, entry.id, accept=seen[0], domain=seen[1], how=seen[2], once=True
+        if seen is None:
+            continue
+        accept, domain, how, where = seen
+        row = await record_correction(
+            ledger, entry.id, accept=accept, domain=domain, how=how, once=True
+        )
+        recorded += [row] if row is not None else []
+        if where is not None and where != entry.note_path:
+            # Follow the note where the person put it, so the next run finds it at once.
+            await ledger.record_triage(
+                entry.id,
+                "filed",
+                score=entry.score,
+                scores=entry.scores,
+                domain=domain or entry.domain,
+                note_path=where,
             )
-            recorded += [row] if row is not None else []
     for entry in await ledger.entries(status="rejected", source_kind="clipper"):
         if names is None:
             names = _walk_names(writer.vault)
-        seen = _inbox_clipping(entry, writer, names, settings)
-        if seen is not None:
+        left = _inbox_clipping(entry, writer, names, settings)
+        if left is not None:
             row = await record_correction(
-                ledger, entry.id, accept=seen[0], domain=seen[1], how=seen[2], once=True
+                ledger, entry.id, accept=left[0], domain=left[1], how=left[2], once=True
             )
             recorded += [row] if row is not None else []
     for row in recorded:

@@ -396,6 +396,8 @@ class Triager:
         message = result.message
         if card.teaser and message is None:
             message = "scored on the feed's teaser; re-scored when the full text arrives"
+        if card.by_person and message is None:
+            message = "your decision, whatever the score"
         if result.outcome in ("created", "moved", "copied") or (
             result.outcome == "updated" and result.path
         ):
