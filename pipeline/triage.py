@@ -24,11 +24,10 @@ from __future__ import annotations
 import enum
 import functools
 import logging
-import re
 import time
 from collections.abc import AsyncIterator, Callable, Collection, Mapping, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Final, Literal
@@ -48,6 +47,7 @@ from signaldesk.pipeline.ledger import Ledger, LedgerEntry, item_identity
 from signaldesk.pipeline.ledger_clippings import resolve_clipping
 from signaldesk.pipeline.notes import FilingError, NoteResult, NoteWriter, read_note_id
 from signaldesk.pipeline.stages import normalise
+from signaldesk.pipeline.triage_decisions import as_decided, full_text_arrived, lookup_entry
 from signaldesk.pipeline.triage_lock import TriageBusyError, triage_lock
 from signaldesk.pipeline.triage_records import (
     WRITTEN_OUTCOMES,
@@ -59,7 +59,7 @@ from signaldesk.pipeline.triage_records import (
 from signaldesk.retrieval.embedder import Embedder, LazyEmbedder
 from signaldesk.retrieval.indexer import Indexer
 from signaldesk.scoring.feedback import Correction
-from signaldesk.scoring.records import RouteDecision, ScoreCard
+from signaldesk.scoring.records import ScoreCard
 from signaldesk.scoring.scorer import Scorer
 from signaldesk.sources.clipper import scan_clippings
 from signaldesk.sources.http import build_client
@@ -83,20 +83,6 @@ logger = logging.getLogger(__name__)
 
 # Statuses triage may (re)score; the others are in flight, duplicates or parked.
 _TRIAGEABLE = ("pending", "filed", "rejected")
-_HEX_PREFIX = re.compile(r"[0-9a-f]{6,63}")
-
-
-async def lookup_entry(ledger: Ledger, item_id: str) -> LedgerEntry | None:
-    """The entry with id ``item_id``, or with that unique id prefix (as `items` shows)."""
-    entry = await ledger.get(item_id)
-    if entry is None and _HEX_PREFIX.fullmatch(item_id):
-        async with ledger.connection.execute(
-            "SELECT id FROM items WHERE id LIKE ? LIMIT 2", (item_id + "%",)
-        ) as cursor:
-            rows = list(await cursor.fetchall())
-        if len(rows) == 1:
-            entry = await ledger.get(rows[0][0])
-    return entry
 
 
 class _Default(enum.Enum):
@@ -222,7 +208,7 @@ class Triager:
                         jobs.append(_Job(entry.id, entry.item, entry.status, entry.note_path))
             if not rescore:
                 # Scored on a teaser, and the full text has arrived since: score again.
-                for item_id in await _full_text_arrived(self.ledger):
+                for item_id in await full_text_arrived(self.ledger):
                     entry = await self.ledger.get(item_id)
                     if entry is not None and entry.id not in self._seen:
                         jobs.append(_Job(entry.id, entry.item, entry.status, entry.note_path))
@@ -339,7 +325,7 @@ class Triager:
         cards = await self._score(batch)
         for job, card in zip(batch, cards, strict=True):
             if job.item_id in self._decided:
-                card = _as_decided(card, *self._decided[job.item_id])
+                card = as_decided(card, *self._decided[job.item_id])
             self._seen.add(job.item_id)
             decision = await self._file(job, card)
             self.report.decisions.append(decision)
@@ -457,30 +443,6 @@ class Triager:
                     self.report.index_error = str(exc)
         self.report.elapsed = time.monotonic() - self._started
         return self.report
-
-
-async def _full_text_arrived(ledger: Ledger) -> list[str]:
-    """Items filed or rejected on a teaser whose stored item now has the full text."""
-    async with ledger.connection.execute(
-        "SELECT id FROM items WHERE status IN ('filed', 'rejected') "
-        "AND json_extract(scores, '$.teaser') = 1 "
-        "AND coalesce(json_extract(payload, '$.teaser'), 0) = 0 ORDER BY discovered_at"
-    ) as cursor:
-        return [str(row[0]) async for row in cursor]
-
-
-def _as_decided(card: ScoreCard, file: bool, domain: str | None) -> ScoreCard:
-    """``card`` with the person's decision in place of the threshold's (scores kept)."""
-    route = card.route
-    if domain is not None and domain != route.domain:
-        route = RouteDecision(
-            domain=domain,
-            confidence=1.0,
-            reason=f"{domain} (1.00): you chose it; the rules said {route.domain} "
-            f"({route.confidence:.2f})",
-            candidates=((domain, 1.0), *route.candidates[:2]),
-        )
-    return replace(card, passed=file, route=route, by_person=True)
 
 
 @asynccontextmanager
