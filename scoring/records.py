@@ -5,10 +5,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["DIMENSIONS", "DimensionScore", "RouteDecision", "ScoreCard"]
+__all__ = ["DIMENSIONS", "TEASER_NOTE", "DimensionScore", "RouteDecision", "ScoreCard"]
 
 DIMENSIONS: tuple[str, ...] = ("relevance", "actionability", "depth", "authority")
 """The four dimensions, in the order the composite formula lists them."""
+
+TEASER_NOTE = (
+    "scored on the feed's teaser (the page could not be fetched); "
+    "re-scored when the full text arrives"
+)
+"""What a card scored on a teaser says, in its depth reason and its summary."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,6 +54,10 @@ class ScoreCard:
 
     :param composite: the weighted sum of the four dimensions, in [0, 1].
     :param passed: ``composite > threshold``: the item is filed under ``route.domain``.
+    :param teaser: scored on a feed's teaser, not the full text (``Item.teaser``): the
+        decision is provisional, and the item is scored again when the full text arrives.
+    :param by_person: ``passed`` and the route are the person's own decision
+        (``signaldesk triage accept`` / ``move``), not the threshold's.
     """
 
     relevance: DimensionScore
@@ -57,6 +67,8 @@ class ScoreCard:
     composite: float
     passed: bool
     route: RouteDecision
+    teaser: bool = False
+    by_person: bool = False
 
     def dimension(self, name: str) -> DimensionScore:
         """The score of dimension ``name`` (one of :data:`DIMENSIONS`)."""
@@ -64,6 +76,21 @@ class ScoreCard:
             raise KeyError(name)
         score: DimensionScore = getattr(self, name)
         return score
+
+    def summary(self, threshold: float) -> str:
+        """One line on the decision, agreeing with ``passed`` and the numbers."""
+        sign = ">" if self.composite > threshold else "<="
+        numbers = f"composite {self.composite:.3f} {sign} {threshold:.2f}"
+        line = (
+            f"filed under {self.route.domain}: {numbers}"
+            if self.passed
+            else f"not filed: {numbers}"
+        )
+        if self.by_person:
+            line += "; your decision"
+        if self.teaser:
+            line += f"; {TEASER_NOTE}"
+        return line
 
     def as_frontmatter(self) -> dict[str, Any]:
         """The fields a signal note's frontmatter records (SPEC section 5), rounded for people."""
