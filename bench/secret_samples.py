@@ -1,0 +1,435 @@
+"""Generated secrets for measuring the scrubber: one valid-shaped token per rule and seed.
+
+Tokens come from each rule's own regex, not from shapes written by hand: the regex is
+parsed (Python's ``re`` parser) and walked, choosing a random branch, repeat count and
+character at each step. A sample counts as valid for its rule only when that rule, on
+its own, redacts it in the document it is placed in (so a draw that an entropy
+threshold, a stopword or a check refuses is drawn again, as a real token of that
+vendor would pass them). Recall is then measured with the whole scrubber: every rule
+together, in their real order.
+
+Seeds: even seeds are the tuning half, odd seeds the held-out half (fixed here, once).
+
+Also here: the hand-made cases of issue 12 (shapes people write, not vendor formats),
+and real private keys made with ``ssh-keygen`` and ``openssl`` at run time.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+import re._constants as sre
+import re._parser as sre_parse
+import shutil
+import string
+import subprocess
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from signaldesk.retrieval.scrub_rules import Rule, RuleSet
+from signaldesk.retrieval.scrubber import Scrubber
+
+__all__ = [
+    "HAND_CASES",
+    "Sample",
+    "leaked",
+    "real_private_keys",
+    "rule_samples",
+    "sample_regex",
+]
+
+# Characters a sample draws from where the regex allows (nearly) anything.
+_UNIVERSE = string.ascii_letters + string.digits + "-_./+=:@!#%&*?~"
+_WORD = string.ascii_letters + string.digits + "_"
+_SPACE = " \t"
+_CATEGORIES: dict[Any, str] = {
+    sre.CATEGORY_DIGIT: string.digits,
+    sre.CATEGORY_NOT_DIGIT: string.ascii_letters + "-_.",
+    sre.CATEGORY_WORD: _WORD,
+    sre.CATEGORY_NOT_WORD: " -./:=",
+    sre.CATEGORY_SPACE: _SPACE,
+    sre.CATEGORY_NOT_SPACE: _UNIVERSE,
+}
+# Unbounded repeats ({40,} or +) draw up to this many more than their minimum.
+_OPEN_REPEAT = 24
+
+
+class _Walker:
+    def __init__(self, rng: random.Random, ignorecase: bool) -> None:
+        self.rng = rng
+        self.groups: dict[int, str] = {}
+        self.ignorecase = [ignorecase]
+
+    def _case(self, char: str) -> str:
+        if self.ignorecase[-1] and char.isalpha() and self.rng.random() < 0.5:
+            return char.swapcase()
+        return char
+
+    def _class(self, items: list[tuple[Any, Any]]) -> str:
+        chars: set[str] = set()
+        negate = False
+        for op, arg in items:
+            if op is sre.NEGATE:
+                negate = True
+            elif op is sre.LITERAL:
+                chars.add(chr(arg))
+            elif op is sre.RANGE:
+                lo, hi = arg
+                chars.update(chr(c) for c in range(lo, min(hi, lo + 300) + 1))
+            elif op is sre.CATEGORY:
+                chars.update(_CATEGORIES.get(arg, ""))
+        if self.ignorecase[-1]:
+            chars |= {c.swapcase() for c in chars if c.isascii()}
+        if negate:
+            pool = [c for c in _UNIVERSE if c not in chars]
+        else:
+            printable = [c for c in chars if c.isprintable() and c.isascii()]
+            pool = printable or sorted(chars)
+        return self.rng.choice(sorted(pool))
+
+    def walk(self, items: Any) -> str:
+        out: list[str] = []
+        for op, arg in items:
+            out.append(self._item(op, arg))
+        return "".join(out)
+
+    def _item(self, op: Any, arg: Any) -> str:
+        rng = self.rng
+        if op is sre.LITERAL:
+            return self._case(chr(arg))
+        if op is sre.NOT_LITERAL:
+            return rng.choice([c for c in _UNIVERSE if c != chr(arg)])
+        if op is sre.ANY:
+            return rng.choice(string.ascii_letters + string.digits)
+        if op is sre.IN:
+            return self._class(arg)
+        if op is sre.BRANCH:
+            return self.walk(rng.choice(arg[1]))
+        if op is sre.SUBPATTERN:
+            group, add_flags, del_flags, items = arg
+            if add_flags & re.IGNORECASE:
+                self.ignorecase.append(True)
+            elif del_flags & re.IGNORECASE:
+                self.ignorecase.append(False)
+            else:
+                self.ignorecase.append(self.ignorecase[-1])
+            text = self.walk(items)
+            self.ignorecase.pop()
+            if group is not None:
+                self.groups[group] = text
+            return text
+        if op in (sre.MAX_REPEAT, sre.MIN_REPEAT, sre.POSSESSIVE_REPEAT):
+            low, high, items = arg
+            top = low + _OPEN_REPEAT if high is sre.MAXREPEAT else high
+            count = rng.randint(low, max(low, top))
+            return "".join(self.walk(items) for _ in range(count))
+        if op is sre.GROUPREF:
+            return self.groups.get(arg, "")
+        if op is sre.GROUPREF_EXISTS:
+            group, yes, no = arg
+            return self.walk(yes if group in self.groups else (no or []))
+        if op is sre.ATOMIC_GROUP:
+            return self.walk(arg)
+        # AT (anchors, boundaries) and ASSERT / ASSERT_NOT (look-arounds) emit nothing:
+        # whether the sample satisfies them is checked by running the rule on it.
+        return ""
+
+
+def sample_regex(pattern: re.Pattern[str], rng: random.Random) -> str:
+    """One random string drawn from ``pattern``'s structure (not yet checked against it)."""
+    parsed = sre_parse.parse(pattern.pattern, pattern.flags)
+    walker = _Walker(rng, bool(parsed.state.flags & re.IGNORECASE))
+    return walker.walk(parsed)
+
+
+@dataclass(frozen=True, slots=True)
+class Sample:
+    """A document holding one generated secret of ``rule``."""
+
+    rule: str
+    document: str
+    secret: str
+
+
+# Where a generated token is put: after a space, as the last thing on its line.
+_CONTEXTS = ("Notes from the call:\n{s}\nThat is all.\n", "- see {s}\n")
+
+
+def _own_secret(scrubber: Scrubber, document: str) -> str | None:
+    """The one secret ``scrubber`` (a single rule) finds in ``document``, if exactly one."""
+    spans = scrubber.spans(document)
+    if len(spans) != 1:
+        return None
+    start, end, _ = spans[0]
+    return document[start:end]
+
+
+def rule_samples(
+    rules: RuleSet, rule: Rule, seed: int, *, count: int, attempts: int = 60
+) -> tuple[list[Sample], int]:
+    """``count`` valid samples of ``rule`` (fewer when draws keep failing) and the draws made."""
+    rng = random.Random(f"{rule.origin}:{rule.name}:{rule.regex.pattern}:{seed}")
+    alone = Scrubber(RuleSet((rule,), rules.gitleaks_commit, rules.global_allow))
+    samples: list[Sample] = []
+    draws = 0
+    while len(samples) < count and draws < count * attempts:
+        draws += 1
+        token = sample_regex(rule.regex, rng)
+        if rule.lowered:
+            token = "".join(c.upper() if rng.random() < 0.3 else c for c in token)
+        if rule.keywords and not any(k in token.lower() for k in rule.keywords):
+            # The rule wants one of its keywords nearby (gitleaks' prefilter does too):
+            # a real token of this kind sits next to its vendor's name.
+            token = f"{rng.choice(rule.keywords)} {token}"
+        document = rng.choice(_CONTEXTS).format(s=token)
+        secret = _own_secret(alone, document)
+        if secret is None or len(secret) < 4:
+            continue
+        samples.append(Sample(rule.name, document, secret))
+    return samples, draws
+
+
+_MARKER = re.compile(r"\[REDACTED:[\w-]+\]")
+
+
+def leaked(secret: str, output: str, document: str = "", window: int = 10) -> bool:
+    """Whether any ``window`` characters in a row of ``secret`` survive in ``output``.
+
+    Redaction markers are taken out of ``output`` first (they hold the rule's name,
+    which a secret may share a few characters with), and so are windows that the rest
+    of ``document`` holds anyway (runs of spaces in an indented YAML block).
+    """
+    output = _MARKER.sub("\x00", output)
+    rest = document.replace(secret, "\x00")
+    if len(secret) <= window:
+        return secret in output
+    windows = {secret[i : i + window] for i in range(len(secret) - window + 1)}
+    return any(w in output for w in windows if w not in rest and w.strip())
+
+
+# --- hand-made cases (issue 12, item 2) -------------------------------------------------
+
+
+def _rs(rng: random.Random, alphabet: str, n: int) -> str:
+    return "".join(rng.choice(alphabet) for _ in range(n))
+
+
+@dataclass(frozen=True, slots=True)
+class HandCase:
+    """A shape people write: ``template`` holds ``{secret}``, built from ``secret_template``."""
+
+    name: str
+    template: str
+    alphabet: str = string.ascii_letters + string.digits
+    length: int = 24
+    prefix: str = ""
+    extras: dict[str, tuple[str, int]] = field(default_factory=dict)
+    secret_template: str = "{s}"
+
+    def make(self, rng: random.Random) -> tuple[str, str]:
+        values = {name: _rs(rng, alphabet, n) for name, (alphabet, n) in self.extras.items()}
+        values["s"] = self.prefix + _rs(rng, self.alphabet, self.length)
+        secret = self.secret_template.format(**values)
+        return self.template.format(secret=secret, **values), secret
+
+
+_LOWER = string.ascii_lowercase
+_HEX = "0123456789abcdef"
+_B64 = string.ascii_letters + string.digits + "+/"
+_ALNUM = string.ascii_letters + string.digits
+_UPPER_ALNUM = string.ascii_uppercase + string.digits
+
+HAND_CASES: tuple[HandCase, ...] = (
+    HandCase("lowercase password (env)", "DB_PASSWORD={secret}\n", _LOWER, 10),
+    HandCase("lowercase password (yaml)", "database:\n  password: {secret}\n", _LOWER, 9),
+    HandCase("lowercase password (quoted)", 'password = "{secret}"\n', _LOWER, 8),
+    HandCase("lowercase password (ini)", "[client]\nuser = app\npassword = {secret}\n", _LOWER, 7),
+    HandCase(
+        "lowercase passphrase",
+        "passphrase: {secret}\n",
+        _LOWER,
+        7,
+        extras={"a": (_LOWER, 6), "b": (_LOWER, 8), "c": (_LOWER, 5)},
+        secret_template="{s} {a} {b} {c}",
+    ),
+    HandCase(
+        "lowercase passphrase (quoted)",
+        'GPG_PASSPHRASE="{secret}"\n',
+        _LOWER,
+        6,
+        extras={"a": (_LOWER, 7), "b": (_LOWER, 5), "c": (_LOWER, 6)},
+        secret_template="{s} {a} {b} {c}",
+    ),
+    HandCase("yaml value on next line", "db:\n  password:\n    {secret}\n  host: db\n", _ALNUM, 16),
+    HandCase("yaml lowercase on next line", "password:\n  {secret}\n", _LOWER, 10),
+    HandCase("yaml secret on next line", "api_token:\n  {secret}\n", _ALNUM, 32),
+    HandCase(
+        "yaml block scalar", "service:\n  api_key: |\n    {secret}\n  region: eu\n", _ALNUM, 40
+    ),
+    HandCase("yaml folded scalar", "client_secret: >-\n  {secret}\nname: app\n", _B64, 44),
+    HandCase("yaml password block", "password: |\n  {secret}\nuser: app\n", _LOWER, 12),
+    HandCase("mysql -p", "mysql -u root -p{secret} -h db.internal app\n", _ALNUM, 14),
+    HandCase("mysql -p quoted", "mysql -uroot -p'{secret}' shop\n", _ALNUM, 14),
+    HandCase("mysql --password", "mysqldump --password={secret} shop > shop.sql\n", _ALNUM, 14),
+    HandCase("curl -u", "curl -u admin:{secret} https://api.internal/v1/items\n", _ALNUM, 18),
+    HandCase("curl --user", "curl --user 'deploy:{secret}' https://ci.internal/\n", _ALNUM, 18),
+    HandCase("curl -u lowercase", "curl -s -u ci:{secret} https://ci.internal/\n", _LOWER, 10),
+    HandCase(
+        "aws secret key in prose",
+        "The AWS secret key for the backup user is {secret} (rotate it).\n",
+        _B64,
+        40,
+    ),
+    HandCase(
+        "aws secret access key in prose",
+        "Use access key AKIA{k} with secret access key {secret} for staging.\n",
+        _B64,
+        40,
+        extras={"k": (string.ascii_uppercase + "234567", 16)},
+    ),
+    HandCase("pscale_tkn_ in prose", "Token is {secret}, keep it safe.\n", _ALNUM, 43, "pscale_tkn_"),
+    HandCase("pul- in prose", "my pulumi token {secret}.\n", _HEX, 40, "pul-"),
+    HandCase("sgp_ in prose", "sourcegraph: {secret} (admin)\n", _HEX, 40, "sgp_"),
+    HandCase("fo1_ in prose", "the token {secret} was rotated.\n", _ALNUM + "_-", 43, "fo1_"),
+    HandCase(
+        "dt0c01. in prose",
+        "dynatrace {secret} expires soon.\n",
+        _UPPER_ALNUM,
+        24,
+        "dt0c01.",
+        extras={"t": (_UPPER_ALNUM, 64)},
+        secret_template="{s}.{t}",
+    ),
+    HandCase(
+        "xkeysib- in prose",
+        "The key {secret} is for mail.\n",
+        _HEX,
+        64,
+        "xkeysib-",
+        extras={"t": (_ALNUM, 16)},
+        secret_template="{s}-{t}",
+    ),
+    HandCase("pnu_ in prose", "prefect {secret} works.\n", _ALNUM, 36, "pnu_"),
+    HandCase("shippo_live_ in prose", "shippo {secret}.\n", _HEX, 40, "shippo_live_"),
+    HandCase("AKCp in prose", "artifactory key {secret} here.\n", _ALNUM, 69, "AKCp"),
+    HandCase("EZAK in prose", "EasyPost: {secret}, live.\n", _ALNUM, 54, "EZAK"),
+    HandCase("hex to *_KEY", "SIGNING_KEY={secret}\n", _HEX, 64),
+    HandCase("base64 to *_KEY", "export ENCRYPTION_KEY='{secret}'\n", _B64, 43),
+    HandCase("hex to *_TOKEN", "REFRESH_TOKEN: {secret}\n", _HEX, 40),
+    HandCase("base64 to *_SECRET", "webhook_secret = {secret}\n", _B64, 32),
+    HandCase("hex to *_SECRET (json)", '{{"app_secret": "{secret}"}}\n', _HEX, 32),
+    HandCase("hex to *_KEY (yaml)", "  hmac_key: {secret}\n", _HEX, 32),
+    HandCase("url user:password (https)", "clone https://bot:{secret}@git.example.org/r.git\n"),
+    HandCase("url user:password (any scheme)", "upstream foo+ssh://ci:{secret}@host.example/x\n"),
+    HandCase("url user:password (ftp)", "mirror ftp://anon:{secret}@ftp.example.org/pub\n", length=12),
+    HandCase("url user:password (lowercase)", "see http://admin:{secret}@10.0.0.2/\n", _LOWER, 9),
+    HandCase("url token as user", "remote https://{secret}@github.com/org/repo.git\n", _ALNUM, 36, "ghp_"),
+    HandCase("url opaque token as user", "remote https://{secret}@gitlab.example/org/repo\n", _ALNUM, 32),
+)
+
+
+def hand_samples(seed: int, count: int) -> Iterator[tuple[HandCase, str, str]]:
+    """``count`` (case, document, secret) per hand-made case for ``seed``."""
+    for case in HAND_CASES:
+        rng = random.Random(f"hand:{case.name}:{seed}")
+        for _ in range(count):
+            document, secret = case.make(rng)
+            yield case, document, secret
+
+
+# --- real private keys --------------------------------------------------------------------
+
+
+def _run(args: list[str], cwd: Path) -> None:
+    subprocess.run(args, cwd=cwd, check=True, capture_output=True, timeout=300)
+
+
+def real_private_keys(kinds: tuple[str, ...] | None = None) -> Iterator[tuple[str, str]]:
+    """(kind, key text) for keys made now by ``ssh-keygen`` and ``openssl`` (skipped if absent).
+
+    Kinds: OpenSSH RSA 2048/3072/4096/8192, ECDSA, Ed25519; PEM (PKCS#1) RSA from
+    ssh-keygen; PKCS#8, encrypted PKCS#8, traditional encrypted PKCS#1, EC (SEC1) and
+    DSA-free ed25519 from openssl; a GCP-style service-account JSON.
+    """
+    with tempfile.TemporaryDirectory(prefix="signaldesk-keys-") as tmp:
+        folder = Path(tmp)
+        made: list[tuple[str, list[str], str]] = []
+        if shutil.which("ssh-keygen"):
+            for bits in (2048, 3072, 4096, 8192):
+                made.append(
+                    (f"openssh-rsa-{bits}", ["ssh-keygen", "-q", "-t", "rsa", "-b", str(bits)], "")
+                )
+            made.append(("openssh-ecdsa-521", ["ssh-keygen", "-q", "-t", "ecdsa", "-b", "521"], ""))
+            made.append(("openssh-ed25519", ["ssh-keygen", "-q", "-t", "ed25519"], ""))
+            made.append(
+                ("openssh-ed25519-encrypted", ["ssh-keygen", "-q", "-t", "ed25519"], "hunter22")
+            )
+            made.append(
+                ("pem-rsa-3072", ["ssh-keygen", "-q", "-t", "rsa", "-b", "3072", "-m", "PEM"], "")
+            )
+        for kind, args, passphrase in made:
+            if kinds is not None and kind not in kinds:
+                continue
+            path = folder / kind
+            _run([*args, "-N", passphrase, "-C", "", "-f", str(path)], folder)
+            yield kind, path.read_text()
+        if not shutil.which("openssl"):
+            return
+        openssl: list[tuple[str, list[str]]] = [
+            ("pkcs8-rsa-4096", ["genpkey", "-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:4096"]),
+            ("pkcs8-ec-p384", ["genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-384"]),
+            ("pkcs8-ed25519", ["genpkey", "-algorithm", "ed25519"]),
+            (
+                "pkcs8-rsa-2048-encrypted",
+                ["genpkey", "-algorithm", "RSA", "-aes-256-cbc", "-pass", "pass:hunter22"],
+            ),
+        ]
+        for kind, args in openssl:
+            if kinds is not None and kind not in kinds:
+                continue
+            path = folder / f"{kind}.pem"
+            _run(["openssl", *args, "-out", str(path)], folder)
+            yield kind, path.read_text()
+        traditional = [
+            ("pkcs1-rsa-2048", ["-traditional"]),
+            ("pkcs1-rsa-2048-encrypted", ["-traditional", "-aes128", "-passout", "pass:hunter22"]),
+        ]
+        source = folder / "rsa.pem"
+        _run(["openssl", "genpkey", "-algorithm", "RSA", "-out", str(source)], folder)
+        for kind, args in traditional:
+            if kinds is not None and kind not in kinds:
+                continue
+            path = folder / f"{kind}.pem"
+            _run(["openssl", "pkey", "-in", str(source), *args, "-out", str(path)], folder)
+            yield kind, path.read_text()
+        if kinds is None or "sec1-ec-p256" in kinds:
+            path = folder / "ec.pem"
+            _run(["openssl", "ecparam", "-name", "prime256v1", "-genkey", "-noout", "-out", str(path)], folder)
+            yield "sec1-ec-p256", path.read_text()
+        if kinds is None or "gcp-service-account-json" in kinds:
+            key = (folder / "pkcs8-rsa-4096.pem").read_text() if (
+                folder / "pkcs8-rsa-4096.pem"
+            ).exists() else source.read_text()
+            account = {
+                "type": "service_account",
+                "project_id": "demo-project",
+                "private_key_id": "0" * 8 + "a1b2c3d4" * 4,
+                "private_key": key,
+                "client_email": "bot@demo-project.iam.gserviceaccount.com",
+                "client_id": "104" + "0" * 18,
+            }
+            yield "gcp-service-account-json", json.dumps(account, indent=2)
+
+
+def key_lines(key: str) -> list[str]:
+    """The lines of a key that must not survive: every body line of 8+ characters."""
+    lines = []
+    for raw in key.replace("\\n", "\n").splitlines():
+        line = raw.strip().strip('",')
+        if len(line) >= 8 and "PRIVATE KEY" not in line and re.fullmatch(r"[A-Za-z0-9+/=]+", line):
+            lines.append(line)
+    return lines
