@@ -61,6 +61,7 @@ _OPEN_REPEAT = 24
 class _Walker:
     def __init__(self, rng: random.Random, ignorecase: bool) -> None:
         self.rng = rng
+        self.out: list[str] = []
         self.groups: dict[int, str] = {}
         self.ignorecase = [ignorecase]
 
@@ -91,25 +92,27 @@ class _Walker:
             pool = printable or sorted(chars)
         return self.rng.choice(sorted(pool))
 
-    def walk(self, items: Any) -> str:
-        out: list[str] = []
+    def walk(self, items: Any) -> None:
         for op, arg in items:
-            out.append(self._item(op, arg))
-        return "".join(out)
+            self._item(op, arg)
 
-    def _item(self, op: Any, arg: Any) -> str:
+    def _ends_in_word(self) -> bool:
+        return bool(self.out) and (self.out[-1][-1:].isalnum() or self.out[-1][-1:] == "_")
+
+    def _item(self, op: Any, arg: Any) -> None:
         rng = self.rng
+        out = self.out
         if op is sre.LITERAL:
-            return self._case(chr(arg))
-        if op is sre.NOT_LITERAL:
-            return rng.choice([c for c in _UNIVERSE if c != chr(arg)])
-        if op is sre.ANY:
-            return rng.choice(string.ascii_letters + string.digits)
-        if op is sre.IN:
-            return self._class(arg)
-        if op is sre.BRANCH:
-            return self.walk(rng.choice(arg[1]))
-        if op is sre.SUBPATTERN:
+            out.append(self._case(chr(arg)))
+        elif op is sre.NOT_LITERAL:
+            out.append(rng.choice([c for c in _UNIVERSE if c != chr(arg)]))
+        elif op is sre.ANY:
+            out.append(rng.choice(string.ascii_letters + string.digits))
+        elif op is sre.IN:
+            out.append(self._class(arg))
+        elif op is sre.BRANCH:
+            self.walk(rng.choice(arg[1]))
+        elif op is sre.SUBPATTERN:
             group, add_flags, del_flags, items = arg
             if add_flags & re.IGNORECASE:
                 self.ignorecase.append(True)
@@ -117,33 +120,35 @@ class _Walker:
                 self.ignorecase.append(False)
             else:
                 self.ignorecase.append(self.ignorecase[-1])
-            text = self.walk(items)
+            mark = len(out)
+            self.walk(items)
             self.ignorecase.pop()
             if group is not None:
-                self.groups[group] = text
-            return text
-        if op in (sre.MAX_REPEAT, sre.MIN_REPEAT, sre.POSSESSIVE_REPEAT):
+                self.groups[group] = "".join(out[mark:])
+        elif op in (sre.MAX_REPEAT, sre.MIN_REPEAT, sre.POSSESSIVE_REPEAT):
             low, high, items = arg
             top = low + _OPEN_REPEAT if high is sre.MAXREPEAT else high
-            count = rng.randint(low, max(low, top))
-            return "".join(self.walk(items) for _ in range(count))
-        if op is sre.GROUPREF:
-            return self.groups.get(arg, "")
-        if op is sre.GROUPREF_EXISTS:
+            for _ in range(rng.randint(low, max(low, top))):
+                self.walk(items)
+        elif op is sre.GROUPREF:
+            out.append(self.groups.get(arg, ""))
+        elif op is sre.GROUPREF_EXISTS:
             group, yes, no = arg
-            return self.walk(yes if group in self.groups else (no or []))
-        if op is sre.ATOMIC_GROUP:
-            return self.walk(arg)
-        # AT (anchors, boundaries) and ASSERT / ASSERT_NOT (look-arounds) emit nothing:
-        # whether the sample satisfies them is checked by running the rule on it.
-        return ""
+            self.walk(yes if group in self.groups else (no or []))
+        elif op is sre.ATOMIC_GROUP:
+            self.walk(arg)
+        elif op is sre.AT and arg is sre.AT_BOUNDARY and self._ends_in_word():
+            # A word boundary after a word character: end the word. (Other anchors and
+            # look-arounds emit nothing; running the rule on the sample checks them.)
+            out.append(" ")
 
 
 def sample_regex(pattern: re.Pattern[str], rng: random.Random) -> str:
     """One random string drawn from ``pattern``'s structure (not yet checked against it)."""
     parsed = sre_parse.parse(pattern.pattern, pattern.flags)
     walker = _Walker(rng, bool(parsed.state.flags & re.IGNORECASE))
-    return walker.walk(parsed)
+    walker.walk(parsed)
+    return "".join(walker.out)
 
 
 @dataclass(frozen=True, slots=True)

@@ -176,6 +176,19 @@ def _password(value: str) -> bool:
     return len(value) >= 6 or _char_classes(value) >= 2
 
 
+# Endings of words that describe a value rather than being one ("hashed", "encrypting",
+# "configurable", "rotation"): refused after "password:", where prose puts them.
+_DESCRIPTIVE = re.compile(r"[a-z]{2,}(?:ed|ing|able|ible|ion|ions|ment|ness|ity)")
+
+
+def _password_colon(value: str) -> bool:
+    """:func:`_password`, but a single descriptive English word does not count."""
+    stripped = value.strip()
+    if " " not in stripped and _DESCRIPTIVE.fullmatch(stripped.lower()):
+        return False
+    return _password(value)
+
+
 def _passphrase(value: str) -> bool:
     """Several words chosen as a secret (``correct horse battery staple``), not a sentence."""
     value = value.strip()
@@ -243,6 +256,7 @@ CHECKS: dict[str, Check] = {
     "discord_bot_token": _discord_bot_token,
     "basic_credentials": _basic_credentials,
     "password": _password,
+    "password_colon": _password_colon,
     "passphrase": _passphrase,
     "token": _token,
     "not_placeholder": _not_placeholder,
