@@ -296,7 +296,9 @@ HAND_CASES: tuple[HandCase, ...] = (
         40,
         extras={"k": (string.ascii_uppercase + "234567", 16)},
     ),
-    HandCase("pscale_tkn_ in prose", "Token is {secret}, keep it safe.\n", _ALNUM, 43, "pscale_tkn_"),
+    HandCase(
+        "pscale_tkn_ in prose", "Token is {secret}, keep it safe.\n", _ALNUM, 43, "pscale_tkn_"
+    ),
     HandCase("pul- in prose", "my pulumi token {secret}.\n", _HEX, 40, "pul-"),
     HandCase("sgp_ in prose", "sourcegraph: {secret} (admin)\n", _HEX, 40, "sgp_"),
     HandCase("fo1_ in prose", "the token {secret} was rotated.\n", _ALNUM + "_-", 43, "fo1_"),
@@ -330,10 +332,16 @@ HAND_CASES: tuple[HandCase, ...] = (
     HandCase("hex to *_KEY (yaml)", "  hmac_key: {secret}\n", _HEX, 32),
     HandCase("url user:password (https)", "clone https://bot:{secret}@git.example.org/r.git\n"),
     HandCase("url user:password (any scheme)", "upstream foo+ssh://ci:{secret}@host.example/x\n"),
-    HandCase("url user:password (ftp)", "mirror ftp://anon:{secret}@ftp.example.org/pub\n", length=12),
+    HandCase(
+        "url user:password (ftp)", "mirror ftp://anon:{secret}@ftp.example.org/pub\n", length=12
+    ),
     HandCase("url user:password (lowercase)", "see http://admin:{secret}@10.0.0.2/\n", _LOWER, 9),
-    HandCase("url token as user", "remote https://{secret}@github.com/org/repo.git\n", _ALNUM, 36, "ghp_"),
-    HandCase("url opaque token as user", "remote https://{secret}@gitlab.example/org/repo\n", _ALNUM, 32),
+    HandCase(
+        "url token as user", "remote https://{secret}@github.com/org/repo.git\n", _ALNUM, 36, "ghp_"
+    ),
+    HandCase(
+        "url opaque token as user", "remote https://{secret}@gitlab.example/org/repo\n", _ALNUM, 32
+    ),
 )
 
 
@@ -385,8 +393,14 @@ def real_private_keys(kinds: tuple[str, ...] | None = None) -> Iterator[tuple[st
         if not shutil.which("openssl"):
             return
         openssl: list[tuple[str, list[str]]] = [
-            ("pkcs8-rsa-4096", ["genpkey", "-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:4096"]),
-            ("pkcs8-ec-p384", ["genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-384"]),
+            (
+                "pkcs8-rsa-4096",
+                ["genpkey", "-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:4096"],
+            ),
+            (
+                "pkcs8-ec-p384",
+                ["genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-384"],
+            ),
             ("pkcs8-ed25519", ["genpkey", "-algorithm", "ed25519"]),
             (
                 "pkcs8-rsa-2048-encrypted",
@@ -413,12 +427,26 @@ def real_private_keys(kinds: tuple[str, ...] | None = None) -> Iterator[tuple[st
             yield kind, path.read_text()
         if kinds is None or "sec1-ec-p256" in kinds:
             path = folder / "ec.pem"
-            _run(["openssl", "ecparam", "-name", "prime256v1", "-genkey", "-noout", "-out", str(path)], folder)
+            _run(
+                [
+                    "openssl",
+                    "ecparam",
+                    "-name",
+                    "prime256v1",
+                    "-genkey",
+                    "-noout",
+                    "-out",
+                    str(path),
+                ],
+                folder,
+            )
             yield "sec1-ec-p256", path.read_text()
         if kinds is None or "gcp-service-account-json" in kinds:
-            key = (folder / "pkcs8-rsa-4096.pem").read_text() if (
-                folder / "pkcs8-rsa-4096.pem"
-            ).exists() else source.read_text()
+            key = (
+                (folder / "pkcs8-rsa-4096.pem").read_text()
+                if (folder / "pkcs8-rsa-4096.pem").exists()
+                else source.read_text()
+            )
             account = {
                 "type": "service_account",
                 "project_id": "demo-project",

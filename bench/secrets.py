@@ -217,7 +217,9 @@ def _notes(limit: int) -> list[str]:
     return texts[:limit]
 
 
-def speed(limit: int, repeats: int, scan: Callable[[str], object] | None = None) -> dict[str, float]:
+def speed(
+    limit: int, repeats: int, scan: Callable[[str], object] | None = None
+) -> dict[str, float]:
     texts = _notes(limit)
     scan = scan or default_scrubber().scrub
     times = []

@@ -29,7 +29,9 @@ _BEGIN = re.compile(r"-{4,5} ?BEGIN [A-Z0-9 ]{0,40}?PRIVATE KEY(?: BLOCK)? ?-{4,
 _END = re.compile(r"-{4,5} ?END [A-Z0-9 ]{0,40}?PRIVATE KEY(?: BLOCK)? ?-{4,5}", re.IGNORECASE)
 # One line of key material, with what code, YAML, quotes and lists put around it.
 _BODY_LINE = re.compile(
-    r"[ \t>]*(?:[-*+][ \t]+)?[\"'`]?(?:[A-Za-z0-9+/=]+|=[A-Za-z0-9+/]{4})?(?:\\n)?[\"'`]?[ \t,;+\\]*"
+    r"[ \t>]*(?:[-*+][ \t]+)?[\"'`]?"  # indentation, quote marks, a list bullet, a quote
+    r"(?:[A-Za-z0-9+/=]+|=[A-Za-z0-9+/]{4})?"  # base64 (or PGP's =CRC line)
+    r"(?:\\n)?[\"'`]?[ \t,;+\\]*"  # an escaped newline, a closing quote, concatenation
 )
 _HEADER_LINE = re.compile(
     r"[ \t>]*[\"']?(?:Proc-Type|DEK-Info|Comment|Version|Hash|Charset|Subject|"

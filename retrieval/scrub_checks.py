@@ -11,8 +11,10 @@ import binascii
 import json
 import math
 import re
+import tomllib
 from collections import Counter
 from collections.abc import Callable
+from importlib import resources
 
 __all__ = ["CHECKS", "Check", "in_template", "is_placeholder", "shannon_entropy"]
 
@@ -62,27 +64,12 @@ _PLACEHOLDER_WORDS = (
 )
 # `config.password`, `os.environ`, `get_token()`: code that names a secret, not a secret.
 _CODE_REFERENCE = re.compile(r"^[A-Za-z_][\w]*(?:\.[A-Za-z_]\w*)*(?:\(.*\))?$")
-# Values that documentation puts where a password would go ("password: required").
-_DOC_VALUES = frozenset(
-    """required optional none null nil true false yes no empty string secret hidden
-    redacted unset default prompt ask auto blank missing unknown same text value values
-    password passwords passphrase token tokens key keys see below above here there
-    variable variables field fields env environment config configuration settings
-    section file files user username login admin root guest test testing tests
-    pass passwd pwd secure insecure encrypted plaintext masked omitted disabled enabled
-    boolean integer number int str bytes base64 hex random generated your their
-    ignored removed deleted invalid valid incorrect correct wrong forgotten reset
-    changed change update updated new old current previous stored saved sent
-    """.split()
-)
-# English function words: a "value" made of them is a sentence, not a passphrase.
-_FUNCTION_WORDS = frozenset(
-    """a an the to of in on at by for from with without into onto is are was were be
-    been being and or but not no if then than that this these those it its as so such
-    see use used using set get your you our my we they he she his her them their which
-    who what when where how why can could should would will must may might do does
-    done via per each every any all some one two here there""".split()
-)
+# Values that documentation puts where a password would go ("password: required"), and
+# English function words (a "value" holding one is a sentence): secret_rules/words.toml.
+_WORDS_FILE = resources.files("signaldesk.retrieval").joinpath("secret_rules", "words.toml")
+_WORDS = tomllib.loads(_WORDS_FILE.read_text("utf-8"))
+_DOC_VALUES = frozenset(_WORDS["doc_values"])
+_FUNCTION_WORDS = frozenset(_WORDS["function_words"])
 
 
 def _is_code_reference(value: str) -> bool:

@@ -33,12 +33,22 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cache
+from typing import Any
 
 from signaldesk.retrieval.scrub_blocks import private_key_spans
 from signaldesk.retrieval.scrub_checks import in_template, shannon_entropy
 from signaldesk.retrieval.scrub_rules import Allowlist, Rule, RuleSet, load_rules
 
-__all__ = ["PATTERN_NAMES", "PRIVATE_KEY", "ScrubResult", "Scrubber", "scrub"]
+__all__ = [
+    "PATTERN_NAMES",
+    "PRIVATE_KEY",
+    "ScrubResult",
+    "Scrubber",
+    "default_scrubber",
+    "scrub",
+    "scrub_text",
+    "scrub_value",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -226,7 +236,9 @@ class Scrubber:
         for start, end, name in spans:
             pieces.append(text[position:start])
             # Keep the line count: the marker, then the line breaks the secret held.
-            pieces.append(REDACTION_TEMPLATE.format(name=name) + "\n" * text.count("\n", start, end))
+            pieces.append(
+                REDACTION_TEMPLATE.format(name=name) + "\n" * text.count("\n", start, end)
+            )
             position = end
             findings[name] = findings.get(name, 0) + 1
         pieces.append(text[position:])
@@ -252,6 +264,26 @@ def scrub(text: str) -> ScrubResult:
     :returns: the new text and the number of replacements per rule name.
     """
     return default_scrubber().scrub(text)
+
+
+def scrub_text(text: str) -> str:
+    """``text`` with every secret replaced (:func:`scrub` without the counts)."""
+    return default_scrubber().scrub(text).text
+
+
+def scrub_value(value: Any) -> Any:
+    """A JSON-like value (dicts, lists, tuples, strings, numbers) with every string scrubbed.
+
+    For what signaldesk writes or logs about what it took in (ledger payloads,
+    generated notes): the structure and the keys stay, string values are scrubbed.
+    """
+    if isinstance(value, str):
+        return scrub_text(value) if value else value
+    if isinstance(value, dict):
+        return {key: scrub_value(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return type(value)(scrub_value(item) for item in value)
+    return value
 
 
 PATTERN_NAMES: tuple[str, ...] = default_scrubber().names

@@ -187,7 +187,11 @@ CASES: list[tuple[str, str, str]] = [
         "bot " + "".join(_RNG.choice(DIGITS) for _ in range(10)) + ":AA" + rs(URLSAFE, 33),
         "bot " + "".join(_RNG.choice(DIGITS) for _ in range(10)) + ":AA" + rs(URLSAFE, 20),
     ),
-    ("stripe-secret-key", "sk" + "_live_" + rs(ALNUM, 99), "sk" + "_live_ keys are secret; pk" + "_live_ keys are not."),
+    (
+        "stripe-secret-key",
+        "sk" + "_live_" + rs(ALNUM, 99),
+        "sk" + "_live_ keys are secret; pk" + "_live_ keys are not.",
+    ),
     ("stripe-restricted-key", "rk" + "_test_" + rs(ALNUM, 24), "pk" + "_test_" + rs(ALNUM, 24)),
     ("stripe-webhook-secret", "wh" + "sec_" + rs(ALNUM, 32), "wh" + "sec_" + rs(ALNUM, 20)),
     ("square-access-token", "EA" + "AA" + rs(URLSAFE, 60), "EA" + "AA" + rs(URLSAFE, 18)),

@@ -36,7 +36,7 @@ def _places(key: str) -> dict[str, str]:
     body = key.split("-----END")[0] if "-----END" in key else key
     return {
         "alone": key,
-        "fenced in a note": f"# Server\n\nThe deploy key:\n\n```\n{key}\n```\n\nRotate it yearly.\n",
+        "fenced in a note": f"# Server\n\nThe deploy key:\n\n```\n{key}\n```\n\nRotate it.\n",
         "without its END line": f"Pasted by mistake:\n{body}",
         "as a quote": "\n".join("> " + line for line in key.splitlines()),
         "indented in YAML": "ssh:\n  key: |\n" + "\n".join("    " + ln for ln in key.splitlines()),
@@ -86,9 +86,9 @@ def test_a_key_in_a_json_string_and_two_keys_in_a_row() -> None:
         return f"-----BEGIN {kind}-----\n" + "\n".join(lines) + f"\n-----END {kind}-----"
 
     escaped = pem("PRIVATE KEY").replace("\n", "\\n")
-    text = '{"private_key": "' + escaped + '\\n", "client_email": "a@b.iam.gserviceaccount.com"}'
-    out = scrub(text).text
-    assert out == '{"private_key": "[REDACTED:private-key]\\n", "client_email": "a@b.iam.gserviceaccount.com"}'
+    tail = '\\n", "client_email": "a@b.iam.gserviceaccount.com"}'
+    out = scrub('{"private_key": "' + escaped + tail).text
+    assert out == '{"private_key": "[REDACTED:private-key]' + tail
     first, second = pem("EC PRIVATE KEY"), pem("ENCRYPTED PRIVATE KEY")
     result = scrub(f"{first}\n{second}\n")
     assert result.findings == {"private-key": 2}
