@@ -158,6 +158,8 @@ class Sample:
     rule: str
     document: str
     secret: str
+    token: str = ""
+    """What was drawn from the regex (the document holds it in a line of context)."""
 
 
 # Where a generated token is put: after a space, as the last thing on its line.
@@ -194,7 +196,7 @@ def rule_samples(
         secret = _own_secret(alone, document)
         if secret is None or len(secret) < 4:
             continue
-        samples.append(Sample(rule.name, document, secret))
+        samples.append(Sample(rule.name, document, secret, token))
     return samples, draws
 
 
