@@ -8,6 +8,7 @@ Run from the checkout root (shared data beside it, as for the tests)::
     python -m bench.secrets fp [--half ...] [--show 5]
     python -m bench.secrets speed [--notes 45000]
     python -m bench.secrets compare            # detect-secrets beside signaldesk (if installed)
+    python -m bench.secrets overlap            # own rules that gitleaks' rules already cover
 
 Halves: generated tokens use even seeds for tuning and odd seeds held out; corpus
 documents are split by a hash of their id or path (:func:`half_of`). Choices were made
@@ -30,7 +31,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from bench.secret_samples import hand_samples, key_lines, leaked, real_private_keys, rule_samples
-from signaldesk.retrieval.scrub_rules import load_rules
+from signaldesk.retrieval.scrub_rules import RuleSet, load_rules
 from signaldesk.retrieval.scrubber import Scrubber, default_scrubber
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -131,6 +132,32 @@ def keys() -> list[dict[str, object]]:
                     "line_count_kept": out.count("\n") == document.count("\n"),
                 }
             )
+    return rows
+
+
+def overlap(per_rule: int) -> list[dict[str, object]]:
+    """For each own rule: how many of its generated tokens gitleaks' rules alone redact.
+
+    An own vendor rule at ``per_rule`` of ``per_rule`` adds nothing and was removed
+    (the comment at the top of ``secret_rules/signaldesk.toml``).
+    """
+    rules = load_rules()
+    theirs = Scrubber(
+        RuleSet(
+            tuple(r for r in rules.rules if r.origin == "gitleaks"),
+            rules.gitleaks_commit,
+            rules.global_allow,
+        )
+    )
+    rows = []
+    for index, rule in enumerate(rules.rules):
+        if rule.origin != "signaldesk":
+            continue
+        samples, _ = rule_samples(rules, rule, index, count=per_rule)
+        caught = [
+            s for s in samples if not leaked(s.secret, theirs.scrub(s.document).text, s.document)
+        ]
+        rows.append({"rule": rule.name, "samples": len(samples), "gitleaks_redacts": len(caught)})
     return rows
 
 
@@ -309,7 +336,9 @@ def compare(half: str, per_rule: int, limit: int) -> dict[str, object]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("what", choices=("recall", "hand", "keys", "fp", "speed", "compare"))
+    parser.add_argument(
+        "what", choices=("recall", "hand", "keys", "fp", "speed", "compare", "overlap")
+    )
     parser.add_argument("--half", choices=(*HALVES, "all"), default="held-out")
     parser.add_argument("--per-rule", type=int, default=20)
     parser.add_argument("--show", type=int, default=3)
@@ -326,6 +355,8 @@ def main(argv: list[str] | None = None) -> int:
         result = keys()
     elif args.what == "fp":
         result = false_positives(args.half, args.show)
+    elif args.what == "overlap":
+        result = overlap(args.per_rule)
     elif args.what == "speed":
         result = speed(args.notes, args.repeats)
     else:

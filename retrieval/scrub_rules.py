@@ -29,13 +29,16 @@ from typing import Any, Literal
 
 from signaldesk.retrieval.scrub_checks import CHECKS, Check
 
-__all__ = ["Allowlist", "Rule", "RuleSet", "load_rules", "rules_from_data"]
+__all__ = ["LINE", "Allowlist", "Rule", "RuleSet", "load_rules", "rules_from_data"]
 
 _DATA = "secret_rules"
 _OWN = "signaldesk.toml"
 _GITLEAKS = "gitleaks.json"
 
 AllowTarget = Literal["secret", "match", "line"]
+
+LINE = -1
+"""``Rule.starts`` for rules whose matches start at the start of a keyword's line."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,6 +67,7 @@ class Rule:
     :param lowered: ``regex`` is case-sensitive and written in lower case; it runs on
         the lower-cased text (faster than ``IGNORECASE``, same result).
     :param origin: which rule file it came from.
+    :param starts: see the attribute.
     """
 
     name: str
@@ -76,6 +80,10 @@ class Rule:
     lowered: bool = False
     allow: tuple[Allowlist, ...] = ()
     origin: str = "signaldesk"
+    starts: int | None = None
+    """Where every match starts, relative to an occurrence of one of ``keywords``: at
+    most this many characters before it (0: at the keyword), or :data:`LINE` (at the
+    start of its line). Set, the regex is tried only there instead of everywhere."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,10 +127,26 @@ def _own_rule(raw: dict[str, Any]) -> Rule:
         lowered=lowered,
         allow=tuple(_allowlist(a) for a in raw.get("allowlists", ())),
         origin="signaldesk",
+        starts=_starts(raw),
     )
 
 
-def _gitleaks_rule(raw: dict[str, Any]) -> Rule:
+def _starts(raw: dict[str, Any]) -> int | None:
+    starts = raw.get("starts")
+    if starts is None:
+        return None
+    if not raw.get("keywords"):
+        raise ValueError(f"rule {raw['id']}: `starts` needs keywords")
+    if starts == "keyword":
+        return 0
+    if starts == "line":
+        return LINE
+    if isinstance(starts, int) and 0 <= starts <= 200:
+        return starts
+    raise ValueError(f"rule {raw['id']}: `starts` is 'keyword', 'line' or 0-200, not {starts!r}")
+
+
+def _gitleaks_rule(raw: dict[str, Any], starts: dict[str, Any]) -> Rule:
     return Rule(
         name=raw["id"],
         regex=re.compile(raw["regex"], re.ASCII),
@@ -131,6 +155,7 @@ def _gitleaks_rule(raw: dict[str, Any]) -> Rule:
         entropy=float(raw.get("entropy", 0.0)),
         allow=tuple(_allowlist(a) for a in raw.get("allowlists", ())),
         origin="gitleaks",
+        starts=_starts({**raw, "starts": starts.get(raw["id"])}),
     )
 
 
@@ -149,7 +174,7 @@ def rules_from_data(
     off = {entry["id"] for entry in policy.get("disabled", ())} | set(disabled)
     own_rules = [(bool(r.get("generic")), _own_rule(r)) for r in own.get("rules", ())]
     theirs = [
-        (r["id"] in generic_ids, _gitleaks_rule(r))
+        (r["id"] in generic_ids, _gitleaks_rule(r, policy.get("starts", {})))
         for r in gitleaks.get("rules", ())
         if r["id"] not in off
     ]

@@ -21,9 +21,11 @@ earlier rule (so a vendor's name wins over a generic one). Only the secret is
 replaced: the name in ``API_KEY=...`` and the host in a connection string stay
 searchable.
 
-Speed: the scrubber runs on every note. One pass of a keyword trie over the
-lower-cased text says which keywords occur; a rule's regex runs only when one of
-its keywords does (gitleaks' prefilter), which skips most rules for most notes.
+Speed: the scrubber runs on every note. One Aho-Corasick pass over the lower-cased
+text says where each keyword occurs; a rule's regex runs only when one of its
+keywords does (gitleaks' prefilter), which skips most rules for most notes, and a
+rule whose matches start at its keywords (``starts`` in the rule data) is tried
+only there.
 """
 
 from __future__ import annotations
@@ -35,9 +37,11 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
+import ahocorasick
+
 from signaldesk.retrieval.scrub_blocks import private_key_spans
 from signaldesk.retrieval.scrub_checks import in_template, shannon_entropy
-from signaldesk.retrieval.scrub_rules import Allowlist, Rule, RuleSet, load_rules
+from signaldesk.retrieval.scrub_rules import LINE, Allowlist, Rule, RuleSet, load_rules
 
 __all__ = [
     "PATTERN_NAMES",
@@ -73,44 +77,34 @@ class ScrubResult:
         return sum(self.findings.values())
 
 
-def _trie_pattern(words: Iterable[str]) -> str:
-    """A regex alternation of ``words`` shaped as a trie (Python's engine then branches
-    once per character instead of trying every word at every position)."""
-    root: dict[str, dict] = {}  # type: ignore[type-arg]
-    for word in words:
-        node = root
-        for char in word:
-            node = node.setdefault(char, {})
-        node[""] = {}
-
-    def build(node: dict) -> str:  # type: ignore[type-arg]
-        ends = "" in node
-        branches = [re.escape(char) + build(child) for char, child in sorted(node.items()) if char]
-        if not branches:
-            return ""
-        body = branches[0] if len(branches) == 1 else "(?:" + "|".join(branches) + ")"
-        return f"(?:{body})?" if ends else body
-
-    return build(root)
-
-
 class _Prefilter:
-    """Which keywords occur in a text, in one pass (overlapping occurrences included)."""
+    """Where each keyword occurs in a text, in one Aho-Corasick pass (gitleaks does the same)."""
 
     def __init__(self, keywords: Iterable[str]) -> None:
+        self._automaton: Any = None
         words = sorted(set(keywords))
-        # At each position the trie gives the longest keyword starting there; the
-        # shorter keywords that are its prefixes are found there too.
-        self._regex = re.compile("(?=(" + _trie_pattern(words) + "))") if words else None
-        self._prefixes = {w: frozenset(v for v in words if w.startswith(v)) for w in words}
+        if words:
+            automaton = ahocorasick.Automaton()
+            for word in words:
+                automaton.add_word(word, (len(word), word))
+            automaton.make_automaton()
+            self._automaton = automaton
 
-    def present(self, lowered: str) -> frozenset[str]:
-        if self._regex is None:
-            return frozenset()
-        found: set[str] = set()
-        for longest in {m.group(1) for m in self._regex.finditer(lowered)}:
-            found |= self._prefixes[longest]
-        return frozenset(found)
+    def positions(self, lowered: str) -> dict[str, list[int]]:
+        """Keyword -> start offsets (overlapping occurrences included), for ``lowered``."""
+        found: dict[str, list[int]] = {}
+        if self._automaton is None:
+            return found
+        for end, (length, word) in self._automaton.iter(lowered):
+            found.setdefault(word, []).append(end - length + 1)
+        return found
+
+
+def _start_positions(starts: Iterable[int], before: int, text: str) -> list[int]:
+    """Where matches may start, given keyword offsets ``starts`` and the rule's ``starts``."""
+    if before == LINE:
+        return sorted({text.rfind("\n", 0, p) + 1 for p in starts})
+    return sorted({q for p in starts for q in range(max(0, p - before), p + 1)})
 
 
 def _line_at(text: str, start: int, end: int) -> str:
@@ -156,22 +150,51 @@ def _group_span(rule: Rule, match: re.Match[str]) -> tuple[int, int] | None:
 class Scrubber:
     """A compiled rule set; :func:`scrub` uses the shipped one."""
 
-    def __init__(self, rules: RuleSet) -> None:
+    def __init__(self, rules: RuleSet, *, anchored: bool = True) -> None:
+        """:param anchored: try rules that say where their matches start only there (off:
+        everywhere, for checking that this loses nothing)."""
         self.rules = rules
+        self.anchored = anchored
         self._prefilter = _Prefilter(k for r in rules.rules for k in r.keywords)
+        # Keyword -> the rules it wakes, and the rules without keywords (always run).
+        self._by_keyword: dict[str, list[int]] = {}
+        self._always: list[int] = []
+        for order, rule in enumerate(rules.rules):
+            if not rule.keywords:
+                self._always.append(order)
+            for keyword in rule.keywords:
+                self._by_keyword.setdefault(keyword, []).append(order)
         self.names: tuple[str, ...] = tuple(
             dict.fromkeys([PRIVATE_KEY, *(r.name for r in rules.rules)])
         )
 
-    def _candidates(self, rule: Rule, text: str, lowered: str) -> Iterable[re.Match[str]]:
+    def _candidates(
+        self, rule: Rule, text: str, lowered: str, positions: dict[str, list[int]]
+    ) -> Iterable[re.Match[str]]:
         if rule.gate is not None and rule.gate.search(text) is None:
             return ()
-        if rule.lowered:
-            # Same indices only when no character changed length when lower-cased.
-            if len(lowered) == len(text):
-                return rule.regex.finditer(lowered)
-            return re.compile(rule.regex.pattern, re.ASCII | re.IGNORECASE).finditer(text)
-        return rule.regex.finditer(text)
+        same_indices = len(lowered) == len(text)
+        if rule.lowered and same_indices:
+            # A case-sensitive regex on the lower-cased text: several times faster than
+            # IGNORECASE on the text, same indices (no character changed length).
+            haystack = lowered
+            regex = rule.regex
+        elif rule.lowered:
+            haystack, regex = text, re.compile(rule.regex.pattern, re.ASCII | re.IGNORECASE)
+        else:
+            haystack, regex = text, rule.regex
+        if rule.starts is None or not same_indices or not self.anchored:
+            return regex.finditer(haystack)
+        # Every match of this rule starts at (or just before) one of its keywords, or at
+        # the start of a keyword's line: try the regex there only. (The rule data says
+        # so; tests/test_scrubber_rules.py checks it against full scans.)
+        offsets = [p for k in rule.keywords for p in positions.get(k, ())]
+        found: list[re.Match[str]] = []
+        for start in _start_positions(offsets, rule.starts, text):
+            match = regex.match(haystack, start)
+            if match is not None and match.end() > start:
+                found.append(match)
+        return found
 
     def _accept(self, rule: Rule, match: re.Match[str], text: str) -> tuple[int, int] | None:
         span = _group_span(rule, match)
@@ -201,11 +224,13 @@ class Scrubber:
             return []
         found: list[tuple[int, int, int]] = [(s, e, -1) for s, e in private_key_spans(text)]
         lowered = text.lower()
-        present = self._prefilter.present(lowered)
-        for order, rule in enumerate(self.rules.rules):
-            if rule.keywords and present.isdisjoint(rule.keywords):
-                continue
-            for match in self._candidates(rule, text, lowered):
+        positions = self._prefilter.positions(lowered)
+        woken = set(self._always)
+        for keyword in positions:
+            woken.update(self._by_keyword[keyword])
+        for order in sorted(woken):
+            rule = self.rules.rules[order]
+            for match in self._candidates(rule, text, lowered, positions):
                 span = self._accept(rule, match, text)
                 if span is not None:
                     found.append((span[0], span[1], order))

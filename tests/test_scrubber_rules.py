@@ -11,6 +11,7 @@ import json
 import random
 import re
 import string
+import tarfile
 import tomllib
 from pathlib import Path
 
@@ -18,7 +19,7 @@ import pytest
 
 from bench.secret_samples import HAND_CASES, hand_samples, leaked, rule_samples
 from signaldesk.retrieval.scrub_rules import load_rules
-from signaldesk.retrieval.scrubber import default_scrubber, scrub
+from signaldesk.retrieval.scrubber import Scrubber, default_scrubber, scrub
 from tools.convert_gitleaks import convert, convert_regex, render
 
 REPO = Path(__file__).resolve().parent.parent
@@ -186,3 +187,41 @@ def test_a_redaction_keeps_the_line_count() -> None:
 def test_only_the_password_of_a_url_is_replaced_whatever_the_scheme() -> None:
     out = scrub("upstream git+ssh://ci:Zq8xW2vN4mK6@git.example.org/repo.git").text
     assert out == "upstream git+ssh://ci:[REDACTED:url-credentials]@git.example.org/repo.git"
+
+
+def _documents_for_anchored_rules() -> list[str]:
+    rules = load_rules()
+    documents = [document for _, document, _ in hand_samples(1, 3)]
+    for index, rule in enumerate(rules.rules):
+        if rule.starts is not None:
+            samples, _ = rule_samples(rules, rule, HELD_OUT_SEED * 100_003 + index, count=6)
+            documents += [s.document for s in samples]
+            # The same secrets deep inside a long note, near other keywords.
+            filler = "key token secret password https://example.org/x?a=1 " * 40
+            documents += [filler + s.document + filler for s in samples[:2]]
+    return documents
+
+
+def test_anchored_rules_find_what_a_full_scan_finds() -> None:
+    """A rule's ``starts`` is a claim about its regex; a full scan checks the claim."""
+    rules = load_rules()
+    anchored = [r for r in rules.rules if r.starts is not None]
+    assert {"generic-api-key", "connection-string", "secret-assignment"} <= {
+        r.name for r in anchored
+    }
+    fast, full = Scrubber(rules), Scrubber(rules, anchored=False)
+    for document in _documents_for_anchored_rules():
+        assert fast.spans(document) == full.spans(document), document[:200]
+
+
+@pytest.mark.slow
+def test_anchored_rules_find_what_a_full_scan_finds_on_real_notes(shared_data: Path) -> None:
+    rules = load_rules()
+    fast, full = Scrubber(rules), Scrubber(rules, anchored=False)
+    with tarfile.open(shared_data / "vaults" / "obsidian-hub.tar.gz") as archive:
+        members = [m for m in archive if m.isfile() and m.name.endswith(".md")][::4]
+        for member in members:
+            handle = archive.extractfile(member)
+            assert handle is not None
+            text = handle.read().decode("utf-8", errors="replace")
+            assert fast.spans(text) == full.spans(text), member.name
