@@ -6,7 +6,7 @@ Run from the checkout root (shared data beside it, as for the tests)::
     python -m bench.secrets hand [--half ...]
     python -m bench.secrets keys
     python -m bench.secrets fp [--half ...] [--show 5]
-    python -m bench.secrets speed [--notes 45000]
+    python -m bench.secrets speed [--notes 45000] [--against 2abcf55]
     python -m bench.secrets compare            # detect-secrets beside signaldesk (if installed)
     python -m bench.secrets overlap            # own rules that gitleaks' rules already cover
 
@@ -22,10 +22,12 @@ import hashlib
 import json
 import os
 import statistics
+import subprocess
 import sys
 import tarfile
 import tempfile
 import time
+import types
 from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -267,71 +269,121 @@ def speed(
     }
 
 
+def speed_against(commit: str, limit: int, repeats: int) -> dict[str, object]:
+    """:func:`speed` of the scrubber at ``commit`` (read with ``git show``) and of this one,
+    alternately, so both see the same machine load."""
+    source = subprocess.run(
+        ["git", "-C", str(ROOT), "show", f"{commit}:retrieval/scrubber.py"],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+    module = types.ModuleType("baseline_scrubber")
+    sys.modules[module.__name__] = module  # dataclasses look their module up
+    exec(compile(source, f"{commit}:retrieval/scrubber.py", "exec"), module.__dict__)
+    rows: dict[str, list[dict[str, float]]] = {"baseline": [], "current": []}
+    for _ in range(repeats):
+        rows["baseline"].append(speed(limit, 1, module.scrub))
+        rows["current"].append(speed(limit, 1))
+    return {
+        name: {
+            "median_s": statistics.median(r["median_s"] for r in runs),
+            "load_average": [r["load_average"] for r in runs],
+        }
+        for name, runs in rows.items()
+    } | {"baseline_commit": commit, "notes": rows["current"][0]["notes"]}
+
+
 # --- detect-secrets -------------------------------------------------------------------------
 
 
-def _detect_secrets() -> Callable[[str], dict[str, int]] | None:
-    try:
-        from detect_secrets.core.scan import scan_line  # type: ignore[import-not-found]
+class _DetectSecrets:
+    """detect-secrets (Yelp) as its CLI runs it: default plugins and filters, one file."""
+
+    def __init__(self, folder: Path) -> None:
         from detect_secrets.settings import default_settings  # type: ignore[import-not-found]
+
+        self._settings = default_settings()
+        self._settings.__enter__()  # the default plugins, for the whole run
+        self._file = folder / "note.md"
+
+    def findings(self, text: str) -> list[tuple[int, str, str]]:
+        """(line number, plugin, reported value) of everything it flags in ``text``."""
+        from detect_secrets import SecretsCollection  # type: ignore[import-not-found]
+
+        self._file.write_text(text, encoding="utf-8")
+        collection = SecretsCollection()
+        collection.scan_file(str(self._file))
+        return [(s.line_number, s.type, s.secret_value or "") for _, s in collection]
+
+    def counts(self, text: str) -> dict[str, int]:
+        return dict(Counter(kind for _, kind, _ in self.findings(text)))
+
+    def caught(self, document: str, secret: str) -> tuple[bool, bool]:
+        """(a line holding the secret is flagged, a reported value covers the secret)."""
+        start = document.find(secret)
+        first = document.count("\n", 0, start) + 1
+        last = first + secret.count("\n")
+        found = self.findings(document)
+        line = any(first <= n <= last for n, _, _ in found)
+        value = any(len(v) >= len(secret) // 2 and (v in secret or secret in v) for *_, v in found)
+        return line, value
+
+
+def compare(half: str, per_rule: int, limit: int, every: int) -> dict[str, object]:
+    """detect-secrets beside signaldesk's scrubber on the same material."""
+    try:
+        import detect_secrets  # type: ignore[import-not-found]  # noqa: F401
     except ImportError:
-        return None
-    context = default_settings()
-    context.__enter__()  # keep the default plugins for the process
-
-    def scan(text: str) -> dict[str, int]:
-        found: Counter[str] = Counter()
-        for line in text.splitlines():
-            for secret in scan_line(line):
-                found[secret.type] += 1
-        return dict(found)
-
-    return scan
-
-
-def _detect_secrets_secrets(text: str) -> list[str]:
-    from detect_secrets.core.scan import scan_line
-
-    values = []
-    for line in text.splitlines():
-        for secret in scan_line(line):
-            if secret.secret_value:
-                values.append(secret.secret_value)
-    return values
-
-
-def compare(half: str, per_rule: int, limit: int) -> dict[str, object]:
-    scan = _detect_secrets()
-    if scan is None:
         return {"error": "detect-secrets is not installed (pip install detect-secrets)"}
-    rules = load_rules()
-    found = total = 0
-    by_origin: Counter[str] = Counter()
-    by_origin_total: Counter[str] = Counter()
-    for index, rule in enumerate(rules.rules):
+    with tempfile.TemporaryDirectory() as tmp:
+        tool = _DetectSecrets(Path(tmp))
+        rules = load_rules()
+        tally: Counter[str] = Counter()
+        for index, rule in enumerate(rules.rules):
+            for seed in seeds_of(half, 1):
+                samples, _ = rule_samples(rules, rule, seed * 100_003 + index, count=per_rule)
+                for sample in samples:
+                    line, value = tool.caught(sample.document, sample.secret)
+                    tally[f"{rule.origin}:samples"] += 1
+                    tally[f"{rule.origin}:line"] += line
+                    tally[f"{rule.origin}:value"] += value
+        hand_total = hand_line = hand_value = 0
         for seed in seeds_of(half, 1):
-            samples, _ = rule_samples(rules, rule, seed * 100_003 + index, count=per_rule)
-            for sample in samples:
-                total += 1
-                by_origin_total[rule.origin] += 1
-                values = _detect_secrets_secrets(sample.document)
-                if any(sample.secret in v or v in sample.secret for v in values if len(v) >= 6):
-                    found += 1
-                    by_origin[rule.origin] += 1
-    hand_total = hand_found = 0
-    for seed in seeds_of(half, 1):
-        for _, document, secret in hand_samples(seed, 5):
-            hand_total += 1
-            values = _detect_secrets_secrets(document)
-            hand_found += any(secret in v or v in secret for v in values if len(v) >= 4)
-    return {
-        "generated_recall": round(found / total, 4) if total else None,
-        "generated_samples": total,
-        "by_origin": {o: round(by_origin[o] / n, 4) for o, n in by_origin_total.items()},
-        "hand_recall": round(hand_found / hand_total, 4) if hand_total else None,
-        "false_positives": false_positives(half, 0, scan),
-        "speed": speed(limit, 1, scan),
-    }
+            for _, document, secret in hand_samples(seed, 5):
+                line, value = tool.caught(document, secret)
+                hand_total += 1
+                hand_line += line
+                hand_value += value
+        recall = {
+            origin: {
+                "samples": tally[f"{origin}:samples"],
+                "line_flagged": round(tally[f"{origin}:line"] / tally[f"{origin}:samples"], 4),
+                "value_found": round(tally[f"{origin}:value"] / tally[f"{origin}:samples"], 4),
+            }
+            for origin in ("gitleaks", "signaldesk")
+            if tally[f"{origin}:samples"]
+        }
+        recall["hand"] = {
+            "samples": hand_total,
+            "line_flagged": round(hand_line / hand_total, 4),
+            "value_found": round(hand_value / hand_total, 4),
+        }
+        texts = _notes(limit)[::every]
+        start = time.perf_counter()
+        for text in texts:
+            tool.counts(text)
+        elapsed = time.perf_counter() - start
+        return {
+            "generated_and_hand_recall": recall,
+            "false_positives": false_positives(half, 0, tool.counts),
+            "speed": {
+                "notes_timed": len(texts),
+                "seconds": round(elapsed, 1),
+                "projected_s_for_45k": round(elapsed / len(texts) * 45_000),
+                "load_average": round(os.getloadavg()[0], 2),
+            },
+        }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -344,6 +396,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--show", type=int, default=3)
     parser.add_argument("--notes", type=int, default=45_000)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--every", type=int, default=10, help="compare: time every Nth note")
+    parser.add_argument("--against", help="speed: also time the scrubber of this git commit")
     args = parser.parse_args(argv)
     half = args.half if args.half != "all" else "held-out"
     result: object
@@ -357,10 +411,12 @@ def main(argv: list[str] | None = None) -> int:
         result = false_positives(args.half, args.show)
     elif args.what == "overlap":
         result = overlap(args.per_rule)
+    elif args.what == "speed" and args.against:
+        result = speed_against(args.against, args.notes, args.repeats)
     elif args.what == "speed":
         result = speed(args.notes, args.repeats)
     else:
-        result = compare(half, args.per_rule, args.notes)
+        result = compare(half, args.per_rule, args.notes, args.every)
     print(f"# python -m bench.secrets {' '.join(argv if argv is not None else sys.argv[1:])}")
     print(json.dumps(result, indent=1, default=str))
     return 0
