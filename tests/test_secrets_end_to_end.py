@@ -19,6 +19,7 @@ import string
 import subprocess
 import sys
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -245,7 +246,9 @@ async def test_no_planted_secret_leaves_what_a_person_wrote(
     article = ADVISORY.format(n=8) + "\n\n" + _secret_block(planted, 4, parts)
     link = server.url("/advisory")
     server.route("/advisory", Reply(body=article_html("OpenSSH 8.9p2", article)))
-    entries = [Entry("urn:e2e:leaky", "OpenSSH 8.9p2 fixes CVE-2026-8234", link, article, _epoch())]
+    published = datetime(2026, 11, 20, tzinfo=UTC)
+    title = "OpenSSH 8.9p2 fixes CVE-2026-8234"
+    entries = [Entry("urn:e2e:leaky", title, link, article, published)]
     server.route(
         "/feed.xml",
         Reply(
@@ -300,9 +303,3 @@ async def test_no_planted_secret_leaves_what_a_person_wrote(
     assert leaks == {}, json.dumps(leaks, indent=1)
     # A person's own notes are left as they wrote them.
     assert keys["openssh-rsa-4096"] in note.read_text(encoding="utf-8")
-
-
-def _epoch():  # type: ignore[no-untyped-def]
-    from datetime import UTC, datetime
-
-    return datetime(2026, 11, 20, tzinfo=UTC)
