@@ -26,6 +26,7 @@ import string
 import subprocess
 import tempfile
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -360,104 +361,87 @@ def hand_samples(seed: int, count: int) -> Iterator[tuple[HandCase, str, str]]:
 
 
 def _run(args: list[str], cwd: Path) -> None:
-    subprocess.run(args, cwd=cwd, check=True, capture_output=True, timeout=300)
+    subprocess.run(args, cwd=cwd, check=True, capture_output=True, timeout=600)
+
+
+def _key_commands(folder: Path) -> dict[str, list[str]]:
+    """Kind -> the command that writes that key to ``folder / kind``."""
+    commands: dict[str, list[str]] = {}
+    if shutil.which("ssh-keygen"):
+
+        def keygen(kind: str, *args: str, passphrase: str = "") -> None:
+            path = str(folder / kind)
+            commands[kind] = ["ssh-keygen", "-q", *args, "-N", passphrase, "-C", "", "-f", path]
+
+        for bits in (2048, 3072, 4096, 8192):
+            keygen(f"openssh-rsa-{bits}", "-t", "rsa", "-b", str(bits))
+        keygen("openssh-ecdsa-521", "-t", "ecdsa", "-b", "521")
+        keygen("openssh-ed25519", "-t", "ed25519")
+        keygen("openssh-ed25519-encrypted", "-t", "ed25519", passphrase="hunter22")
+        keygen("pem-rsa-3072", "-t", "rsa", "-b", "3072", "-m", "PEM")
+    if shutil.which("openssl"):
+        genpkey = ["openssl", "genpkey", "-algorithm"]
+        for kind, args in (
+            ("pkcs8-rsa-4096", ["RSA", "-pkeyopt", "rsa_keygen_bits:4096"]),
+            ("pkcs8-ec-p384", ["EC", "-pkeyopt", "ec_paramgen_curve:P-384"]),
+            ("pkcs8-ed25519", ["ed25519"]),
+            ("pkcs8-rsa-2048-encrypted", ["RSA", "-aes-256-cbc", "-pass", "pass:hunter22"]),
+            ("rsa-2048-source", ["RSA"]),
+        ):
+            commands[kind] = [*genpkey, *args, "-out", str(folder / kind)]
+        commands["sec1-ec-p256"] = [
+            *("openssl", "ecparam", "-name", "prime256v1", "-genkey", "-noout", "-out"),
+            str(folder / "sec1-ec-p256"),
+        ]
+    return commands
 
 
 def real_private_keys(kinds: tuple[str, ...] | None = None) -> Iterator[tuple[str, str]]:
-    """(kind, key text) for keys made now by ``ssh-keygen`` and ``openssl`` (skipped if absent).
+    """(kind, key text) for keys made now by ``ssh-keygen`` and ``openssl`` (none if absent).
 
-    Kinds: OpenSSH RSA 2048/3072/4096/8192, ECDSA, Ed25519; PEM (PKCS#1) RSA from
-    ssh-keygen; PKCS#8, encrypted PKCS#8, traditional encrypted PKCS#1, EC (SEC1) and
-    DSA-free ed25519 from openssl; a GCP-style service-account JSON.
+    Kinds: OpenSSH RSA 2048/3072/4096/8192, ECDSA-521, Ed25519 (plain and encrypted), PEM
+    (PKCS#1) RSA-3072 from ssh-keygen; PKCS#8 RSA-4096, EC P-384, Ed25519 and encrypted
+    RSA-2048, PKCS#1 RSA-2048 plain and encrypted, SEC1 EC P-256 from openssl; a GCP-style
+    service-account JSON. The keys are made concurrently (an 8192-bit RSA key alone can
+    take a minute on a busy machine).
     """
+    wanted = None if kinds is None else set(kinds)
     with tempfile.TemporaryDirectory(prefix="signaldesk-keys-") as tmp:
         folder = Path(tmp)
-        made: list[tuple[str, list[str], str]] = []
-        if shutil.which("ssh-keygen"):
-            for bits in (2048, 3072, 4096, 8192):
-                made.append(
-                    (f"openssh-rsa-{bits}", ["ssh-keygen", "-q", "-t", "rsa", "-b", str(bits)], "")
-                )
-            made.append(("openssh-ecdsa-521", ["ssh-keygen", "-q", "-t", "ecdsa", "-b", "521"], ""))
-            made.append(("openssh-ed25519", ["ssh-keygen", "-q", "-t", "ed25519"], ""))
-            made.append(
-                ("openssh-ed25519-encrypted", ["ssh-keygen", "-q", "-t", "ed25519"], "hunter22")
-            )
-            made.append(
-                ("pem-rsa-3072", ["ssh-keygen", "-q", "-t", "rsa", "-b", "3072", "-m", "PEM"], "")
-            )
-        for kind, args, passphrase in made:
-            if kinds is not None and kind not in kinds:
-                continue
-            path = folder / kind
-            _run([*args, "-N", passphrase, "-C", "", "-f", str(path)], folder)
-            yield kind, path.read_text()
-        if not shutil.which("openssl"):
-            return
-        openssl: list[tuple[str, list[str]]] = [
-            (
-                "pkcs8-rsa-4096",
-                ["genpkey", "-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:4096"],
-            ),
-            (
-                "pkcs8-ec-p384",
-                ["genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-384"],
-            ),
-            ("pkcs8-ed25519", ["genpkey", "-algorithm", "ed25519"]),
-            (
-                "pkcs8-rsa-2048-encrypted",
-                ["genpkey", "-algorithm", "RSA", "-aes-256-cbc", "-pass", "pass:hunter22"],
-            ),
-        ]
-        for kind, args in openssl:
-            if kinds is not None and kind not in kinds:
-                continue
-            path = folder / f"{kind}.pem"
-            _run(["openssl", *args, "-out", str(path)], folder)
-            yield kind, path.read_text()
-        traditional = [
-            ("pkcs1-rsa-2048", ["-traditional"]),
-            ("pkcs1-rsa-2048-encrypted", ["-traditional", "-aes128", "-passout", "pass:hunter22"]),
-        ]
-        source = folder / "rsa.pem"
-        _run(["openssl", "genpkey", "-algorithm", "RSA", "-out", str(source)], folder)
-        for kind, args in traditional:
-            if kinds is not None and kind not in kinds:
-                continue
-            path = folder / f"{kind}.pem"
-            _run(["openssl", "pkey", "-in", str(source), *args, "-out", str(path)], folder)
-            yield kind, path.read_text()
-        if kinds is None or "sec1-ec-p256" in kinds:
-            path = folder / "ec.pem"
-            _run(
-                [
-                    "openssl",
-                    "ecparam",
-                    "-name",
-                    "prime256v1",
-                    "-genkey",
-                    "-noout",
-                    "-out",
-                    str(path),
-                ],
-                folder,
-            )
-            yield "sec1-ec-p256", path.read_text()
-        if kinds is None or "gcp-service-account-json" in kinds:
-            key = (
-                (folder / "pkcs8-rsa-4096.pem").read_text()
-                if (folder / "pkcs8-rsa-4096.pem").exists()
-                else source.read_text()
-            )
-            account = {
-                "type": "service_account",
-                "project_id": "demo-project",
-                "private_key_id": "0" * 8 + "a1b2c3d4" * 4,
-                "private_key": key,
-                "client_email": "bot@demo-project.iam.gserviceaccount.com",
-                "client_id": "104" + "0" * 18,
-            }
-            yield "gcp-service-account-json", json.dumps(account, indent=2)
+        commands = _key_commands(folder)
+        traditional = {
+            "pkcs1-rsa-2048": ["-traditional"],
+            "pkcs1-rsa-2048-encrypted": ["-traditional", "-aes128", "-passout", "pass:hunter22"],
+        }
+        needed = set(commands)
+        if wanted is not None:
+            needed = {k for k in needed if k in wanted}
+            if (
+                wanted & {*traditional, "gcp-service-account-json"}
+                and "rsa-2048-source" in commands
+            ):
+                needed.add("rsa-2048-source")
+        with ThreadPoolExecutor(max_workers=4) as pool:
+            list(pool.map(lambda kind: _run(commands[kind], folder), sorted(needed)))
+        made = {kind: (folder / kind).read_text() for kind in needed if kind != "rsa-2048-source"}
+        source = folder / "rsa-2048-source"
+        if source.exists():
+            for kind, args in traditional.items():
+                if wanted is None or kind in wanted:
+                    path = folder / kind
+                    _run(["openssl", "pkey", "-in", str(source), *args, "-out", str(path)], folder)
+                    made[kind] = path.read_text()
+            if wanted is None or "gcp-service-account-json" in wanted:
+                account = {
+                    "type": "service_account",
+                    "project_id": "demo-project",
+                    "private_key_id": "0" * 8 + "a1b2c3d4" * 4,
+                    "private_key": made.get("pkcs8-rsa-4096", source.read_text()),
+                    "client_email": "bot@demo-project.iam.gserviceaccount.com",
+                    "client_id": "104" + "0" * 18,
+                }
+                made["gcp-service-account-json"] = json.dumps(account, indent=2)
+        yield from sorted(made.items())
 
 
 def key_lines(key: str) -> list[str]:

@@ -43,7 +43,9 @@ def _places(key: str) -> dict[str, str]:
     }
 
 
+# Making the keys (an 8192-bit RSA one among them) takes a while on a busy machine.
 @pytest.mark.slow
+@pytest.mark.timeout(600)
 def test_no_line_of_any_real_key_survives_and_line_counts_are_kept(keys: dict[str, str]) -> None:
     assert {"openssh-rsa-3072", "openssh-rsa-8192", "gcp-service-account-json"} <= set(keys)
     for kind, key in keys.items():
@@ -103,6 +105,7 @@ def test_a_certificate_and_a_public_key_are_not_private_keys() -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(600)
 @pytest.mark.anyio
 async def test_keys_longer_than_a_chunk_never_reach_the_index_or_search(
     vault: Path, keys: dict[str, str]

@@ -38,7 +38,7 @@ from tests.feedserver import FeedServer, Reply
 from tests.intake_data import Entry, article_html, newsletter_eml, rss_document
 from tests.triage_data import ADVISORY, CONFIG_TOML, HOWTO, clipping
 
-pytestmark = [pytest.mark.slow, pytest.mark.anyio]
+pytestmark = [pytest.mark.slow, pytest.mark.anyio, pytest.mark.timeout(600)]
 
 _TOKEN_CHARS = re.compile(r"[A-Za-z0-9_\-.+/=:]+")
 
