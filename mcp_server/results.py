@@ -128,7 +128,8 @@ def guarded(
             with anyio.fail_after(timeout):
                 return await fn(*args, **kwargs)
         except SignaldeskError as exc:
-            _log.info("tool %s refused: %s", fn.__name__, exc.message)
+            # The message may quote what the client sent (a path, a query): scrubbed.
+            _log.info("tool %s refused: %s", fn.__name__, scrub_text(exc.message))
             return error_result(exc)
         except TimeoutError:
             _log.warning("tool %s timed out", fn.__name__)

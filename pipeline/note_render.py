@@ -23,6 +23,7 @@ import yaml
 
 from signaldesk.items import Item
 from signaldesk.pipeline.frontmatter_patch import Scalar
+from signaldesk.retrieval.scrubber import scrub_text, scrub_value
 from signaldesk.scoring.records import DIMENSIONS, ScoreCard
 
 __all__ = [
@@ -430,8 +431,16 @@ def signal_frontmatter(
 
 
 def render_signal_note(meta: Mapping[str, Any], body: str) -> str:
-    """Frontmatter and body as one note. The emitter quotes whatever needs it."""
+    """Frontmatter and body as one note. The emitter quotes whatever needs it.
+
+    Credentials in what the item carried (a tool's output, an article) are scrubbed:
+    signaldesk wrote this note, so it must not copy a secret into the vault.
+    """
     header = yaml.safe_dump(
-        dict(meta), sort_keys=False, allow_unicode=True, width=1_000_000, default_flow_style=False
+        scrub_value(dict(meta)),
+        sort_keys=False,
+        allow_unicode=True,
+        width=1_000_000,
+        default_flow_style=False,
     ).strip()
-    return f"---\n{header}\n---\n\n{body.strip()}\n"
+    return f"---\n{header}\n---\n\n{scrub_text(body.strip())}\n"
