@@ -108,14 +108,19 @@ class OnnxEmbedder:
         self._folder = folder
         self._name = name
         self._threads = threads if threads > 0 else _usable_cpus()
-        self._model_bytes = self._verified(folder)
-        config = json.loads(self._files_text["config.json"])
-        if config.get("format") != _FORMAT:
-            raise ModelError(f"{folder / 'config.json'} is not a {_FORMAT} model description")
-        self._dimensions = int(config["dimensions"])
-        self._max_tokens = int(config["max_tokens"])
-        self._inputs = tuple(str(i) for i in config["inputs"])
-        self._output = str(config["output"])
+        self._verify(folder)
+        try:
+            config = json.loads(self._files_text["config.json"])
+            if config.get("format") != _FORMAT:
+                raise ValueError(f"format is not {_FORMAT}")
+            self._dimensions = int(config["dimensions"])
+            self._max_tokens = int(config["max_tokens"])
+            self._inputs = tuple(str(i) for i in config["inputs"])
+            self._output = str(config["output"])
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+            raise ModelError(
+                f"{folder / 'config.json'} is not a usable model description: {exc}"
+            ) from exc
         digest = hashlib.sha256()
         digest.update(f"signaldesk-onnx/{_FINGERPRINT_VERSION}\n{name}\n".encode())
         digest.update((folder / _SUMS).read_bytes())
@@ -132,8 +137,8 @@ class OnnxEmbedder:
 
     # -- loading -----------------------------------------------------------
 
-    def _verified(self, folder: Path) -> bytes:
-        """Read the files, check them against ``SHA256SUMS``; return the model's bytes."""
+    def _verify(self, folder: Path) -> None:
+        """Read the files and check them against ``SHA256SUMS``."""
         try:
             sums = _read_sums(folder)
             contents = {name: (folder / name).read_bytes() for name in _FILES}
@@ -151,7 +156,6 @@ class OnnxEmbedder:
         self._files_text = {
             name: contents[name].decode("utf-8") for name in ("tokenizer.json", "config.json")
         }
-        return contents["model.onnx"]
 
     def _load_tokenizer(self) -> Tokenizer:
         try:
@@ -188,8 +192,10 @@ class OnnxEmbedder:
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         options.log_severity_level = 3  # errors only: warnings are about the graph, not the user
         try:
+            # From the path, checked against SHA256SUMS at load: holding its 23 MB of
+            # bytes for the life of the process would only cost memory.
             session = ort.InferenceSession(
-                self._model_bytes, options, providers=["CPUExecutionProvider"]
+                str(self._folder / "model.onnx"), options, providers=["CPUExecutionProvider"]
             )
         except Exception as exc:  # onnxruntime raises its own Exception subclasses
             raise ModelError(

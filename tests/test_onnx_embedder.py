@@ -169,6 +169,14 @@ def test_a_model_onnxruntime_rejects_fails_the_load(tmp_path: Path) -> None:
         load_embedder(IndexSettings(model=str(folder)))
 
 
+def test_a_config_without_what_the_runtime_needs_is_an_error(tmp_path: Path) -> None:
+    folder = _copy_model(tmp_path)
+    (folder / "config.json").write_text(json.dumps({"format": "signaldesk-onnx-embedder/1"}))
+    _rewrite_sums(folder)
+    with pytest.raises(ModelError, match="not a usable model description"):
+        load_embedder(IndexSettings(model=str(folder)))
+
+
 def test_missing_files_are_an_error(tmp_path: Path) -> None:
     folder = _copy_model(tmp_path)
     (folder / "tokenizer.json").unlink()
