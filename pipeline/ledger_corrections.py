@@ -17,6 +17,7 @@ from signaldesk.pipeline.ledger_records import iso_utc, utcnow
 __all__ = [
     "CorrectionRecord",
     "active_corrections",
+    "corrections_recorded",
     "latest_correction",
     "record_correction",
     "undo_corrections",
@@ -106,6 +107,17 @@ async def active_corrections(ledger: Ledger) -> list[CorrectionRecord]:
         f"SELECT {_COLUMNS} FROM corrections c WHERE undone_at IS NULL AND id = ("
         "SELECT id FROM corrections d WHERE d.item_id = c.item_id AND d.undone_at IS NULL "
         "ORDER BY recorded_at DESC, id DESC LIMIT 1) ORDER BY recorded_at, id"
+    ) as cursor:
+        return [_row(tuple(row)) async for row in cursor]
+
+
+async def corrections_recorded(ledger: Ledger, start: str, end: str) -> list[CorrectionRecord]:
+    """Every correction recorded from ``start`` (inclusive) to ``end`` (ISO UTC), in order,
+    undone ones included (the triage report says which)."""
+    async with ledger.connection.execute(
+        f"SELECT {_COLUMNS} FROM corrections WHERE recorded_at >= ? AND recorded_at < ? "
+        "ORDER BY recorded_at, id",
+        (start, end),
     ) as cursor:
         return [_row(tuple(row)) async for row in cursor]
 

@@ -104,6 +104,12 @@ def card_to_json(card: ScoreCard, *, threshold: float) -> dict[str, Any]:
         }
         for name in DIMENSIONS
     }
+    if card.learned is not None:
+        data["learned"] = {
+            "value": card.learned.value,
+            "reason": card.learned.reason,
+            "features": card.learned.features,
+        }
     data["composite"] = card.composite
     data["threshold"] = threshold
     data["passed"] = card.passed

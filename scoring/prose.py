@@ -253,6 +253,8 @@ class ProseView:
     measurements: int
     paper: int
     announcement: int
+    paper_result: bool = False
+    """The opening states a result ("we show", "outperforms", an evaluation...)."""
 
     @property
     def paper_shaped(self) -> bool:
@@ -318,12 +320,8 @@ def analyse_prose(body: str, title: str, body_tokens: tuple[str, ...]) -> ProseV
     head = body[:1500].lower()
     abstract = "abstract" in head[:400] or "abstract" in title.lower()
     method = sum(_PAPER_METHOD.count_tokens(opening).values()) > 0
-    marks = (
-        int(abstract)
-        + int(method)
-        + int(sum(_PAPER_RESULT.count_tokens(opening).values()) > 0)
-        + int(bool(_ARXIV_ID.search(head)))
-    )
+    result = sum(_PAPER_RESULT.count_tokens(opening).values()) > 0
+    marks = int(abstract) + int(method) + int(result) + int(bool(_ARXIV_ID.search(head)))
     # A paper says what it does ("we propose", or under "Abstract") and one more mark.
     paper = marks if (abstract or method) else 0
     announcement = (
@@ -339,4 +337,5 @@ def analyse_prose(body: str, title: str, body_tokens: tuple[str, ...]) -> ProseV
         measurements=len(_MEASUREMENT.findall(body)),
         paper=paper,
         announcement=announcement,
+        paper_result=bool(paper) and result,
     )

@@ -20,7 +20,7 @@ import numpy.typing as npt
 
 from signaldesk.errors import SignaldeskError
 from signaldesk.items import Item
-from signaldesk.scoring._calc import noisy_or
+from signaldesk.scoring._calc import clamp, noisy_or
 from signaldesk.scoring.actionability import is_advisory, score_actionability
 from signaldesk.scoring.authority import AuthorityModel
 from signaldesk.scoring.catalogue import build_domain_rules, build_profile, build_reputation
@@ -52,8 +52,9 @@ class Scorer:
     :param settings: the ``[scoring]`` section.
     :param embedder: an embedding model (``retrieval.LazyEmbedder``), or ``None`` for
         keyword-only mode: relevance and routing then use keyword evidence alone.
-    :param corrections: this vault's corrections (:mod:`scoring.feedback`): relevance and
-        routing follow what the person did with similar items. Empty: the shipped behaviour.
+    :param corrections: this vault's corrections (:mod:`scoring.feedback`): the composite
+        and the route follow what the person did with related items (the card's
+        ``learned``). Empty: the shipped behaviour.
     :raises DataFileError: a shipped default list is missing or malformed.
     """
 
@@ -182,18 +183,19 @@ class Scorer:
         url: str | None,
         kind: str | None,
     ) -> ScoreCard:
-        relevance, route = feedback.adjust(card.relevance, card.route, vector, url, kind)
-        if relevance is card.relevance and route is card.route:
+        learned, route = feedback.adjust(card.route, vector, url, kind)
+        if learned is None and route is card.route:
             return card
-        dims = {name: card.dimension(name) for name in DIMENSIONS}
-        dims["relevance"] = relevance
-        composite = round(sum(self._weights[name] * dims[name].value for name in DIMENSIONS), 4)
+        composite = card.composite
+        if learned is not None:
+            weighted = sum(self._weights[name] * card.dimension(name).value for name in DIMENSIONS)
+            composite = round(clamp(weighted + learned.value), 4)
         return replace(
             card,
-            relevance=relevance,
             composite=composite,
             passed=composite > self.settings.threshold,
             route=route,
+            learned=learned,
         )
 
     def _card(

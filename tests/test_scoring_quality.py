@@ -108,6 +108,20 @@ def test_an_arxiv_abstract_is_a_paper_not_release_notes() -> None:
     assert "release notes" not in card.actionability.reason
     assert "shaped like a paper" in card.depth.reason
     assert card.route.domain == "research"
+    # Its method and result are something to build on, though it has no steps or code.
+    assert "a paper's method and result to build on" in card.actionability.reason
+    assert card.actionability.features["paper_result"] == 1.0
+
+
+def test_a_paper_without_a_stated_result_gets_no_result_credit() -> None:
+    text = (
+        "Abstract. In this paper we propose a framework for thinking about retrieval in "
+        "assistants, and discuss what it would take to build one."
+    )
+    card = _score("Towards a framework for retrieval in assistants", text)
+    assert "shaped like a paper" in card.depth.reason  # a paper, but it states no result
+    assert card.actionability.features["paper_result"] == 0.0
+    assert "method and result" not in card.actionability.reason
 
 
 def test_code_outside_fences_is_seen() -> None:

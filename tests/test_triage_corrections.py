@@ -155,9 +155,10 @@ async def test_corrections_change_scores_and_undoing_them_restores(vault: Path) 
     async with open_ledger(ws) as ledger:
         entry = await ledger.get(new)
     assert entry is not None and entry.scores is not None
-    assert "you rejected 1 similar item" in entry.scores["relevance"]["reason"]
-    shifted = entry.scores["relevance"]["features"]["feedback_shift"]
-    assert shifted < 0
+    assert "you rejected 1 similar item" in entry.scores["learned"]["reason"]
+    assert "you rejected" not in entry.scores["relevance"]["reason"]
+    shifted = entry.scores["learned"]["value"]
+    assert shifted < 0 and entry.scores["learned"]["features"]["shift"] == shifted
 
     assert await undo(ws, None) == 1
     assert await list_corrections(ws) == []
@@ -165,7 +166,7 @@ async def test_corrections_change_scores_and_undoing_them_restores(vault: Path) 
     async with open_ledger(ws) as ledger:
         entry = await ledger.get(new)
     assert entry is not None and entry.scores is not None
-    assert "feedback_shift" not in entry.scores["relevance"]["features"]
+    assert "learned" not in entry.scores
     assert plain.decisions[0].composite > decision.composite
 
 
@@ -199,3 +200,56 @@ def test_cli_accept_reject_move_and_corrections(tmp_path: Path) -> None:
     empty = runner.invoke(cli, [*base, "triage", "corrections"])
     assert "no corrections" in empty.output
     assert ADVISORY  # the item is the shared advisory
+
+
+async def test_the_daily_report_lists_what_the_person_corrected(vault: Path) -> None:
+    from datetime import UTC, date
+
+    from signaldesk.pipeline.ledger_corrections import latest_correction
+    from signaldesk.pipeline.triage_report import gather_triage_report, render_triage_report
+
+    ws = workspace(vault)
+    first, second = await pend(ws, [advisory_item(1), advisory_item(2)])
+    report = await triage(ws, embedder=real_embedder())
+    notes = {d.item_id: str(d.note_path) for d in report.decisions}
+    await correct(ws, first, "reject", embedder=None)
+    await correct(ws, second, "move", "devops", embedder=None)
+    assert await undo(ws, 1) == 1  # the move is taken back
+    async with open_ledger(ws) as ledger:
+        recorded = await latest_correction(ledger, first)
+        assert recorded is not None
+        today = recorded.recorded_at.astimezone(UTC).date()
+        day = await gather_triage_report(ws, ledger, today, tz=UTC)
+        other = await gather_triage_report(ws, ledger, date(2020, 1, 1), tz=UTC)
+    assert [(c.item_id, c.how, c.accept, c.undone) for c in day.corrections] == [
+        (first, "`triage reject`", False, False),
+        (second, "`triage move`", True, True),
+    ]
+    section = render_triage_report(day).split("## Your corrections", 1)[1].split("\n## ", 1)[0]
+    target = notes[first].removesuffix(".md")
+    assert f"[[{target}\\|" in section and "| `triage reject` | no | - |" in section
+    assert "| `triage move` (undone since) | yes | devops |" in section
+    assert "`signaldesk triage corrections`" in section
+    assert other.corrections == []
+    empty = render_triage_report(other).split("## Your corrections", 1)[1].split("\n## ", 1)[0]
+    assert empty.strip() == "None."
+
+
+async def test_a_signal_note_shows_the_learned_shift_and_loses_it_on_undo(vault: Path) -> None:
+    ws = workspace(vault)
+    (seen,) = await pend(ws, [advisory_item(1)])
+    await triage(ws, embedder=real_embedder())
+    await correct(ws, seen, "accept", embedder=None)  # "yes, keep items like this"
+    (new,) = await pend(ws, [dataclasses.replace(advisory_item(2), tags=())])
+    learned = await triage(ws, embedder=real_embedder())
+    (decision,) = learned.decisions
+    assert decision.decision == "filed" and decision.note_path is not None
+    meta = parse_note((vault / decision.note_path).read_text(encoding="utf-8")).frontmatter
+    assert meta["learned"] > 0 and meta["learned_reason"].startswith("you kept 1 similar item")
+
+    assert await undo(ws, None) == 1
+    again = await triage(ws, embedder=real_embedder(), item_ids=[new], rescore=True)
+    assert again.decisions[0].composite < decision.composite
+    meta = parse_note((vault / decision.note_path).read_text(encoding="utf-8")).frontmatter
+    assert meta["learned"] == 0.0
+    assert meta["learned_reason"] == "none of your corrections applies any more"

@@ -121,3 +121,28 @@ def test_undoing_replayed_corrections_restores_every_decision(shared_data: Path)
     examples = list(_examples(shared_data))
     result = replay_corrections(examples, Scorer(ScoringSettings(), None), "clipper")
     assert result.corrections > 0 and result.restored
+
+
+def test_the_reason_checker_catches_a_learned_shift_that_lies() -> None:
+    import dataclasses
+
+    from signaldesk.items import Item
+    from signaldesk.scoring.feedback import Correction
+
+    def item(title: str, url: str) -> Item:
+        return Item(source_kind="rss", source_id="f", title=title, text="Some text " * 30, url=url)
+
+    thrown = Correction(item("Other post", "https://blog.example.org/a"), False, None, "x")
+    new = item("A post", "https://blog.example.org/b")
+    card = Scorer(ScoringSettings(), None, corrections=[thrown]).score(new)
+    assert card.learned is not None and not contradictions(card, new, 0.55)
+    learned = card.learned
+    lies = [
+        dataclasses.replace(learned, reason=learned.reason.replace("(-", "(+")),
+        dataclasses.replace(learned, reason=learned.reason.replace("rejected", "kept")),
+        dataclasses.replace(learned, features={**learned.features, "rejected": 2.0}),
+    ]
+    for wrong in lies:
+        assert contradictions(dataclasses.replace(card, learned=wrong), new, 0.55)
+    # A composite that is not the weighted sum plus the shift is caught too.
+    assert contradictions(dataclasses.replace(card, composite=card.composite + 0.05), new, 0.55)

@@ -2,7 +2,8 @@
 
 Each claim a reason can make is read back and compared with what the card measured: counts
 ("3 code block(s)", "412 words"), penalties ("penalised: listicle title"), the shift learned
-from corrections ("you kept 2 similar items (+0.14)"), the source's reputation ("unknown site
+from corrections ("you kept 2 similar items (+0.14)", and that the composite is the weighted
+sum plus that shift), the source's reputation ("unknown site
 0.45"), the route's domain and confidence, and the one-line summary's decision and sign.
 """
 
@@ -11,7 +12,7 @@ from __future__ import annotations
 import re
 
 from signaldesk.items import Item
-from signaldesk.scoring import ScoreCard
+from signaldesk.scoring import DIMENSIONS, ScoreCard, ScoreWeights
 from signaldesk.scoring.records import TEASER_NOTE
 
 __all__ = ["contradictions"]
@@ -52,6 +53,43 @@ def _counts(
             if float(match.group(1)) != features.get(name):
                 out.append(f"{where}: says {match.group(0)!r} but {name} = {features.get(name)}")
     return out
+
+
+def _learned(card: ScoreCard) -> list[str]:
+    """The learned shift: its reason, its features and its part of the composite agree."""
+    weights = ScoreWeights()  # the bench scores with the default formula
+    weighted = sum(getattr(weights, name) * card.dimension(name).value for name in DIMENSIONS)
+    learned = card.learned
+    if learned is None:
+        if abs(card.composite - weighted) > 0.0006:
+            return [f"composite {card.composite} is not the weighted sum {weighted:.4f}"]
+        return []
+    out = []
+    expected = min(1.0, max(0.0, weighted + learned.value))
+    if abs(card.composite - expected) > 0.0006:
+        out.append(f"composite {card.composite} is not {weighted:.4f} {learned.value:+.4f}")
+    said = re.search(r"\(([+-]\d\.\d\d)\)$", learned.reason)
+    if said is None or float(said.group(1)) != round(learned.value, 2):
+        out.append(f"learned: reason {learned.reason!r} does not state {learned.value:+.2f}")
+    first = re.match(r"you (kept|rejected) ", learned.reason)
+    if first is None or (first.group(1) == "kept") != (learned.value > 0):
+        out.append(f"learned: reason {learned.reason!r} leads with the wrong side")
+    f = learned.features
+    if f["shift"] != learned.value or (f["evidence"] > 0) != (learned.value > 0):
+        out.append("learned: shift and evidence disagree with the value")
+    for verb, key in (("kept", "kept"), ("rejected", "rejected")):
+        said_n = sum(int(n) for n in re.findall(r"(\d+) ", _side(learned.reason, verb)))
+        if said_n != f[key]:
+            out.append(f"learned: reason counts {said_n} {verb}, features {f[key]}")
+    if f"{learned.value:+.2f} learned" not in card.summary(0.55):
+        out.append("summary does not show the learned shift")
+    return out
+
+
+def _side(reason: str, verb: str) -> str:
+    """The part of a learned reason after 'you <verb>' up to the next side or the figure."""
+    match = re.search(rf"you {verb} ([^;(]*)", reason)
+    return match.group(1) if match else ""
 
 
 def contradictions(card: ScoreCard, item: Item, threshold: float) -> list[str]:
@@ -109,19 +147,10 @@ def contradictions(card: ScoreCard, item: Item, threshold: float) -> list[str]:
     if clipped != (item.source_kind == "clipper" and "clipping_intent" in rel.features):
         out.append("relevance: 'clipped by you' on an item that was not clipped, or missing")
     floor = rel.features.get("clipping_intent", 0.0)
-    shift = rel.features.get("feedback_shift", 0.0)
-    if (
-        rel.reason.startswith("matches no interest topic")
-        and rel.value > floor + max(shift, 0) + 0.06
-    ):
+    if rel.reason.startswith("matches no interest topic") and rel.value > floor + 0.06:
         out.append(f"relevance: 'matches no interest topic' at {rel.value}")
-    learned = re.search(r"you (kept|rejected) .*\(([+-]\d\.\d\d)\)$", rel.reason)
-    if learned:
-        sign = 1 if learned.group(1) == "kept" else -1
-        if round(shift, 2) != float(learned.group(2)) or shift * sign <= 0:
-            out.append(f"relevance: learned shift {learned.group(2)} but feature says {shift}")
-    elif shift:
-        out.append("relevance: a learned shift the reason does not mention")
+    if "you kept" in rel.reason or "you rejected" in rel.reason:
+        out.append("relevance: speaks of corrections (they belong to the learned shift)")
     muted = re.search(r"looks like muted topic .* \((\d\.\d\d)\)", rel.reason)
     if muted and abs(float(muted.group(1)) - rel.features["muted_topic"]) > 0.006:
         out.append("relevance: muted-topic figure disagrees with its feature")
@@ -142,6 +171,8 @@ def contradictions(card: ScoreCard, item: Item, threshold: float) -> list[str]:
     shown = re.match(r"[\w-]+ \((\d\.\d\d)\)", route.reason)
     if shown and abs(float(shown.group(1)) - route.confidence) > 0.006:
         out.append(f"route: says {shown.group(1)} but confidence is {route.confidence}")
+
+    out += _learned(card)
 
     summary = card.summary(threshold)
     if summary.startswith("filed") != card.passed:

@@ -126,7 +126,7 @@ def replay_corrections(examples: Sequence[Example], scorer: Scorer, mode: str) -
             changed.append(
                 f"{x.id}: {'filed' if old.passed else 'rejected'} {old.route.domain} -> "
                 f"{'filed' if new.passed else 'rejected'} {new.route.domain} ({right}); "
-                f"{new.relevance.reason.rsplit('; ', 1)[-1]}"
+                f"{new.learned.reason if new.learned else 'no learned shift'}"
             )
     kinds: dict[str, int] = {}
     for c in corrections:

@@ -268,6 +268,11 @@ def _card_table(card: ScoreCard, *, explain: bool) -> Table:
         if explain:
             row.append(", ".join(f"{k}={v:g}" for k, v in dim.features.items()))
         table.add_row(*row)
+    if card.learned is not None:
+        row = ["learned", f"{card.learned.value:+.3f}", card.learned.reason]
+        if explain:
+            row.append(", ".join(f"{k}={v:g}" for k, v in card.learned.features.items()))
+        table.add_row(*row)
     return table
 
 
