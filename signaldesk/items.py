@@ -29,9 +29,10 @@ class Item:
     :param tags: tags the source carried.
     :param site_name: the publishing site's name, if known.
     :param origin_path: vault-relative path of the note it came from (clippings, inbox).
-    :param teaser: the text is the source's own short teaser because the full text was
-        wanted but could not be fetched (yet): scores read a teaser, and intake fetches
-        the page again later.
+    :param teaser: ``text`` is only the feed's own teaser: the linked page's full text
+        was wanted but could not be had (yet). Intake fetches the page again in later
+        scans; triage marks such a card "scored on the feed's teaser" and scores the
+        item again once the full text replaces it.
     :param extra: adapter-specific metadata that later stages may show but never need.
     """
 

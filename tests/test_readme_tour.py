@@ -220,6 +220,8 @@ def test_the_readme_tour_runs_as_written(tmp_path: Path) -> None:
     assert demo.code == 0 and "Done in" in demo.out, demo.out + demo.err
     skipped: list[str] = []
     for command in commands:
+        if command.startswith("pip install"):
+            continue  # an optional extra from the package index: not for an offline run
         missing = [
             p
             for p in _program(command)
