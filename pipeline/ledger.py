@@ -51,6 +51,8 @@ from signaldesk.pipeline.ledger_records import (
     item_identity,
     item_to_json,
     location_identity,
+    stored_item,
+    stored_text,
     utcnow,
 )
 from signaldesk.pipeline.ledger_schema import (
@@ -184,8 +186,9 @@ class Ledger:
         """
         stamp = iso_utc(now)
         rows: dict[str, tuple[Any, ...]] = {}
-        for item in items:
-            item_id = item_identity(item)
+        for raw in items:
+            item_id = item_identity(raw)
+            item = stored_item(raw)
             rows.setdefault(
                 item_id,
                 (
@@ -257,7 +260,7 @@ class Ledger:
                     kind,
                     source_id,
                     location,
-                    reason,
+                    stored_text(reason),
                     item_to_json(placeholder),
                     stamp,
                     stamp,
@@ -270,7 +273,7 @@ class Ledger:
                 "UPDATE items SET last_error = ?, updated_at = ? WHERE id = ? AND status = "
                 "'parked' "
                 "AND last_error IS NOT ?",
-                (reason, stamp, item_id, reason),
+                (stored_text(reason), stamp, item_id, stored_text(reason)),
             )
             return item_id, False
 
@@ -303,6 +306,7 @@ class Ledger:
                     (status, stamp, item_id),
                 )
             else:
+                item = stored_item(item)
                 await conn.execute(
                     "UPDATE items SET status = ?, payload = ?, title = ?, url = ?, canonical_url "
                     "= ?, "
@@ -318,13 +322,41 @@ class Ledger:
                     ),
                 )
 
+    async def replace_payload(
+        self, item_id: str, item: Item, *, status: ItemStatus, now: datetime | None = None
+    ) -> bool:
+        """Store a new payload for an item that is still in ``status`` (a teaser whose page
+        arrived later); returns whether it was. Its status and scores are left alone."""
+        async with self.transaction() as conn:
+            cursor = await conn.execute(
+                "UPDATE items SET payload = ?, updated_at = ? WHERE id = ? AND status = ?",
+                (item_to_json(stored_item(item)), iso_utc(now or utcnow()), item_id, status),
+            )
+            return bool(cursor.rowcount)
+
+    async def teasers_due(
+        self, *, now: datetime, max_attempts: int, limit: int
+    ) -> list[LedgerEntry]:
+        """Feed entries settled on their teaser whose article page is due another try
+        (``extra.full_text_after`` passed, fewer than ``max_attempts`` tries), oldest first."""
+        async with self._conn.execute(
+            f"SELECT {ENTRY_COLUMNS} FROM items WHERE source_kind = 'rss' "
+            "AND status IN ('pending', 'filed', 'rejected') "
+            "AND json_extract(payload, '$.teaser') "
+            "AND json_extract(payload, '$.extra.full_text_after') <= ? "
+            "AND COALESCE(json_extract(payload, '$.extra.full_text_attempts'), 0) < ? "
+            "ORDER BY updated_at LIMIT ?",
+            (iso_utc(now), max_attempts, limit),
+        ) as cursor:
+            return [entry_from_row(row) async for row in cursor]
+
     async def record_failure(self, item_id: str, error: str, *, now: datetime | None = None) -> int:
         """Count a failed attempt (the item stays where it is); returns the attempt count."""
         async with self.transaction() as conn:
             await conn.execute(
                 "UPDATE items SET attempts = attempts + 1, last_error = ?, updated_at = ? WHERE "
                 "id = ?",
-                (error, iso_utc(now or utcnow()), item_id),
+                (stored_text(error), iso_utc(now or utcnow()), item_id),
             )
             async with conn.execute(
                 "SELECT attempts FROM items WHERE id = ?", (item_id,)
@@ -339,7 +371,7 @@ class Ledger:
             await conn.execute(
                 "UPDATE items SET status = 'parked', last_error = ?, attempts = attempts + 1, "
                 "updated_at = ?, settled_at = ? WHERE id = ?",
-                (reason, stamp, stamp, item_id),
+                (stored_text(reason), stamp, stamp, item_id),
             )
 
     async def settle(
@@ -404,15 +436,19 @@ class Ledger:
             new_bands: list[tuple[int, str]] = []
             for item_id, item, guid, canon, fingerprint in prepared:
                 signed = to_signed64(fingerprint) if fingerprint is not None else None
+                item = stored_item(item)
                 payload = item_to_json(item)
+                stored_canon = stored_text(canon) if canon else canon
                 match = index.match(guid, canon, fingerprint)
                 if match is not None:
-                    duplicates.append((match[0], payload, canon, signed, stamp, stamp, item_id))
+                    duplicates.append(
+                        (match[0], payload, stored_canon, signed, stamp, stamp, item_id)
+                    )
                     verdicts.append(DedupeVerdict(item_id, "duplicate", match[0], match[1]))
                     continue
                 index.add(item_id, guid, canon, fingerprint)
                 uniques.append(
-                    (payload, item.title, item.url, canon, signed, stamp, stamp, item_id)
+                    (payload, item.title, item.url, stored_canon, signed, stamp, stamp, item_id)
                 )
                 if fingerprint is not None:
                     new_bands += [(band, item_id) for band in simhash_bands(fingerprint)]

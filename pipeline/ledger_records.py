@@ -16,6 +16,7 @@ from typing import Any, Literal, cast
 
 from signaldesk.items import Item, SourceKind
 from signaldesk.pipeline.dedupe import MatchKey, canonical_url
+from signaldesk.retrieval.scrubber import scrub_text, scrub_value
 
 __all__ = [
     "ENTRY_COLUMNS",
@@ -29,6 +30,8 @@ __all__ = [
     "item_identity",
     "item_to_json",
     "location_identity",
+    "stored_item",
+    "stored_text",
     "utcnow",
 ]
 
@@ -48,11 +51,57 @@ def iso_utc(value: datetime) -> str:
 
 
 def item_to_json(item: Item) -> str:
-    """Serialise an :class:`Item` for the ledger's payload column."""
+    """Serialise an :class:`Item` for the ledger's payload column.
+
+    Text with lone surrogates (undecodable bytes an adapter let through) cannot be
+    stored as UTF-8; such a payload is written with ``\\u`` escapes instead, which
+    :func:`item_from_json` reads back to the same item.
+    """
     data = dataclasses.asdict(item)
     data["published"] = item.published.isoformat() if item.published else None
     data["tags"] = list(item.tags)
-    return json.dumps(data, ensure_ascii=False, default=str)
+    text = json.dumps(data, ensure_ascii=False, default=str)
+    if _has_surrogates(text):
+        return json.dumps(data, ensure_ascii=True, default=str)
+    return text
+
+
+def _has_surrogates(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+def _utf8(text: str) -> bytes:
+    # surrogatepass: an id must be computable for any string an adapter produced.
+    return text.encode("utf-8", "surrogatepass")
+
+
+def stored_item(item: Item) -> Item:
+    """``item`` as the ledger stores it: credentials in its text fields scrubbed.
+
+    What signaldesk writes is scrubbed (issue 12): the payload feeds the notes triage
+    renders. Identities are computed from the item as read (:func:`item_identity`);
+    ``guid``, ``source_id`` and ``origin_path`` are identities and paths, kept as they are.
+    """
+    return dataclasses.replace(
+        item,
+        title=scrub_text(item.title),
+        text=scrub_text(item.text),
+        summary=scrub_text(item.summary) if item.summary else item.summary,
+        author=scrub_text(item.author) if item.author else item.author,
+        url=scrub_text(item.url) if item.url else item.url,
+        site_name=scrub_text(item.site_name) if item.site_name else item.site_name,
+        tags=tuple(scrub_text(tag) for tag in item.tags),
+        extra=scrub_value(item.extra),
+    )
+
+
+def stored_text(text: str) -> str:
+    """A reason or error message as the ledger stores it (scrubbed: it may quote input)."""
+    return scrub_text(text)
 
 
 def item_from_json(text: str) -> Item:
@@ -90,14 +139,14 @@ def item_identity(item: Item) -> str:
     elif (canon := canonical_url(item.url)) is not None:
         key = f"url:{canon}"
     else:
-        key = "text:" + hashlib.sha256(f"{item.title}\n{item.text}".encode()).hexdigest()
+        key = "text:" + hashlib.sha256(_utf8(f"{item.title}\n{item.text}")).hexdigest()
     raw = f"{item.source_kind}\x1f{item.source_id}\x1f{key}"
-    return hashlib.sha256(raw.encode("utf-8")).hexdigest()
+    return hashlib.sha256(_utf8(raw)).hexdigest()
 
 
 def location_identity(kind: str, source_id: str, location: str) -> str:
     raw = f"{kind}\x1f{source_id}\x1flocation:{location}"
-    return hashlib.sha256(raw.encode("utf-8")).hexdigest()
+    return hashlib.sha256(_utf8(raw)).hexdigest()
 
 
 @dataclass(frozen=True, slots=True)

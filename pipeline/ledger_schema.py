@@ -103,5 +103,20 @@ CREATE TABLE feeds (
 );
 """
 
-MIGRATIONS: Final[tuple[str, ...]] = (_V1,)
+# Corrections a person made to triage's decisions (pipeline.ledger_corrections): what they
+# did with one item, and when it was undone. Scoring learns from the rows not undone.
+_V2 = """
+CREATE TABLE corrections (
+    id           INTEGER PRIMARY KEY,
+    item_id      TEXT NOT NULL REFERENCES items(id) ON DELETE CASCADE,
+    accept       INTEGER,                 -- 1 kept, 0 thrown away, NULL only moved
+    domain       TEXT,                    -- the domain the person chose, if any
+    how          TEXT NOT NULL,           -- e.g. "moved the note", "`triage reject`"
+    recorded_at  TEXT NOT NULL,           -- ISO 8601 UTC
+    undone_at    TEXT                     -- set by undo / reset; such rows are ignored
+);
+CREATE INDEX corrections_item ON corrections(item_id, recorded_at);
+"""
+
+MIGRATIONS: Final[tuple[str, ...]] = (_V1, _V2)
 SCHEMA_VERSION: Final = len(MIGRATIONS)

@@ -23,12 +23,14 @@ import yaml
 
 from signaldesk.items import Item
 from signaldesk.pipeline.frontmatter_patch import Scalar
+from signaldesk.retrieval.scrubber import scrub_text, scrub_value
 from signaldesk.scoring.records import DIMENSIONS, ScoreCard
 
 __all__ = [
     "GENERATED_KEYS",
     "HASH_KEY",
     "ID_KEY",
+    "OPTIONAL_GENERATED_KEYS",
     "generated_fields",
     "generated_hash",
     "key_points",
@@ -53,7 +55,13 @@ GENERATED_KEYS: tuple[str, ...] = (
     "route_confidence",
     "route_reason",
     "scored_at",
+    "learned",
+    "learned_reason",
 )
+# Generated keys only a note whose score this vault's corrections moved has (see
+# generated_fields); the hash leaves out keys a note does not have.
+OPTIONAL_GENERATED_KEYS: tuple[str, ...] = ("learned", "learned_reason")
+_NO_LONGER_LEARNED = "none of your corrections applies any more"
 
 _SOURCE_KIND_LABEL = {
     "rss": "feed",
@@ -145,7 +153,12 @@ _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'“(\[]?[A-Z0-9])|(?<=[\u3002\u
 _WORD = re.compile(r"[^\W\d_]{3,}|\d+(?:\.\d+)+", re.UNICODE)
 _WIDE_RUN = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]+")
 _MD_LINK = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")
-_MD_NOISE = re.compile(r"(\*\*|__|`|\*(?=\S)|(?<=\S)\*)")
+_MD_NOISE = re.compile(r"(?<!\\)(\*\*|__|`|\*(?=\S)|(?<=[^\s\\])\*)")
+_MD_ESCAPE = re.compile(r"\\([\\`*_{}\[\]()#+\-.!<>|~])")
+# A line inside a paragraph that reads as a title, not a sentence: bold all through, or
+# a short first line with no closing punctuation and a capitalised line below it.
+_BOLD_LINE = re.compile(r"^(\*\*|__)[^*_].*\1$")
+_SENTENCE_CLOSE = re.compile(r"[.!?:;,…)\]\"'\u201d\u2019]$")
 _LIST_MARK = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+(\[[ xX]\]\s+)?")
 _STOPWORDS = """
     the and for that this with from have has had are was were will would could should
@@ -169,7 +182,8 @@ def _prose_units(text: str) -> list[str]:
             units.extend(s.strip() for s in _SENTENCE_END.split(joined) if s.strip())
             paragraph.clear()
 
-    for line in text.splitlines():
+    lines = text.splitlines()
+    for number, line in enumerate(lines):
         if _FENCE.match(line):
             flush()
             in_code = not in_code
@@ -185,11 +199,23 @@ def _prose_units(text: str) -> list[str]:
             flush()
             units.append(_LIST_MARK.sub("", line).strip())
             continue
+        following = lines[number + 1].strip() if number + 1 < len(lines) else ""
+        if (
+            _BOLD_LINE.match(stripped)
+            or (
+                not paragraph  # the first line of a block: hard-wrapped prose never qualifies
+                and len(stripped) <= 80
+                and following[:1].isupper()
+                and not _SENTENCE_CLOSE.search(_MD_LINK.sub(r"\1", stripped))
+            )
+        ):
+            flush()  # a title inside a paragraph: never run into the text below it
+            continue
         paragraph.append(stripped)
     flush()
     cleaned = []
     for unit in units:
-        plain = _MD_NOISE.sub("", _MD_LINK.sub(r"\1", unit)).strip()
+        plain = _MD_ESCAPE.sub(r"\1", _MD_NOISE.sub("", _MD_LINK.sub(r"\1", unit))).strip()
         plain = " ".join(plain.split())
         # CJK packs a word into one or two characters: count them double.
         width = len(plain) + sum(len(run) for run in _WIDE_RUN.findall(plain))
@@ -262,7 +288,21 @@ def _one_line(text: str) -> str:
 
 
 def _first_paragraph(text: str) -> str:
-    units = _prose_units(text)
+    """The opening prose, up to about 200 characters, never past the first heading that
+    follows it (so "... and higher. Why this change is happening ..." cannot happen)."""
+    head: list[str] = []
+    in_code = seen_prose = False
+    for line in text.splitlines():
+        if _FENCE.match(line):
+            in_code = not in_code
+        elif not in_code and _HEADING.match(line.strip()):
+            if seen_prose:
+                break
+            continue
+        elif not in_code and line.strip():
+            seen_prose = True
+        head.append(line)
+    units = _prose_units("\n".join(head))
     paragraph: list[str] = []
     for unit in units:
         paragraph.append(unit)
@@ -353,9 +393,17 @@ def render_body(
 
 
 def generated_fields(
-    card: ScoreCard, *, threshold: float, scored_at: datetime
+    card: ScoreCard,
+    *,
+    threshold: float,
+    scored_at: datetime,
+    previous: Mapping[str, Any] | None = None,
 ) -> dict[str, Scalar]:
-    """The triage-owned frontmatter fields for ``card`` (see :data:`GENERATED_KEYS`)."""
+    """The triage-owned frontmatter fields for ``card`` (see :data:`GENERATED_KEYS`).
+
+    :param previous: the note's frontmatter when re-scoring: a ``learned`` shift it shows
+        that the card no longer has (the corrections were undone) is set to 0, not left.
+    """
     fields: dict[str, Scalar] = {}
     for name in DIMENSIONS:
         score = card.dimension(name)
@@ -367,14 +415,23 @@ def generated_fields(
     fields["route_confidence"] = round(float(card.route.confidence), 3)
     fields["route_reason"] = _one_line(card.route.reason)
     fields["scored_at"] = scored_at.isoformat(timespec="seconds")
+    if card.learned is not None:
+        fields["learned"] = round(float(card.learned.value), 3)
+        fields["learned_reason"] = _one_line(card.learned.reason)
+    elif previous is not None and previous.get("learned") is not None:
+        fields["learned"] = 0.0
+        fields["learned_reason"] = _NO_LONGER_LEARNED
     return fields
 
 
 def generated_hash(values: Mapping[str, Any]) -> str:
     """A short hash of the generated fields as they read back from a note."""
+    # Keys a note does not have are left out, so a note written before a key existed
+    # (``learned``) keeps its hash.
     canonical = {
         key: round(float(v), 3) if isinstance(v, int | float) and not isinstance(v, bool) else v
         for key, v in ((k, values.get(k)) for k in GENERATED_KEYS)
+        if v is not None
     }
     blob = json.dumps(canonical, sort_keys=True, ensure_ascii=False, default=str)
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:16]
@@ -430,8 +487,16 @@ def signal_frontmatter(
 
 
 def render_signal_note(meta: Mapping[str, Any], body: str) -> str:
-    """Frontmatter and body as one note. The emitter quotes whatever needs it."""
+    """Frontmatter and body as one note. The emitter quotes whatever needs it.
+
+    Credentials in what the item carried (a tool's output, an article) are scrubbed:
+    signaldesk wrote this note, so it must not copy a secret into the vault.
+    """
     header = yaml.safe_dump(
-        dict(meta), sort_keys=False, allow_unicode=True, width=1_000_000, default_flow_style=False
+        scrub_value(dict(meta)),
+        sort_keys=False,
+        allow_unicode=True,
+        width=1_000_000,
+        default_flow_style=False,
     ).strip()
-    return f"---\n{header}\n---\n\n{body.strip()}\n"
+    return f"---\n{header}\n---\n\n{scrub_text(body.strip())}\n"

@@ -21,8 +21,10 @@ from signaldesk.pipeline.feeds import FeedRecord, FeedRegistry
 from signaldesk.pipeline.generated_notes import GeneratedNote, write_generated_note
 from signaldesk.pipeline.intake import open_ledger
 from signaldesk.pipeline.ledger import Ledger, LedgerEntry
+from signaldesk.pipeline.ledger_corrections import corrections_recorded
 from signaldesk.pipeline.triage_report_model import (
     DIMENSIONS,
+    CorrectionNote,
     FeedIssue,
     ReportItem,
     SourceCount,
@@ -35,6 +37,7 @@ from signaldesk.vault import STATE_DIR
 
 __all__ = [
     "DIMENSIONS",
+    "CorrectionNote",
     "FeedIssue",
     "ReportItem",
     "SourceCount",
@@ -104,6 +107,8 @@ def _report_item(
         error=entry.last_error,
         duplicate_of=titles.get(entry.duplicate_of or "", entry.duplicate_of),
         arrived=entry.discovered_at,
+        teaser=entry.item.teaser,
+        page_cause=entry.item.extra.get("full_text_cause") if entry.item.teaser else None,
     )
 
 
@@ -141,7 +146,10 @@ def feed_issues(records: Iterable[FeedRecord]) -> list[FeedIssue]:
 def _waiting_folders(workspace: Workspace) -> tuple[list[Path], list[Path]]:
     """(folders to list, folders inside them to skip: the mail and tool drops)."""
     config = workspace.config
-    listed = [workspace.resolve("00-inbox"), workspace.resolve(config.clipper.folder)]
+    listed = [
+        workspace.resolve(config.vault.inbox_folder),
+        workspace.resolve(config.clipper.folder),
+    ]
     skipped = [
         workspace.resolve(config.newsletter.drop_folder),
         workspace.resolve(config.tool_output.drop_folder),
@@ -170,6 +178,27 @@ def _list_waiting(vault: Path, listed: list[Path], skipped: list[Path]) -> list[
                 continue
             found[rel] = str(meta.get("title") or path.stem)
     return sorted(found.items())
+
+
+async def _day_corrections(ledger: Ledger, day: date, tz: tzinfo) -> list[CorrectionNote]:
+    start, end = _day_bounds(day, tz)
+    out = []
+    for row in await corrections_recorded(ledger, start, end):
+        entry = await ledger.get(row.item_id)
+        out.append(
+            CorrectionNote(
+                item_id=row.item_id,
+                title=entry.item.title if entry is not None else row.item_id[:10],
+                how=row.how,
+                accept=row.accept,
+                domain=row.domain,
+                recorded_at=row.recorded_at,
+                undone=row.undone_at is not None,
+                note_path=entry.note_path if entry is not None else None,
+                url=entry.item.url if entry is not None else None,
+            )
+        )
+    return out
 
 
 async def gather_triage_report(
@@ -218,6 +247,7 @@ async def gather_triage_report(
                 score=entry.score if entry else None,
             )
         )
+    report.corrections = await _day_corrections(ledger, day, zone)
     return report
 
 

@@ -6,18 +6,21 @@ Built by :func:`pipeline.triage_report.gather_triage_report`, rendered by
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import date, datetime
 
 __all__ = [
     "DIMENSIONS",
+    "CorrectionNote",
     "FeedIssue",
     "ReportItem",
     "SourceCount",
     "TriageReportNote",
     "WaitingNote",
     "kind_rank",
+    "reason_key",
 ]
 
 DIMENSIONS = ("relevance", "actionability", "depth", "authority")
@@ -41,6 +44,8 @@ class ReportItem:
     error: str | None
     duplicate_of: str | None
     arrived: datetime
+    teaser: bool = False
+    page_cause: str | None = None  # why the article page could not be had (teasers)
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,6 +85,21 @@ class FeedIssue:
     last_success_at: datetime | None
 
 
+@dataclass(frozen=True, slots=True)
+class CorrectionNote:
+    """A correction the person made that day (``pipeline.corrections``)."""
+
+    item_id: str
+    title: str
+    how: str
+    accept: bool | None
+    domain: str | None
+    recorded_at: datetime
+    undone: bool = False
+    note_path: str | None = None
+    url: str | None = None
+
+
 @dataclass
 class TriageReportNote:
     """Everything the report shows for one day (tests and ``--json`` read this)."""
@@ -88,6 +108,8 @@ class TriageReportNote:
     threshold: float
     near_margin: float
     items: list[ReportItem] = field(default_factory=list)
+    corrections: list[CorrectionNote] = field(default_factory=list)
+    """What the person corrected that day (recorded then), oldest first."""
     waiting_notes: list[WaitingNote] = field(default_factory=list)
     pending_total: int = 0
     pending: list[ReportItem] = field(default_factory=list)
@@ -116,6 +138,19 @@ class TriageReportNote:
     @property
     def parked(self) -> list[ReportItem]:
         return self.with_status("parked")
+
+    @property
+    def teasers(self) -> list[ReportItem]:
+        """Feed entries of the day scored on their teaser: the article page did not come."""
+        return [i for i in self.items if i.teaser and i.status != "duplicate"]
+
+    @property
+    def parked_by_reason(self) -> list[tuple[str, list[ReportItem]]]:
+        """Parked items grouped by their reason (links and numbers aside), largest first."""
+        groups: dict[str, list[ReportItem]] = {}
+        for item in self.parked:
+            groups.setdefault(reason_key(item.error), []).append(item)
+        return sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[0]))
 
     @property
     def by_source(self) -> list[SourceCount]:
@@ -154,6 +189,19 @@ class TriageReportNote:
             pair = counts.setdefault(i.domain or "other", [0, 0])
             pair[0 if i.status == "filed" else 1] += 1
         return {d: (c[0], c[1]) for d, c in sorted(counts.items())}
+
+
+_URL = re.compile(r"https?://[^\s)>\]]+|\b[\w.-]+\.(?:md|eml|mbox|json|txt)\b")
+_NUMBER = re.compile(r"\d+")
+
+
+def reason_key(reason: str | None) -> str:
+    """A parked reason with its links, file names and numbers blanked, for grouping:
+    69 "HTTP 404 fetching article https://…/a/17" rows become one."""
+    if not reason:
+        return "no reason recorded"
+    text = _URL.sub("…", reason)
+    return " ".join(_NUMBER.sub("N", text).split())[:160]
 
 
 def kind_rank(kind: str) -> int:

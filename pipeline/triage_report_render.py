@@ -8,12 +8,16 @@ import re
 from collections import Counter
 from collections.abc import Iterable
 
+from signaldesk.pipeline.intake_report import ProblemGroup, problem_lines
 from signaldesk.pipeline.triage_report_model import (
     DIMENSIONS,
+    CorrectionNote,
     ReportItem,
     TriageReportNote,
     kind_rank,
 )
+from signaldesk.pipeline.wording import plural
+from signaldesk.sources.http import host_of
 
 __all__ = ["render_triage_report", "score_histogram"]
 
@@ -25,12 +29,16 @@ def _cell(text: str | None) -> str:
 
 def _link(item: ReportItem) -> str:
     """A wiki-link to the item's note (pipe escaped for tables), else its URL or title."""
-    if item.note_path:
-        target = item.note_path[:-3] if item.note_path.endswith(".md") else item.note_path
-        return f"[[{target}\\|{_cell(item.title)}]]"
-    if item.url:
-        return f"[{_cell(item.title).replace(']', ')')}]({item.url.replace(')', '%29')})"
-    return _cell(item.title)
+    return _note_link(item.title, item.note_path, item.url)
+
+
+def _note_link(title: str, note_path: str | None, url: str | None) -> str:
+    if note_path:
+        target = note_path[:-3] if note_path.endswith(".md") else note_path
+        return f"[[{target}\\|{_cell(title)}]]"
+    if url:
+        return f"[{_cell(title).replace(']', ')')}]({url.replace(')', '%29')})"
+    return _cell(title)
 
 
 def _fmt(value: float | None) -> str:
@@ -111,9 +119,10 @@ def render_triage_report(
     lines = [f"# Triage report {day}", ""]
     lines.append(
         f"{len(report.items)} arrived · {len(filed)} filed · {len(rejected)} rejected "
-        f"({len(near)} worth a look) · {len(report.duplicates)} duplicates · "
-        f"{len(report.parked)} parked · {len(report.waiting_notes)} notes and "
-        f"{report.pending_total} items waiting · {len(report.feed_issues)} feeds need attention. "
+        f"({len(near)} worth a look) · {plural(len(report.duplicates), 'duplicate')} · "
+        f"{len(report.parked)} parked · {plural(len(report.waiting_notes), 'note')} and "
+        f"{plural(report.pending_total, 'item')} waiting · "
+        f"{plural(len(report.feed_issues), 'feed needs', 'feeds need')} attention. "
         f"Threshold {report.threshold:.2f}."
     )
 
@@ -172,6 +181,8 @@ def render_triage_report(
             )
         lines += _more(len(near), max_rows)
 
+    lines += _corrections_section(report.corrections, max_rows)
+
     lines += ["", "## Duplicates merged", ""]
     if not report.duplicates:
         lines.append("None.")
@@ -199,9 +210,21 @@ def render_triage_report(
         lines += _more(report.pending_total, max_rows)
 
     lines += ["", "## Feeds needing attention", ""]
-    if not report.feed_issues:
+    teasers = report.teasers
+    if not report.feed_issues and not teasers:
         lines.append("All feeds are healthy.")
-    else:
+    if teasers:
+        hosts = {host_of(i.url) for i in teasers}
+        lines.append(
+            f"Article pages could not be fetched for {len(teasers)} of the day's entries, "
+            f"from {len(hosts)} {'host' if len(hosts) == 1 else 'hosts'}: they were scored "
+            "on the feed's own teaser, and their pages are tried again in later scans."
+        )
+        lines.append("")
+        lines += [f"- {_cell(line)}" for line in problem_lines(_page_groups(teasers))]
+        if report.feed_issues:
+            lines.append("")
+    if report.feed_issues:
         lines += [
             "| feed | state | errors | last error | next check |",
             "| --- | --- | ---: | --- | --- |",
@@ -221,11 +244,45 @@ def render_triage_report(
     if not report.parked:
         lines.append("None.")
     else:
-        lines += ["| item | source | reason |", "| --- | --- | --- |"]
-        for i in report.parked[:max_rows]:
-            lines.append(f"| {_link(i)} | {_cell(i.source)} | {_cell(i.error)} |")
-        lines += _more(len(report.parked), max_rows)
+        # One row per reason, not per item: 69 pages failing alike are one problem.
+        lines += ["| reason | items | for example |", "| --- | ---: | --- |"]
+        groups = report.parked_by_reason
+        for _key, items in groups[:max_rows]:
+            examples = ", ".join(_link(i) for i in items[:3])
+            more = f" and {len(items) - 3} more" if len(items) > 3 else ""
+            lines.append(f"| {_cell(items[0].error)} | {len(items)} | {examples}{more} |")
+        lines += _more(len(groups), max_rows)
     return "\n".join(lines) + "\n"
+
+
+def _page_groups(teasers: Iterable[ReportItem]) -> list[ProblemGroup]:
+    groups: dict[tuple[str, str], ProblemGroup] = {}
+    for item in teasers:
+        host, cause = host_of(item.url), item.page_cause or "not fetched"
+        group = groups.setdefault((host, cause), ProblemGroup("article page", host, cause))
+        group.count += 1
+        group.example = group.example or (item.url or "")
+    return list(groups.values())
+
+
+def _corrections_section(corrections: list[CorrectionNote], max_rows: int) -> list[str]:
+    """What the person corrected that day: triage learns from these."""
+    lines = ["", "## Your corrections", ""]
+    if not corrections:
+        return [*lines, "None."]
+    lines += [
+        "Triage learns from these (`signaldesk triage corrections` lists the ones in force; "
+        "`--undo N` or `--reset` takes them back).",
+        "",
+        "| item | what you did | kept | domain |",
+        "| --- | --- | --- | --- |",
+    ]
+    for c in corrections[:max_rows]:
+        kept = {True: "yes", False: "no", None: "-"}[c.accept]
+        how = _cell(c.how) + (" (undone since)" if c.undone else "")
+        link = _note_link(c.title, c.note_path, c.url)
+        lines.append(f"| {link} | {how} | {kept} | {c.domain or '-'} |")
+    return lines + _more(len(corrections), max_rows)
 
 
 def _more(total: int, shown: int) -> list[str]:

@@ -88,7 +88,7 @@ CREATE TABLE skipped (
 # (one 278 KB list note must not outrank the short note that answers). Rows are
 # written by the indexer; an index built before v3 has none until every note
 # has been re-prepared, which the indexer does by itself on its next run (the
-# index format changes), and until then the retriever ranks chunks only and
+# index format changes to 4), and until then the retriever ranks chunks only and
 # says so. `note_keys` maps a normalised title, alias or file name to its note,
 # for the exact-title lookup.
 _V3 = """
@@ -126,7 +126,7 @@ NOTE_FTS_TABLE = "notes_fts"
 # `meta.index_format` (its first part) from which every note has its `notes_fts`
 # row; an index upgraded from v2 reaches it when the indexer has re-prepared all
 # notes, and the retriever ranks chunks only until then.
-NOTE_FTS_SINCE_FORMAT = 3
+NOTE_FTS_SINCE_FORMAT = 4
 NOTE_FTS_COLUMNS = ("title", "aliases", "file", "tags", "headings", "body")
 NOTE_FTS_DELETE_ALL = f"INSERT INTO {NOTE_FTS_TABLE}({NOTE_FTS_TABLE}) VALUES ('delete-all')"
 NOTE_FTS_DELETE_TRIGGER = f"""

@@ -165,13 +165,13 @@ async def test_an_index_from_before_note_ranking_is_upgraded_by_the_indexer(
     vault: Path, embedder: Embedder
 ) -> None:
     # Make the index look like one written by the previous version: schema v2,
-    # index format 2, no note-level tables.
+    # index format 3, no note-level tables.
     conn = connect(Path(_settings(vault).db_path))
     conn.isolation_level = None
     conn.execute("DROP TRIGGER notes_fts_delete")
     conn.execute("DROP TABLE notes_fts")
     conn.execute("DROP TABLE note_keys")
-    conn.execute("UPDATE meta SET value = '2:1800:200:800' WHERE key = 'index_format'")
+    conn.execute("UPDATE meta SET value = '3:1800:200:800' WHERE key = 'index_format'")
     conn.execute("PRAGMA user_version = 2")
     conn.close()
     async with await Retriever.open(vault, _settings(vault), SearchSettings(), embedder) as r:

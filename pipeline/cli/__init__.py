@@ -19,6 +19,7 @@ from rich.logging import RichHandler
 from signaldesk import __version__
 from signaldesk.errors import SignaldeskError
 from signaldesk.pipeline.cli._context import AppContext
+from signaldesk.retrieval.scrub_logging import ScrubbingFilter
 
 __all__ = ["cli", "main"]
 
@@ -80,12 +81,23 @@ class _LazyGroup(click.Group):
 def cli(ctx: click.Context, vault: Path | None, config_path: Path | None, verbose: int) -> None:
     """signaldesk: intake, triage and hybrid search for a markdown vault."""
     level = logging.WARNING - 10 * min(verbose, 2)
-    logging.basicConfig(
-        level=level,
-        format="%(message)s",
-        handlers=[RichHandler(console=Console(stderr=True), show_path=False)],
-    )
+    handler = RichHandler(console=Console(stderr=True), show_path=False)
+    # What signaldesk logs is scrubbed (issue 12): every record, whoever logged it.
+    handler.addFilter(ScrubbingFilter())
+    if level > logging.DEBUG:
+        handler.addFilter(_without_traceback)  # tracebacks are for -vv
+    logging.basicConfig(level=level, format="%(message)s", handlers=[handler])
+    # aiosqlite logs every statement with its parameters at DEBUG: values, not news.
+    logging.getLogger("aiosqlite").setLevel(max(level, logging.INFO))
     ctx.obj = AppContext(vault_option=vault, config_option=config_path)
+
+
+def _without_traceback(record: logging.LogRecord) -> bool:
+    """Tracebacks are for ``-vv``: below it a problem is its one-line message."""
+    record.exc_info = None
+    record.exc_text = None
+    record.stack_info = None
+    return True
 
 
 def main(argv: list[str] | None = None) -> None:
