@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import uuid
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -77,6 +78,7 @@ class ModelMeta:
     fingerprint: str
     dimensions: int
     vector_type: str  # "float" | "int8" | "none"
+    source_key: str | None = None  # embedder.source_key: lets a reader skip hashing the model
 
 
 def quantize(vectors: npt.NDArray[np.float32], vector_type: str) -> list[bytes]:
@@ -230,6 +232,9 @@ class IndexWriter:
             yield
             self.generation += 1
             set_meta(self.conn, "generation", str(self.generation))
+            # Unique across rebuilds and re-created files (the counter is not): what
+            # the vector cache beside the index is checked against (vector_cache.py).
+            set_meta(self.conn, "generation_id", uuid.uuid4().hex)
             set_meta(self.conn, "last_indexed", datetime.now(UTC).strftime(ISO_UTC))
             self.conn.execute("COMMIT")
         except BaseException:
@@ -289,7 +294,21 @@ class IndexWriter:
         set_meta(c, "dimensions", str(model.dimensions))
         set_meta(c, "vector_type", model.vector_type)
         set_meta(c, "index_format", index_format)
+        if model.source_key:
+            set_meta(c, "model_source_key", model.source_key)
+        else:  # a key left from another model must never vouch for this fingerprint
+            c.execute("DELETE FROM meta WHERE key = 'model_source_key'")
         self.vector_type = model.vector_type if self.has_vec else "none"
+
+    def touch(self) -> None:
+        """Commit nothing but a new generation (and its ``generation_id``)."""
+        with self.transaction():
+            pass
+
+    def set_source_key(self, key: str) -> None:
+        """Record the files the (unchanged) model is loaded from, for readers to trust."""
+        with self.transaction():
+            set_meta(self.conn, "model_source_key", key)
 
     def delete_paths(self, paths: Sequence[str]) -> None:
         """Remove notes (their chunks, keyword rows and vectors go with them) and skip rows."""

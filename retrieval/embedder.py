@@ -21,6 +21,7 @@ produces could change; the indexer stores it and rebuilds when it differs.
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import threading
 from collections.abc import Sequence
@@ -47,7 +48,9 @@ __all__ = [
     "Embedder",
     "LazyEmbedder",
     "bundled_model_path",
+    "fingerprint_for",
     "load_embedder",
+    "source_key",
 ]
 
 logger = logging.getLogger(__name__)
@@ -104,12 +107,17 @@ def bundled_model_path() -> Path:
 class _StaticEmbedder:
     """An :class:`Embedder` over a loaded ``model2vec.StaticModel``."""
 
-    def __init__(self, model: StaticModel, name: str, batch_size: int) -> None:
+    def __init__(
+        self, model: StaticModel, name: str, batch_size: int, folder: Path | None = None
+    ) -> None:
         self._model = model
         self._name = name
         self._batch_size = batch_size
         self._dimensions = int(model.dim)
-        self._fingerprint = _fingerprint(model, name)
+        # Hashed on first use: a search whose index recorded these very files
+        # (see :func:`fingerprint_for`) never needs it.
+        self._fingerprint: str | None = None
+        self._source_key = _source_key(folder, name, self._dimensions) if folder else None
 
     @property
     def name(self) -> str:
@@ -121,7 +129,14 @@ class _StaticEmbedder:
 
     @property
     def fingerprint(self) -> str:
+        if self._fingerprint is None:
+            self._fingerprint = _fingerprint(self._model, self._name)
         return self._fingerprint
+
+    @property
+    def source_key(self) -> str | None:
+        """A cheap identity of the files the model was loaded from (see :func:`fingerprint_for`)."""
+        return self._source_key
 
     def encode(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
         if isinstance(texts, str):
@@ -159,12 +174,106 @@ def _fingerprint(model: StaticModel, name: str) -> str:
     return digest.hexdigest()
 
 
+def _source_key(folder: Path, name: str, dimensions: int) -> str | None:
+    """A hash of the model files' paths, sizes and modification times (``None``: unreadable).
+
+    Trigger: the fingerprint hashes the whole model (~10-50 ms) and every
+    process that searches would pay it. Why: the same files, untouched, load
+    the same model, so an index can record this key beside the fingerprint and
+    a later process trusts the recorded fingerprint when the key matches.
+    Outcome: a rewritten, replaced or moved model file changes the key, and the
+    fingerprint is hashed and compared as before.
+    """
+    from model2vec.version import __version__ as model2vec_version
+
+    digest = hashlib.sha256()
+    digest.update(
+        f"signaldesk-model-files/{_FINGERPRINT_VERSION}\n{name}\n{dimensions}\n"
+        f"{model2vec_version}\n".encode()
+    )
+    for file_name in _MODEL_FILES:
+        path = folder / file_name
+        try:
+            st = path.stat()
+        except OSError:
+            return None
+        digest.update(f"{path.resolve()}\n{st.st_size}\n{st.st_mtime_ns}\n".encode())
+    return digest.hexdigest()
+
+
+def source_key(embedder: Embedder) -> str | None:
+    """The :func:`_source_key` of the files ``embedder`` was loaded from, if it knows one.
+
+    Loads a :class:`LazyEmbedder`'s model. Embedders without the attribute (the
+    transformer tier computes its fingerprint from a checksum file anyway) give ``None``.
+    """
+    key = getattr(embedder, "source_key", None)
+    return key if isinstance(key, str) else None
+
+
+def fingerprint_for(
+    embedder: Embedder, stored_fingerprint: str | None, stored_key: str | None
+) -> str:
+    """``embedder``'s fingerprint, taken from the index when it recorded these model files.
+
+    :param stored_fingerprint: the index's ``model_fingerprint`` meta value.
+    :param stored_key: the index's ``model_source_key`` meta value.
+    """
+    if stored_fingerprint and stored_key and source_key(embedder) == stored_key:
+        return stored_fingerprint
+    return embedder.fingerprint
+
+
 def _load_folder(folder: Path) -> StaticModel:
+    model = _load_plain_folder(folder)
+    if model is not None:
+        return model
     from model2vec import StaticModel
 
     # An existing folder is read directly: model2vec only turns to the hub for a
     # path that does not exist, and the callers check existence first.
     return StaticModel.from_pretrained(folder, force_download=False)
+
+
+def _load_plain_folder(folder: Path) -> StaticModel | None:
+    """A folder in model2vec's own layout, built without model2vec's loading module.
+
+    Trigger: every one-shot `signaldesk search` loads the model to embed its query.
+    Why: ``StaticModel.from_pretrained`` imports model2vec's persistence module,
+    which imports ``huggingface_hub`` and the model-card machinery (~0.1-0.3 s and
+    ~25 MB) even for a local folder. Outcome: the same ``StaticModel`` (same
+    vectors, tokenizer, weights, mapping, ``normalize`` and ``max_length`` from the
+    folder's config) from its public constructor; any other layout, or a tensor
+    file without ``embeddings``, goes through ``from_pretrained`` as before
+    (``None`` here). tests/test_embedder.py checks both give the same fingerprint
+    and vectors.
+    """
+    config_path, tensors_path, tokenizer_path = (folder / name for name in _MODEL_FILES)
+    if not (config_path.is_file() and tensors_path.is_file() and tokenizer_path.is_file()):
+        return None
+    from model2vec.model import DEFAULT_MAX_LENGTH, StaticModel
+    from safetensors import safe_open
+    from tokenizers import Tokenizer
+
+    with safe_open(str(tensors_path), framework="numpy") as tensors:
+        names = set(tensors.keys())
+        if "embeddings" not in names:
+            return None
+        embeddings = tensors.get_tensor("embeddings")
+        weights = tensors.get_tensor("weights") if "weights" in names else None
+        mapping = tensors.get_tensor("mapping") if "mapping" in names else None
+    config = json.loads(config_path.read_text(encoding="utf-8"))
+    if not isinstance(config, dict):
+        return None
+    return StaticModel(
+        vectors=embeddings,
+        tokenizer=Tokenizer.from_file(str(tokenizer_path)),
+        config=config,
+        normalize=config.get("normalize", False),
+        weights=weights,
+        token_mapping=mapping,
+        max_length=config.get("max_length", DEFAULT_MAX_LENGTH),
+    )
 
 
 def _looks_like_path(model: str) -> bool:
@@ -195,13 +304,13 @@ def _download_hub_folder(repo_id: str) -> Path:
     return Path(snapshot_download(repo_id, allow_patterns=[*_MODEL_FILES, "README.md"]))
 
 
-def _load_configured(settings: IndexSettings) -> tuple[StaticModel, str]:
+def _load_configured(settings: IndexSettings) -> tuple[StaticModel, str, Path]:
     """Load ``settings.model``; raise ``_NotAvailable`` saying why it cannot be."""
     configured = settings.model.strip()
     folder = Path(configured).expanduser()
     if folder.is_dir():
         resolved = folder.resolve()
-        return _load_folder(resolved), str(resolved)
+        return _load_folder(resolved), str(resolved), resolved
     if _looks_like_path(configured):
         raise _NotAvailable(f"folder {configured!r} does not exist", expected=False)
     try:
@@ -209,14 +318,15 @@ def _load_configured(settings: IndexSettings) -> tuple[StaticModel, str]:
     except ValueError as exc:  # huggingface_hub rejects malformed repo ids
         raise _NotAvailable(f"{configured!r} is not a valid model name ({exc})") from exc
     if cached is not None:
-        return _load_folder(cached), configured
+        return _load_folder(cached), configured, cached
     if not settings.allow_download:
         raise _NotAvailable(
             f"{configured!r} is not in the local Hugging Face cache and allow_download is off",
             expected=True,
         )
     logger.info("downloading embedding model %s from the Hugging Face hub", configured)
-    return _load_folder(_download_hub_folder(configured)), configured
+    downloaded = _download_hub_folder(configured)
+    return _load_folder(downloaded), configured, downloaded
 
 
 class _NotAvailable(Exception):
@@ -248,7 +358,7 @@ def load_embedder(settings: IndexSettings) -> Embedder:
         )
     if configured != BUNDLED_MODEL_NAME:
         try:
-            model, name = _load_configured(settings)
+            model, name, loaded_from = _load_configured(settings)
         except _NotAvailable as exc:
             level = logging.INFO if exc.expected else logging.WARNING
             logger.log(level, "embedding model %s not loaded: %s", settings.model, exc.reason)
@@ -265,7 +375,7 @@ def load_embedder(settings: IndexSettings) -> Embedder:
             )
         else:
             logger.info("embedding model: %s (%d dimensions)", name, model.dim)
-            return _StaticEmbedder(model, name, settings.batch_size)
+            return _StaticEmbedder(model, name, settings.batch_size, loaded_from)
         logger.info("using the bundled embedding model %s instead", BUNDLED_MODEL_NAME)
 
     folder = bundled_model_path()
@@ -283,7 +393,7 @@ def load_embedder(settings: IndexSettings) -> Embedder:
             f"the bundled embedding model in {folder} cannot be loaded: {exc}", hint=hint
         ) from exc
     logger.info("embedding model: %s (%d dimensions)", BUNDLED_MODEL_NAME, bundled.dim)
-    return _StaticEmbedder(bundled, BUNDLED_MODEL_NAME, settings.batch_size)
+    return _StaticEmbedder(bundled, BUNDLED_MODEL_NAME, settings.batch_size, folder)
 
 
 class LazyEmbedder:
@@ -325,6 +435,11 @@ class LazyEmbedder:
     @property
     def fingerprint(self) -> str:
         return self._get().fingerprint
+
+    @property
+    def source_key(self) -> str | None:
+        """The loaded model's :func:`source_key` (loads the model)."""
+        return source_key(self._get())
 
     def encode(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
         return self._get().encode(texts)

@@ -53,12 +53,13 @@ from signaldesk.retrieval._scan import (
     plan_vault,
 )
 from signaldesk.retrieval._writer import IndexWriter, ModelMeta, move_aside, quantize
-from signaldesk.retrieval.embedder import Embedder
+from signaldesk.retrieval.embedder import Embedder, fingerprint_for, source_key
 from signaldesk.retrieval.errors import ModelError, StoreError
 from signaldesk.retrieval.lock import DEFAULT_LOCK_TIMEOUT, IndexLock, LockWaitAborted
 from signaldesk.retrieval.records import IndexReport
 from signaldesk.retrieval.settings import IndexSettings
 from signaldesk.retrieval.store import index_db_path, is_corruption_error, sqlite_module
+from signaldesk.retrieval.vector_cache import load_cached, refresh_cache
 
 __all__ = ["INDEX_FORMAT", "VECTOR_TYPE", "IndexProgress", "Indexer"]
 
@@ -285,6 +286,10 @@ class Indexer:
             writer.reset(model, index_format)
         elif stored is None:
             writer.set_model(model, index_format)
+        elif model.source_key and writer.meta("model_source_key") != model.source_key:
+            # The same model (same fingerprint) from files this index has not
+            # recorded yet: record them, so searches can skip hashing the model.
+            writer.set_source_key(model.source_key)
         force = reason is None and writer.meta("index_format") != index_format
         if progress:
             progress(IndexProgress("scanning", rebuild_reason=reason))
@@ -304,6 +309,8 @@ class Indexer:
                 writer.set_index_format(index_format)
         except _Stopped:
             interrupted = True
+        if writer.vector_type != "none":
+            self._refresh_vector_cache(writer)
         report = IndexReport(
             scanned=counters.scanned,
             added=counters.added,
@@ -334,6 +341,24 @@ class Indexer:
         )
         return report
 
+    def _refresh_vector_cache(self, writer: IndexWriter) -> None:
+        """Rewrite the matrix cache beside the index for the generation just committed.
+
+        Trigger: any committed change, or a cache that is missing or stale. Why: a
+        new process (a one-shot search, a hook) maps the cache instead of reading
+        every vector out of sqlite-vec (vector_cache.py). Outcome: a failure only
+        costs that speed-up; searches then read sqlite-vec and write the cache.
+        """
+        try:
+            if writer.meta("generation_id") is None:
+                writer.touch()  # an index from before the cache: give it a generation id
+            token = writer.meta("generation_id")
+            dims = int(writer.meta("dimensions") or 0)
+            if writer.wrote or load_cached(self.db_path, token, dims) is None:
+                refresh_cache(writer.conn, self.db_path)
+        except Exception as exc:  # the cache is optional; the index is already committed
+            logger.warning("vector cache beside %s not written: %s", self.db_path, exc)
+
     def _current_model(self, writer: IndexWriter) -> tuple[ModelMeta, str | None]:
         """The model this run embeds with; ``vector_type="none"`` when vectors are off."""
         if not writer.has_vec:
@@ -342,9 +367,14 @@ class Indexer:
             return (
                 ModelMeta(
                     name=self.embedder.name,
-                    fingerprint=self.embedder.fingerprint,
+                    fingerprint=fingerprint_for(
+                        self.embedder,
+                        writer.meta("model_fingerprint"),
+                        writer.meta("model_source_key"),
+                    ),
                     dimensions=int(self.embedder.dimensions),
                     vector_type=VECTOR_TYPE,
+                    source_key=source_key(self.embedder),
                 ),
                 None,
             )

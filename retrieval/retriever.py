@@ -31,7 +31,7 @@ import numpy.typing as npt
 from signaldesk.retrieval import search_legs
 from signaldesk.retrieval.budget import BudgetFit, fit_all, take
 from signaldesk.retrieval.context_block import render_context
-from signaldesk.retrieval.embedder import Embedder
+from signaldesk.retrieval.embedder import Embedder, fingerprint_for
 from signaldesk.retrieval.errors import (
     IndexUnavailableError,
     ModelError,
@@ -58,6 +58,7 @@ from signaldesk.retrieval.schema import VECTOR_TABLE
 from signaldesk.retrieval.search_legs import ChunkRow
 from signaldesk.retrieval.settings import IndexSettings, SearchSettings
 from signaldesk.retrieval.store import capabilities, connect, get_meta, index_db_path, sqlite_module
+from signaldesk.retrieval.vector_cache import load_cached, refresh_cache
 from signaldesk.retrieval.vector_matrix import VectorMatrix, load_matrix
 
 __all__ = ["Retriever"]
@@ -247,15 +248,19 @@ class Retriever:
             return "vectors unavailable: keyword (BM25) search only"
         if self._model_problem is not None and self._model_checked:
             return self._model_problem
+        stored_fp = get_meta(conn, "model_fingerprint")
         try:
-            fingerprint = self._embedder.fingerprint
+            # The index's own fingerprint when it recorded these model files: a
+            # one-shot search then never hashes the model.
+            fingerprint = fingerprint_for(
+                self._embedder, stored_fp, get_meta(conn, "model_source_key")
+            )
             dims = self._embedder.dimensions
         except Exception as exc:  # a model that cannot load means BM25 only, not a crash
             logger.warning("embedding model unavailable: %s", exc, exc_info=True)
             self._model_problem = f"embedding model unavailable ({exc}): keyword search only"
             self._model_checked = True
             return self._model_problem
-        stored_fp = get_meta(conn, "model_fingerprint")
         stored_dims = get_meta(conn, "dimensions")
         if stored_fp is not None and stored_fp != fingerprint:
             return (
@@ -278,8 +283,14 @@ class Retriever:
         return vec / norm if norm > 0 else vec
 
     def _current_matrix(self, conn: Any) -> VectorMatrix | None:
-        """The in-memory matrix for the snapshot ``conn`` sees, reloaded on a new generation."""
-        generation = get_meta(conn, "generation")
+        """The matrix for the snapshot ``conn`` sees, reloaded on a new generation.
+
+        Mapped from the cache beside the index when it belongs to this generation
+        (vector_cache.py), else read from sqlite-vec, and then written as the cache
+        so that the next process maps it.
+        """
+        token = get_meta(conn, "generation_id")
+        generation = token or get_meta(conn, "generation")
         matrix = self._matrix
         if matrix is not None and matrix.generation == generation:
             return matrix
@@ -290,11 +301,19 @@ class Retriever:
             dims = get_meta(conn, "dimensions")
             if dims is None:
                 return None
-            vector_type = get_meta(conn, "vector_type") or "float"
             started = time.perf_counter()
-            matrix = load_matrix(conn, int(dims), vector_type, generation)
+            matrix = load_cached(self._db_path, token, int(dims))
+            source = "mapped from the cache"
+            if matrix is None:
+                source = "read from sqlite-vec"
+                if token:
+                    matrix = refresh_cache(conn, self._db_path)
+                if matrix is None:
+                    vector_type = get_meta(conn, "vector_type") or "float"
+                    matrix = load_matrix(conn, int(dims), vector_type, generation)
             logger.info(
-                "vector matrix loaded: %d rows in %.0f ms",
+                "vector matrix %s: %d rows in %.0f ms",
+                source,
                 len(matrix),
                 (time.perf_counter() - started) * 1000,
             )

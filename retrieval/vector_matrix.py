@@ -29,12 +29,33 @@ IdArray = npt.NDArray[np.int64]
 
 @dataclass(frozen=True, slots=True, eq=False)
 class VectorMatrix:
-    """Row-normalised float32 vectors and the chunk id of each row."""
+    """Row-normalised float32 vectors and the chunk id of each row.
+
+    ``sorted_ids`` and ``order`` (the ids ascending and the row of each) find
+    the row of a chunk id by binary search; build one with :meth:`from_arrays`.
+    """
 
     ids: IdArray
     matrix: FloatArray
     generation: str | None
-    _row_of: dict[int, int] = field(default_factory=dict, repr=False)
+    sorted_ids: IdArray = field(default_factory=lambda: np.zeros(0, dtype=np.int64), repr=False)
+    order: IdArray = field(default_factory=lambda: np.zeros(0, dtype=np.int64), repr=False)
+
+    @classmethod
+    def from_arrays(
+        cls,
+        ids: IdArray,
+        matrix: FloatArray,
+        generation: str | None,
+        *,
+        sorted_ids: IdArray | None = None,
+        order: IdArray | None = None,
+    ) -> VectorMatrix:
+        """A matrix over ``ids``; the id lookup is computed unless given (the cache holds it)."""
+        if sorted_ids is None or order is None:
+            order = np.argsort(ids, kind="stable").astype(np.int64)
+            sorted_ids = ids[order]
+        return cls(ids, matrix, generation, sorted_ids, order)
 
     def __len__(self) -> int:
         return int(self.ids.shape[0])
@@ -62,14 +83,22 @@ class VectorMatrix:
         order = sorted(top.tolist(), key=lambda i: (-float(scores[i]), int(self.ids[i])))
         return [(int(self.ids[i]), float(scores[i])) for i in order]
 
+    def rows_of(self, chunk_ids: Iterable[int]) -> tuple[list[int], IdArray]:
+        """The listed chunk ids that have a vector, and their rows (same order)."""
+        wanted = np.fromiter(chunk_ids, dtype=np.int64)
+        if wanted.size == 0 or len(self) == 0:
+            return [], np.zeros(0, dtype=np.int64)
+        at = np.minimum(np.searchsorted(self.sorted_ids, wanted), len(self) - 1)
+        found = self.sorted_ids[at] == wanted
+        return wanted[found].tolist(), self.order[at[found]]
+
     def scores_for(self, query: FloatArray, chunk_ids: Iterable[int]) -> dict[int, float]:
         """Cosine of ``query`` with each listed chunk that has a vector."""
-        rows = [(cid, self._row_of[cid]) for cid in chunk_ids if cid in self._row_of]
-        if not rows:
+        cids, idx = self.rows_of(chunk_ids)
+        if not cids:
             return {}
-        idx = np.fromiter((r for _, r in rows), dtype=np.int64)
         values = self.matrix[idx] @ query
-        return {cid: float(v) for (cid, _), v in zip(rows, values, strict=True)}
+        return {cid: float(v) for cid, v in zip(cids, values.tolist(), strict=True)}
 
 
 def load_matrix(
@@ -87,7 +116,7 @@ def load_matrix(
         blobs.append(bytes(blob))
     if not ids:
         empty = np.zeros((0, dimensions), dtype=np.float32)
-        return VectorMatrix(np.zeros(0, dtype=np.int64), empty, generation, {})
+        return VectorMatrix.from_arrays(np.zeros(0, dtype=np.int64), empty, generation)
     raw = np.frombuffer(b"".join(blobs), dtype=dtype).reshape(len(ids), dimensions)
     matrix = raw.astype(np.float32)
     # Quantised rows are only approximately unit length; normalising again
@@ -97,7 +126,7 @@ def load_matrix(
     matrix /= norms
     id_array = np.asarray(ids, dtype=np.int64)
     logger.debug("loaded %d vectors (%s, %d dims)", len(ids), vector_type, dimensions)
-    return VectorMatrix(id_array, matrix, generation, {cid: i for i, cid in enumerate(ids)})
+    return VectorMatrix.from_arrays(id_array, matrix, generation)
 
 
 def query_blob(query: FloatArray, vector_type: str) -> bytes:

@@ -1,0 +1,149 @@
+"""A memory-mapped copy of the vector matrix beside the index, for fast cold starts.
+
+Reading 47k vectors out of sqlite-vec and normalising them takes 0.1-1.6 s, which
+every new process paid on its first query (a one-shot `signaldesk search`, a
+hook). This file holds exactly the matrix :func:`~vector_matrix.load_matrix`
+builds (same rows, same order, same float32 values), so mapping it gives the
+same scores in a few milliseconds, and pages are shared between processes.
+
+sqlite-vec stays the store of record. The file (``<index.db>.vectors``) is only
+used when its header names the index's current ``generation_id`` (a fresh random
+value the writer records with every commit), its size is what the header says and
+its trailer repeats the header's token; anything else (an older index, a file
+left from before a rebuild, a torn or truncated write) is ignored and the
+matrix is read from sqlite-vec as before. Writes go to a temporary file that is
+renamed over the old one, so a reader maps either the old file or the new one.
+
+Layout: ``MAGIC``, a little-endian u32 header length, the JSON header, zero
+padding to a 64-byte boundary, the chunk ids (int64), the chunk ids in
+ascending order (int64) with their row numbers (int64), the matrix (float32,
+row-major), then the token again as the trailer.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import mmap
+import os
+import struct
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from signaldesk.retrieval.store import get_meta
+from signaldesk.retrieval.vector_matrix import VectorMatrix, load_matrix
+
+__all__ = ["cache_path", "load_cached", "refresh_cache", "write_cache"]
+
+logger = logging.getLogger(__name__)
+
+MAGIC = b"SDVECS01"
+_ALIGN = 64
+_TOKEN_META = "generation_id"
+
+
+def cache_path(db_path: Path) -> Path:
+    """Where the matrix cache of the index at ``db_path`` lives."""
+    return db_path.with_name(db_path.name + ".vectors")
+
+
+def _pad(n: int) -> int:
+    return (-n) % _ALIGN
+
+
+def _header(token: str, rows: int, dims: int) -> bytes:
+    header = json.dumps(
+        {"token": token, "rows": rows, "dims": dims, "dtype": "float32"}, sort_keys=True
+    ).encode()
+    return MAGIC + struct.pack("<I", len(header)) + header
+
+
+def write_cache(db_path: Path, matrix: VectorMatrix, token: str) -> None:
+    """Write ``matrix`` as the cache for the index generation ``token`` (atomically)."""
+    rows, dims = matrix.matrix.shape
+    head = _header(token, int(rows), int(dims))
+    order = np.argsort(matrix.ids, kind="stable").astype(np.int64)
+    target = cache_path(db_path)
+    tmp = target.with_name(f"{target.name}.tmp-{os.getpid()}")
+    try:
+        with tmp.open("wb") as handle:
+            handle.write(head + b"\0" * _pad(len(head)))
+            handle.write(np.ascontiguousarray(matrix.ids, dtype=np.int64).tobytes())
+            handle.write(np.ascontiguousarray(matrix.ids[order], dtype=np.int64).tobytes())
+            handle.write(order.tobytes())
+            handle.write(np.ascontiguousarray(matrix.matrix, dtype=np.float32).tobytes())
+            handle.write(token.encode())
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, target)
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            tmp.unlink()
+
+
+def load_cached(db_path: Path, token: str | None, dims: int) -> VectorMatrix | None:
+    """The cached matrix for generation ``token``, memory-mapped; ``None`` if it does not match."""
+    if not token:
+        return None
+    path = cache_path(db_path)
+    try:
+        with path.open("rb") as handle:
+            size = os.fstat(handle.fileno()).st_size
+            if size < len(MAGIC) + 4:
+                return None
+            mapped = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
+    except (OSError, ValueError):
+        return None
+    try:
+        return _parse(mapped, size, token, dims)
+    except (ValueError, KeyError, TypeError, struct.error) as exc:
+        logger.debug("vector cache %s unusable: %s", path, exc)
+        return None
+
+
+def _parse(mapped: mmap.mmap, size: int, token: str, dims: int) -> VectorMatrix | None:
+    if mapped[: len(MAGIC)] != MAGIC:
+        return None
+    (length,) = struct.unpack("<I", mapped[len(MAGIC) : len(MAGIC) + 4])
+    start = len(MAGIC) + 4
+    header: dict[str, Any] = json.loads(mapped[start : start + length])
+    if header.get("token") != token or header.get("dtype") != "float32":
+        return None
+    rows, width = int(header["rows"]), int(header["dims"])
+    if width != dims or rows < 0:
+        return None
+    offset = start + length + _pad(start + length)
+    trailer = token.encode()
+    if size != offset + rows * (8 * 3 + 4 * width) + len(trailer):
+        return None  # truncated or torn
+    if mapped[size - len(trailer) :] != trailer:
+        return None
+    ids = np.frombuffer(mapped, dtype=np.int64, count=rows, offset=offset)
+    sorted_ids = np.frombuffer(mapped, dtype=np.int64, count=rows, offset=offset + 8 * rows)
+    order = np.frombuffer(mapped, dtype=np.int64, count=rows, offset=offset + 16 * rows)
+    matrix = np.frombuffer(
+        mapped, dtype=np.float32, count=rows * width, offset=offset + 24 * rows
+    ).reshape(rows, width)
+    return VectorMatrix.from_arrays(ids, matrix, token, sorted_ids=sorted_ids, order=order)
+
+
+def refresh_cache(conn: Any, db_path: Path) -> VectorMatrix | None:
+    """Read the matrix from sqlite-vec and write it as the cache of the current generation.
+
+    Best effort: a cache that cannot be written (read-only folder, full disk) is
+    logged at debug level; searches then read sqlite-vec as before.
+    """
+    token = get_meta(conn, _TOKEN_META)
+    dims = get_meta(conn, "dimensions")
+    if not token or dims is None:
+        return None
+    vector_type = get_meta(conn, "vector_type") or "float"
+    matrix = load_matrix(conn, int(dims), vector_type, token)
+    try:
+        write_cache(db_path, matrix, token)
+    except OSError as exc:
+        logger.debug("vector cache %s not written: %s", cache_path(db_path), exc)
+    return matrix
