@@ -23,6 +23,8 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import os
+import sys
 import threading
 from collections.abc import Sequence
 from pathlib import Path
@@ -287,6 +289,8 @@ def _cached_hub_folder(repo_id: str) -> Path | None:
 
     Reads the cache on disk only (``try_to_load_from_cache``); never the network.
     """
+    if not _may_be_cached(repo_id):
+        return None
     from huggingface_hub import try_to_load_from_cache
 
     folders: set[Path] = set()
@@ -296,6 +300,38 @@ def _cached_hub_folder(repo_id: str) -> Path | None:
             return None
         folders.add(Path(found).parent)
     return folders.pop() if len(folders) == 1 else None
+
+
+def _may_be_cached(repo_id: str) -> bool:
+    """False only when no place huggingface_hub may keep its cache holds ``repo_id``.
+
+    Trigger: the default model is a hub name that an offline machine never has, and
+    importing huggingface_hub only to learn that costs ~0.1-0.25 s per process (a
+    one-shot search). Why: its cache folders come from a few environment variables
+    (HF_HUB_CACHE, HUGGINGFACE_HUB_CACHE, HF_HOME, XDG_CACHE_HOME, else ~/.cache);
+    every candidate is checked, so a cached model is never missed. Outcome: when
+    any candidate has the repo's folder (or in the hub's staging mode), the hub
+    client decides as before; a hub client already imported is asked for its own
+    cache folder too.
+    """
+    if os.environ.get("HUGGINGFACE_CO_STAGING"):
+        return True
+    home = Path(os.path.expanduser("~"))
+    xdg = os.environ.get("XDG_CACHE_HOME") or str(home / ".cache")
+    hf_home = os.environ.get("HF_HOME") or os.path.join(xdg, "huggingface")
+    roots = {
+        os.environ.get("HF_HUB_CACHE"),
+        os.environ.get("HUGGINGFACE_HUB_CACHE"),
+        os.path.join(hf_home, "hub"),
+        os.path.join(xdg, "huggingface", "hub"),
+        str(home / ".cache" / "huggingface" / "hub"),
+    }
+    hub = sys.modules.get("huggingface_hub.constants")
+    if hub is not None:  # already imported, perhaps configured in code: ask it too
+        roots.add(str(getattr(hub, "HF_HUB_CACHE", "")))
+    folder = "--".join(["models", *repo_id.split("/")])
+    candidates = (Path(os.path.expandvars(os.path.expanduser(r))) for r in roots if r)
+    return any((root / folder).exists() for root in candidates)
 
 
 def _download_hub_folder(repo_id: str) -> Path:

@@ -2,9 +2,11 @@
 
 Reading 47k vectors out of sqlite-vec and normalising them takes 0.1-1.6 s, which
 every new process paid on its first query (a one-shot `signaldesk search`, a
-hook). This file holds exactly the matrix :func:`~vector_matrix.load_matrix`
-builds (same rows, same order, same float32 values), so mapping it gives the
-same scores in a few milliseconds, and pages are shared between processes.
+hook). This file holds exactly what :func:`~vector_matrix.load_matrix` builds
+(the stored rows in the same order, as int8 when the index quantises, their
+norms and the id lookup), so mapping it gives the same scores in a few
+milliseconds, costs ~1.0 byte per dimension per chunk, and its pages are shared
+between processes.
 
 sqlite-vec stays the store of record. The file (``<index.db>.vectors``) is only
 used when its header names the index's current ``generation_id`` (a fresh random
@@ -16,8 +18,9 @@ renamed over the old one, so a reader maps either the old file or the new one.
 
 Layout: ``MAGIC``, a little-endian u32 header length, the JSON header, zero
 padding to a 64-byte boundary, the chunk ids (int64), the chunk ids in
-ascending order (int64) with their row numbers (int64), the matrix (float32,
-row-major), then the token again as the trailer.
+ascending order (int64) with their row numbers (int64), the row norms
+(float32), the rows as stored (int8 or float32, row-major), then the token
+again as the trailer.
 """
 
 from __future__ import annotations
@@ -54,27 +57,33 @@ def _pad(n: int) -> int:
     return (-n) % _ALIGN
 
 
-def _header(token: str, rows: int, dims: int) -> bytes:
+_DTYPES = {"int8": np.int8, "float32": np.float32}
+
+
+def _header(token: str, rows: int, dims: int, dtype: str) -> bytes:
     header = json.dumps(
-        {"token": token, "rows": rows, "dims": dims, "dtype": "float32"}, sort_keys=True
+        {"token": token, "rows": rows, "dims": dims, "dtype": dtype}, sort_keys=True
     ).encode()
     return MAGIC + struct.pack("<I", len(header)) + header
 
 
 def write_cache(db_path: Path, matrix: VectorMatrix, token: str) -> None:
     """Write ``matrix`` as the cache for the index generation ``token`` (atomically)."""
-    rows, dims = matrix.matrix.shape
-    head = _header(token, int(rows), int(dims))
-    order = np.argsort(matrix.ids, kind="stable").astype(np.int64)
+    rows, dims = matrix.raw.shape
+    dtype = np.dtype(matrix.raw.dtype).name
+    if dtype not in _DTYPES:
+        raise ValueError(f"unexpected vector dtype {dtype}")
+    head = _header(token, int(rows), int(dims), dtype)
     target = cache_path(db_path)
     tmp = target.with_name(f"{target.name}.tmp-{os.getpid()}")
     try:
         with tmp.open("wb") as handle:
             handle.write(head + b"\0" * _pad(len(head)))
             handle.write(np.ascontiguousarray(matrix.ids, dtype=np.int64).tobytes())
-            handle.write(np.ascontiguousarray(matrix.ids[order], dtype=np.int64).tobytes())
-            handle.write(order.tobytes())
-            handle.write(np.ascontiguousarray(matrix.matrix, dtype=np.float32).tobytes())
+            handle.write(np.ascontiguousarray(matrix.sorted_ids, dtype=np.int64).tobytes())
+            handle.write(np.ascontiguousarray(matrix.order, dtype=np.int64).tobytes())
+            handle.write(np.ascontiguousarray(matrix.norms, dtype=np.float32).tobytes())
+            handle.write(np.ascontiguousarray(matrix.raw).tobytes())
             handle.write(token.encode())
             handle.flush()
             os.fsync(handle.fileno())
@@ -110,24 +119,29 @@ def _parse(mapped: mmap.mmap, size: int, token: str, dims: int) -> VectorMatrix 
     (length,) = struct.unpack("<I", mapped[len(MAGIC) : len(MAGIC) + 4])
     start = len(MAGIC) + 4
     header: dict[str, Any] = json.loads(mapped[start : start + length])
-    if header.get("token") != token or header.get("dtype") != "float32":
+    dtype = _DTYPES.get(str(header.get("dtype")))
+    if header.get("token") != token or dtype is None:
         return None
     rows, width = int(header["rows"]), int(header["dims"])
     if width != dims or rows < 0:
         return None
     offset = start + length + _pad(start + length)
     trailer = token.encode()
-    if size != offset + rows * (8 * 3 + 4 * width) + len(trailer):
+    itemsize = np.dtype(dtype).itemsize
+    if size != offset + rows * (8 * 3 + 4 + itemsize * width) + len(trailer):
         return None  # truncated or torn
     if mapped[size - len(trailer) :] != trailer:
         return None
     ids = np.frombuffer(mapped, dtype=np.int64, count=rows, offset=offset)
     sorted_ids = np.frombuffer(mapped, dtype=np.int64, count=rows, offset=offset + 8 * rows)
     order = np.frombuffer(mapped, dtype=np.int64, count=rows, offset=offset + 16 * rows)
-    matrix = np.frombuffer(
-        mapped, dtype=np.float32, count=rows * width, offset=offset + 24 * rows
-    ).reshape(rows, width)
-    return VectorMatrix.from_arrays(ids, matrix, token, sorted_ids=sorted_ids, order=order)
+    norms = np.frombuffer(mapped, dtype=np.float32, count=rows, offset=offset + 24 * rows)
+    raw = np.frombuffer(mapped, dtype=dtype, count=rows * width, offset=offset + 28 * rows).reshape(
+        rows, width
+    )
+    return VectorMatrix.from_arrays(
+        ids, raw, token, norms=norms.reshape(rows, 1), sorted_ids=sorted_ids, order=order
+    )
 
 
 def refresh_cache(conn: Any, db_path: Path) -> VectorMatrix | None:

@@ -2,9 +2,23 @@
 
 sqlite-vec (the ``chunk_vectors`` vec0 table) stays the store of record, but its
 brute-force scan costs about 30 ms per query at 50k x 256 on these machines,
-where one numpy matrix-vector product costs about 4 ms. The matrix is read from
-the raw blobs of ``chunk_vectors`` and replaced whenever the index's
-``generation`` meta value changes (the indexer bumps it after every commit).
+where one numpy matrix-vector product costs 2-4 ms. The matrix is read from
+the raw blobs of ``chunk_vectors`` (or mapped from the cache beside the index,
+vector_cache.py) and replaced whenever the index's generation changes.
+
+The rows are kept as stored (int8 or float32) with each row's norm. A process
+that asks once (a one-shot CLI search) scores them block by block, converting
+and normalising each block on the fly, so it never holds the float32 matrix
+(4x the int8 size); from the second full scan on, the normalised float32 matrix
+is built once and kept. Both give bit-for-bit the same scores: the same float32
+rows (``raw / norm``) and the same per-row dot product (numpy's ``einsum``, which
+computes each row on its own).
+
+Why ``einsum`` and not ``matrix @ query``: BLAS's mat-vec runs on every core,
+and on a loaded 2-core machine its spinning threads take the core the SQLite
+lists need (hybrid p95 ~53 ms against ~27 ms with one thread, issue 15);
+numpy's own single-threaded loop measured 2.1 ms CPU per 47k x 256 scan
+against 4.5 ms for one-thread BLAS and 8 ms for the default.
 """
 
 from __future__ import annotations
@@ -19,46 +33,94 @@ import numpy.typing as npt
 
 from signaldesk.retrieval.schema import VECTOR_TABLE
 
-__all__ = ["VectorMatrix", "load_matrix", "query_blob"]
+__all__ = ["VectorMatrix", "load_matrix", "query_blob", "row_norms"]
 
 logger = logging.getLogger(__name__)
 
 FloatArray = npt.NDArray[np.float32]
 IdArray = npt.NDArray[np.int64]
 
+_BLOCK_ROWS = 4096  # 4 MB of float32 at 256 dims: a one-shot scan's working set
+
+
+def _dot_rows(rows: FloatArray, query: FloatArray) -> FloatArray:
+    out: FloatArray = np.einsum("ij,j->i", rows, query)
+    return out
+
+
+def row_norms(raw: npt.NDArray[Any]) -> FloatArray:
+    """Each stored row's L2 norm as float32, 1 for an all-zero row (the divisor of a row)."""
+    norms: FloatArray = np.linalg.norm(raw.astype(np.float32), axis=1, keepdims=True)
+    norms[norms == 0] = 1.0
+    return norms
+
 
 @dataclass(frozen=True, slots=True, eq=False)
 class VectorMatrix:
-    """Row-normalised float32 vectors and the chunk id of each row.
+    """The stored vectors (``raw``: int8 or float32 rows), their norms and chunk ids.
 
     ``sorted_ids`` and ``order`` (the ids ascending and the row of each) find
-    the row of a chunk id by binary search; build one with :meth:`from_arrays`.
+    the row of a chunk id by binary search. Build one with :meth:`from_arrays`.
     """
 
     ids: IdArray
-    matrix: FloatArray
+    raw: npt.NDArray[Any]
+    norms: FloatArray
     generation: str | None
-    sorted_ids: IdArray = field(default_factory=lambda: np.zeros(0, dtype=np.int64), repr=False)
-    order: IdArray = field(default_factory=lambda: np.zeros(0, dtype=np.int64), repr=False)
+    sorted_ids: IdArray
+    order: IdArray
+    # The normalised float32 matrix once built, and how many full scans were asked for.
+    _dense: list[FloatArray] = field(default_factory=list, repr=False)
+    _scans: list[int] = field(default_factory=lambda: [0], repr=False)
 
     @classmethod
     def from_arrays(
         cls,
         ids: IdArray,
-        matrix: FloatArray,
+        raw: npt.NDArray[Any],
         generation: str | None,
         *,
+        norms: FloatArray | None = None,
         sorted_ids: IdArray | None = None,
         order: IdArray | None = None,
     ) -> VectorMatrix:
-        """A matrix over ``ids``; the id lookup is computed unless given (the cache holds it)."""
+        """A matrix over ``ids``; norms and the id lookup are computed unless given."""
+        if norms is None:
+            norms = row_norms(raw)
         if sorted_ids is None or order is None:
             order = np.argsort(ids, kind="stable").astype(np.int64)
             sorted_ids = ids[order]
-        return cls(ids, matrix, generation, sorted_ids, order)
+        return cls(ids, raw, norms, generation, sorted_ids, order)
 
     def __len__(self) -> int:
         return int(self.ids.shape[0])
+
+    @property
+    def matrix(self) -> FloatArray:
+        """The row-normalised float32 matrix (built once, on first use)."""
+        if not self._dense:
+            dense = self.raw.astype(np.float32)
+            dense /= self.norms
+            self._dense.append(dense)
+        return self._dense[0]
+
+    def _rows(self, start: int, stop: int) -> FloatArray:
+        if self._dense:
+            return self._dense[0][start:stop]
+        block: FloatArray = self.raw[start:stop].astype(np.float32)
+        block /= self.norms[start:stop]
+        return block
+
+    def scores(self, query: FloatArray) -> FloatArray:
+        """The cosine of ``query`` with every row."""
+        self._scans[0] += 1
+        if self._dense or self._scans[0] > 1:
+            return _dot_rows(self.matrix, query)
+        out = np.empty(len(self), dtype=np.float32)
+        for start in range(0, len(self), _BLOCK_ROWS):
+            stop = min(start + _BLOCK_ROWS, len(self))
+            out[start:stop] = _dot_rows(self._rows(start, stop), query)
+        return out
 
     def top_k(
         self, query: FloatArray, k: int, allowed: Iterable[int] | None = None
@@ -69,7 +131,7 @@ class VectorMatrix:
         """
         if len(self) == 0 or k <= 0:
             return []
-        scores = self.matrix @ query
+        scores = self.scores(query)
         if allowed is not None:
             mask = np.isin(self.ids, np.fromiter(allowed, dtype=np.int64))
             scores = np.where(mask, scores, -np.inf)
@@ -97,7 +159,12 @@ class VectorMatrix:
         cids, idx = self.rows_of(chunk_ids)
         if not cids:
             return {}
-        values = self.matrix[idx] @ query
+        if self._dense:
+            rows = self._dense[0][idx]
+        else:
+            rows = self.raw[idx].astype(np.float32)
+            rows /= self.norms[idx]
+        values = _dot_rows(rows, query)
         return {cid: float(v) for cid, v in zip(cids, values.tolist(), strict=True)}
 
 
@@ -115,18 +182,14 @@ def load_matrix(
         ids.append(int(rowid))
         blobs.append(bytes(blob))
     if not ids:
-        empty = np.zeros((0, dimensions), dtype=np.float32)
+        empty = np.zeros((0, dimensions), dtype=dtype)
         return VectorMatrix.from_arrays(np.zeros(0, dtype=np.int64), empty, generation)
+    # Quantised rows are only approximately unit length; dividing by each row's
+    # norm makes the dot product an exact cosine of what is stored.
     raw = np.frombuffer(b"".join(blobs), dtype=dtype).reshape(len(ids), dimensions)
-    matrix = raw.astype(np.float32)
-    # Quantised rows are only approximately unit length; normalising again
-    # makes the dot product an exact cosine of what is stored.
-    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
-    norms[norms == 0] = 1.0
-    matrix /= norms
     id_array = np.asarray(ids, dtype=np.int64)
     logger.debug("loaded %d vectors (%s, %d dims)", len(ids), vector_type, dimensions)
-    return VectorMatrix.from_arrays(id_array, matrix, generation)
+    return VectorMatrix.from_arrays(id_array, raw, generation)
 
 
 def query_blob(query: FloatArray, vector_type: str) -> bytes:

@@ -3,7 +3,7 @@ and the vault's layout. Nothing in here imports any of the layers."""
 
 from __future__ import annotations
 
-from importlib import metadata
+import typing as _typing
 
 from signaldesk.errors import SignaldeskError
 from signaldesk.items import Item, SourceKind
@@ -18,7 +18,21 @@ from signaldesk.vault import (
     write_new_file,
 )
 
-__version__ = metadata.version("signaldesk")
+if _typing.TYPE_CHECKING:
+    __version__: str
+
+
+def __getattr__(name: str) -> _typing.Any:
+    # ``__version__`` is looked up on first use: importlib.metadata costs ~30-70 ms
+    # at every start, which a one-shot `signaldesk search` should not pay.
+    if name == "__version__":
+        from importlib import metadata
+
+        version = metadata.version("signaldesk")
+        globals()["__version__"] = version
+        return version
+    raise AttributeError(f"module 'signaldesk' has no attribute {name!r}")
+
 
 __all__ = [
     "ALWAYS_EXCLUDED",

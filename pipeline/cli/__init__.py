@@ -16,7 +16,6 @@ import click
 from rich.console import Console
 from rich.logging import RichHandler
 
-from signaldesk import __version__
 from signaldesk.errors import SignaldeskError
 from signaldesk.pipeline.cli._context import AppContext
 from signaldesk.retrieval.scrub_logging import ScrubbingFilter
@@ -76,7 +75,7 @@ class _LazyGroup(click.Group):
     help="Config file (default: $SIGNALDESK_CONFIG, then <vault>/signaldesk.toml).",
 )
 @click.option("-v", "--verbose", count=True, help="More log output (-vv for debug).")
-@click.version_option(__version__, prog_name="signaldesk")
+@click.version_option(package_name="signaldesk", prog_name="signaldesk")
 @click.pass_context
 def cli(ctx: click.Context, vault: Path | None, config_path: Path | None, verbose: int) -> None:
     """signaldesk: intake, triage and hybrid search for a markdown vault."""
