@@ -22,7 +22,7 @@ yet re-indexed) is ranked from the chunk lists alone, with a degraded notice.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import UTC, date, datetime
 from typing import Any
@@ -45,7 +45,12 @@ from signaldesk.retrieval.search_legs import ChunkKey, ChunkRow
 from signaldesk.retrieval.settings import SearchSettings
 from signaldesk.retrieval.store import get_meta
 from signaldesk.retrieval.vector_matrix import VectorMatrix, query_blob
-from signaldesk.retrieval.weights import ListWeights, resolve_weights, vector_weight_for
+from signaldesk.retrieval.weights import (
+    DECISIVE_DEPTH,
+    ListWeights,
+    resolve_weights,
+    vector_weight_for,
+)
 
 __all__ = ["NOTES_NOT_READY", "RankRequest", "Ranked", "notes_ready", "rank"]
 
@@ -137,7 +142,7 @@ def rank(
     use_notes = req.mode in ("hybrid", "bm25") and notes_ready(conn)
 
     bm25: list[tuple[int, float]] = []
-    bm25_all: dict[int, float] = {}
+    bm25_all: Mapping[int, float] = {}
     if use_bm25:
         assert req.match is not None
         t = time.perf_counter()
@@ -147,7 +152,7 @@ def rank(
         timings["bm25"] = (time.perf_counter() - t) * 1000
 
     note_top: list[tuple[int, float]] = []
-    note_all: dict[int, float] = {}
+    note_all: Mapping[int, float] = {}
     exact: set[int] = set()
     if use_notes:
         t = time.perf_counter()
@@ -236,7 +241,9 @@ def rank(
         params = _note_params(s, weights, req.mode, use_notes)
         if req.mode == "hybrid":
             keyword = note_all if use_notes else bm25_all
-            used = vector_weight_for(weights, keyword.values())
+            used = vector_weight_for(
+                weights, _leading_scores(note_top if use_notes else bm25, keyword, req.depth)
+            )
             params = replace(params, vector_weight=used)
             weights = replace(weights, vector=used)
         scores = note_scores(notes, params)
@@ -262,6 +269,17 @@ def rank(
     rows = search_legs.chunk_rows(conn, [c.chunk_id for c in shown])
     timings["fuse"] = (time.perf_counter() - t) * 1000
     return Ranked(notes, shown, keys, rows, use_notes, weights, note_of_shown)
+
+
+def _leading_scores(
+    top: list[tuple[int, float]], every: Mapping[int, float], depth: int
+) -> Iterable[float]:
+    """The scores :func:`~weights.decisiveness` reads: its 10 best are the list's first 10.
+
+    ``top`` holds the ``depth`` best of ``every``, so when ``depth`` covers the
+    10 that decisiveness compares, the same values come from the short list.
+    """
+    return (score for _, score in top) if depth >= DECISIVE_DEPTH else every.values()
 
 
 def _best_rank(ranks: Any) -> int | None:

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from signaldesk.retrieval.settings import SearchSettings
 
 __all__ = [
+    "DECISIVE_DEPTH",
     "MEASURED",
     "ListWeights",
     "decisiveness",
@@ -64,7 +65,11 @@ def resolve_weights(settings: SearchSettings, model_name: str | None) -> ListWei
     )
 
 
-def decisiveness(keyword_scores: Iterable[float], depth: int = 10) -> float:
+DECISIVE_DEPTH = 10
+"""How many of the keyword list's best scores :func:`decisiveness` compares."""
+
+
+def decisiveness(keyword_scores: Iterable[float], depth: int = DECISIVE_DEPTH) -> float:
     """How decisive a keyword list is, in [0, 1]: the gap between its best and its
     ``depth``-th best score (its last, when fewer match), relative to the best;
     0 for an empty list or a single match."""
