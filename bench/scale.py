@@ -5,14 +5,17 @@ Extracts the two test corpora (``shared/data/vaults/tldr-pages.tar.gz`` and
 process measures: the full index (wall time, CPU time, chunks per second, peak
 RSS), the database size per chunk, a no-op incremental run, an incremental run
 after editing 50 notes and deleting 5, the same no-op run as a fresh
-``signaldesk index`` process, and query latency (p50/p95 per search mode over
-``--queries`` queries in one warm process, plus the cold first query).
+``signaldesk index`` process, and query latency (p50/p95 wall and CPU per search
+mode over ``--queries`` queries in one warm process, the BM25 leg's own time, the
+cold open + first query, and a one-shot ``signaldesk search --json`` in a new
+process: wall, CPU and peak RSS).
 
 Each figure is printed with the command that reproduces it. The machine's load
 average is printed too: on a shared machine wall times are only comparable at
 similar load; CPU times are steadier.
 
-Options: ``--keep DIR`` extracts into DIR and leaves it (and the index) there;
+Options: ``--keep DIR`` extracts into DIR and leaves it (and the index) there
+(``--latency-only`` then skips the full index and measures queries on it);
 ``--workers N`` sets the indexer's worker processes; ``--queries N``; ``--model NAME``
 indexes with another ``[index] model`` (e.g. ``minilm-l6-onnx``, the transformer tier).
 """
@@ -123,12 +126,20 @@ def _queries(db_path: Path, n: int) -> list[str]:
     return out
 
 
+def _p50_p95(values: list[float]) -> tuple[float, float]:
+    ordered = sorted(values)
+    return statistics.median(ordered), ordered[min(len(ordered) - 1, int(len(ordered) * 0.95))]
+
+
 async def _latency(
     vault: Path, settings: IndexSettings, embedder: Embedder, queries: list[str]
 ) -> dict[str, Any]:
+    """Cold and warm query latency in this process: wall and CPU milliseconds per query,
+    and the BM25 leg's own time inside a hybrid search (``explain`` timings)."""
     from signaldesk.retrieval.retriever import Retriever
 
     search = SearchSettings()
+    embedder.encode(["warm up"])  # the model is loaded; cold means the index side
     start = time.perf_counter()
     retriever = await Retriever.open(vault, settings, search, embedder)
     try:
@@ -137,19 +148,61 @@ async def _latency(
         out: dict[str, Any] = {"cold_first_query_s": cold}
         modes: tuple[SearchMode, ...] = ("bm25", "vector", "hybrid")
         for mode in modes:
-            times: list[float] = []
+            wall: list[float] = []
+            cpu: list[float] = []
             for query in queries:
-                t0 = time.perf_counter()
+                c0, t0 = time.process_time(), time.perf_counter()
                 await retriever.search(query, limit=10, mode=mode)
-                times.append(time.perf_counter() - t0)
-            times.sort()
-            out[mode] = (
-                statistics.median(times) * 1000,
-                times[min(len(times) - 1, int(len(times) * 0.95))] * 1000,
-            )
+                wall.append((time.perf_counter() - t0) * 1000)
+                cpu.append((time.process_time() - c0) * 1000)
+            out[mode] = _p50_p95(wall)
+            out[f"{mode}_cpu"] = _p50_p95(cpu)
+        legs: dict[str, list[float]] = {}
+        for query in queries:
+            exp = await retriever.explain(query, limit=10, mode="hybrid")
+            for leg, ms in exp.timings_ms.items():
+                legs.setdefault(leg, []).append(ms)
+        out["legs"] = {leg: _p50_p95(values) for leg, values in legs.items()}
     finally:
         await retriever.aclose()
     return out
+
+
+# Runs argv[1:] as its child and prints its wall seconds, CPU seconds, peak RSS (KB)
+# and exit code. Why a small parent of its own: a child's peak RSS starts at the
+# size of the process it was forked (or vforked) from, and this benchmark is large.
+_MEASURE = """
+import os, sys, time
+start = time.perf_counter()
+pid = os.fork()
+if pid == 0:
+    null = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(null, 1)
+    os.dup2(null, 2)
+    os.execv(sys.argv[1], sys.argv[1:])
+_, status, usage = os.wait4(pid, 0)
+wall = time.perf_counter() - start
+cpu = usage.ru_utime + usage.ru_stime
+print(wall, cpu, usage.ru_maxrss, os.waitstatus_to_exitcode(status))
+"""
+
+
+def _one_shot(command: list[str], runs: int = 5) -> tuple[float, float, float]:
+    """Median wall seconds, median CPU seconds and peak RSS MB of ``command`` in new processes."""
+    walls: list[float] = []
+    cpus: list[float] = []
+    peak = 0.0
+    for _ in range(runs):
+        done = subprocess.run(
+            [sys.executable, "-c", _MEASURE, *command], capture_output=True, text=True, check=True
+        )
+        wall, cpu, rss_kb, code = done.stdout.split()
+        if int(code) != 0:
+            raise RuntimeError(f"{' '.join(command)} exited with {code}")
+        walls.append(float(wall))
+        cpus.append(float(cpu))
+        peak = max(peak, int(rss_kb) / 1024)
+    return statistics.median(walls), statistics.median(cpus), peak
 
 
 def _row(label: str, value: str, command: str = _COMMAND) -> None:
@@ -207,11 +260,42 @@ def run(vault: Path, workers: int | None, n_queries: int, model: str = BUNDLED_M
         f"{edit.changed} / {edit.deleted} / {edit.chunks_embedded} / {edit.chunks_reused}",
     )
     if n_queries:
-        latency = anyio.run(_latency, vault, settings, embedder, _queries(db_path, n_queries))
-        _row("cold first query (open + hybrid) ms", f"{latency['cold_first_query_s'] * 1000:.0f}")
-        for mode in ("bm25", "vector", "hybrid"):
-            p50, p95 = latency[mode]
-            _row(f"{mode} query p50 / p95 ms ({n_queries} queries)", f"{p50:.1f} / {p95:.1f}")
+        _report_latency(vault, settings, embedder, model, n_queries)
+
+
+def _load() -> str:
+    return " ".join(f"{x:.1f}" for x in os.getloadavg())
+
+
+def _report_latency(
+    vault: Path, settings: IndexSettings, embedder: Embedder, model: str, n_queries: int
+) -> None:
+    db_path = index_db_path(vault, settings)
+    queries = _queries(db_path, n_queries)
+    before = _load()
+    latency = anyio.run(_latency, vault, settings, embedder, queries)
+    _row("load average before / after the queries", f"{before} / {_load()}")
+    _row("cold open + first hybrid query ms", f"{latency['cold_first_query_s'] * 1000:.0f}")
+    for mode in ("bm25", "vector", "hybrid"):
+        p50, p95 = latency[mode]
+        c50, c95 = latency[f"{mode}_cpu"]
+        _row(f"{mode} query p50 / p95 ms ({n_queries} queries)", f"{p50:.1f} / {p95:.1f}")
+        _row(f"  {mode} CPU ms per query p50 / p95", f"{c50:.1f} / {c95:.1f}")
+    for leg, (p50, p95) in latency["legs"].items():
+        _row(f"  hybrid: {leg} ms p50 / p95", f"{p50:.1f} / {p95:.1f}")
+    with tempfile.TemporaryDirectory(prefix="signaldesk-scale-config-") as config_dir:
+        config = Path(config_dir) / "signaldesk.toml"
+        config.write_text(f"[index]\nmodel = {json.dumps(model)}\n", encoding="utf-8")
+        base = [sys.executable, "-m", "signaldesk", "--vault", str(vault), "--config", str(config)]
+        for mode in ("hybrid", "bm25"):
+            command = [*base, "search", queries[1], "--json", "--limit", "10", "--mode", mode]
+            wall, cpu, rss = _one_shot(command)
+            _row(
+                f"one-shot CLI search --json, {mode}: s / CPU s / MB",
+                f"{wall:.2f} / {cpu:.2f} / {rss:.0f}",
+                f"signaldesk --vault {vault} search QUERY --json --mode {mode}",
+            )
+    _row("load average after the one-shot runs", _load())
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -221,11 +305,23 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--workers", type=int, default=None, help="indexer worker processes")
     parser.add_argument("--queries", type=int, default=200, help="queries per search mode")
     parser.add_argument("--model", default=BUNDLED_MODEL_NAME, help="[index] model to index with")
+    parser.add_argument(
+        "--latency-only",
+        action="store_true",
+        help="with --keep: only bring the kept index up to date and measure queries",
+    )
     args = parser.parse_args(argv)
     if args.keep:
         vault = args.keep.resolve()
         if not vault.exists() or not any(vault.iterdir()):
             _extract(args.data, vault)
+        if args.latency_only:
+            settings = IndexSettings(model=args.model)
+            embedder = load_embedder(settings)
+            anyio.run(Indexer(vault, settings, embedder, workers=args.workers).run)
+            print(f"vault {vault}; {os.cpu_count()} CPUs; model {embedder.name}")
+            _report_latency(vault, settings, embedder, args.model, args.queries or 200)
+            return
         run(vault, args.workers, args.queries, args.model)
         return
     tmp = Path(tempfile.mkdtemp(prefix="signaldesk-scale-"))

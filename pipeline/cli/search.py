@@ -12,15 +12,11 @@ from typing import Any, TypeVar
 import anyio
 import click
 from rich.console import Console
-from rich.panel import Panel
-from rich.table import Table
-from rich.text import Text
 
 from signaldesk.errors import SignaldeskError
 from signaldesk.pipeline.cli._context import AppContext
 from signaldesk.pipeline.cli._output import print_json, to_jsonable
 from signaldesk.pipeline.config import Workspace
-from signaldesk.retrieval.cleaning import readable_text
 from signaldesk.retrieval.context_block import SOURCE_SEPARATOR, source_label
 from signaldesk.retrieval.errors import RetrievalError
 from signaldesk.retrieval.explanation import SearchExplanation
@@ -97,6 +93,8 @@ def _explain_json(exp: SearchExplanation) -> dict[str, Any]:
 
 def _snippet(text: str, width: int = 220) -> str:
     # The words a reader sees (no badge URLs, comments or link targets), on one line.
+    from signaldesk.retrieval.cleaning import readable_text
+
     flat = readable_text(text) or re.sub(r"\s+", " ", text).strip()
     return flat if len(flat) <= width else flat[: width - 3].rstrip() + "..."
 
@@ -116,6 +114,10 @@ def _hint_empty_index(console: Console, workspace: Workspace) -> None:
 
 
 def _print_results(console: Console, query: str, results: list[SearchResult]) -> None:
+    # rich's tables are imported here: `search --json` (a hook's call) never draws one.
+    from rich.table import Table
+    from rich.text import Text
+
     if not results:
         console.print(f"No results for [bold]{query}[/].", highlight=False)
         return
@@ -134,6 +136,10 @@ def _fmt(value: float | int | None, spec: str = "") -> str:
 
 
 def _print_explain(console: Console, exp: SearchExplanation, rows_shown: int) -> None:
+    from rich.panel import Panel
+    from rich.table import Table
+    from rich.text import Text
+
     weights = ", ".join(f"{name} {value:.3g}" for name, value in exp.weights.items())
     lines = [
         f"[bold]mode[/]: {exp.mode} (asked: {exp.requested_mode})   [bold]fusion[/]: {exp.fusion}",
