@@ -187,14 +187,20 @@ print(wall, cpu, usage.ru_maxrss, os.waitstatus_to_exitcode(status))
 """
 
 
-def _one_shot(command: list[str], runs: int = 5) -> tuple[float, float, float]:
+def _one_shot(
+    command: list[str], runs: int = 5, env: dict[str, str] | None = None
+) -> tuple[float, float, float]:
     """Median wall seconds, median CPU seconds and peak RSS MB of ``command`` in new processes."""
     walls: list[float] = []
     cpus: list[float] = []
     peak = 0.0
     for _ in range(runs):
         done = subprocess.run(
-            [sys.executable, "-c", _MEASURE, *command], capture_output=True, text=True, check=True
+            [sys.executable, "-c", _MEASURE, *command],
+            capture_output=True,
+            text=True,
+            check=True,
+            env=env,
         )
         wall, cpu, rss_kb, code = done.stdout.split()
         if int(code) != 0:
