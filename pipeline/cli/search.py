@@ -134,7 +134,7 @@ def _fmt(value: float | int | None, spec: str = "") -> str:
 
 
 def _print_explain(console: Console, exp: SearchExplanation, rows_shown: int) -> None:
-    weights = ", ".join(f"{name} {value:.3g}" for name, value in exp.weights.items())
+    weights = ", ".join(f"{name} {round(value, 3):g}" for name, value in exp.weights.items())
     lines = [
         f"[bold]mode[/]: {exp.mode} (asked: {exp.requested_mode})   [bold]fusion[/]: {exp.fusion}",
         f"[bold]weights[/]: {weights}   "
