@@ -14,9 +14,9 @@ import anyio
 import httpx
 import pytest
 
+from signaldesk.frontmatter import parse_note
 from signaldesk.pipeline.demo import DEMO_QUERY, DemoStep, run_demo
 from signaldesk.pipeline.demo_server import DemoServer, render_template
-from signaldesk.retrieval.frontmatter import parse_note
 
 
 def _snapshot(vault: Path) -> dict[str, str]:
