@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from datetime import date, datetime, time, timedelta, tzinfo
 from pathlib import Path
 
+from signaldesk.frontmatter import parse_note
 from signaldesk.pipeline.generated_notes import GeneratedNote, write_generated_note
 from signaldesk.pipeline.gitlog import (
     AddedTodo,
@@ -24,8 +25,8 @@ from signaldesk.pipeline.gitlog import (
 )
 from signaldesk.pipeline.settings import CaptainsLogSettings
 from signaldesk.pipeline.wording import plural
-from signaldesk.retrieval.frontmatter import parse_note
 from signaldesk.retrieval.ignore import VaultFilter, iter_vault_notes
+from signaldesk.signal_note import COMPOSITE_KEY, SIGNAL_TYPE, signal_scores
 
 logger = logging.getLogger(__name__)
 
@@ -146,14 +147,14 @@ def _gather_notes(vault: Path, log: CaptainsLog, top_signals: int) -> None:
         created = str(meta.get("created", ""))[:10]
         # A signal is a note of type signal wherever it lives (the signals folder is
         # configurable, and a person may move a note).
-        if meta.get("type") == "signal":
+        if meta.get("type") == SIGNAL_TYPE:
             if created in days:
                 signals.append(
                     SignalEntry(
                         path=rel,
                         title=str(meta.get("title") or Path(rel).stem),
                         domain=str(meta.get("domain") or "other"),
-                        composite=_as_float(meta.get("composite")),
+                        composite=signal_scores(meta).get(COMPOSITE_KEY, 0.0),
                     )
                 )
             continue
@@ -181,13 +182,6 @@ def summary_line(log: CaptainsLog) -> str:
         f"{plural(len(log.todos) + len(log.unchecked), 'open loop')}, "
         f"{plural(len(log.signals), 'signal')}"
     )
-
-
-def _as_float(value: object) -> float:
-    try:
-        return float(value)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
-        return 0.0
 
 
 def render(log: CaptainsLog) -> str:

@@ -31,8 +31,9 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Literal
 
+from signaldesk.frontmatter import parse_note
+from signaldesk.frontmatter_patch import FrontmatterPatchError, patch_frontmatter
 from signaldesk.pipeline.errors import PipelineError
-from signaldesk.pipeline.frontmatter_patch import FrontmatterPatchError, patch_frontmatter
 from signaldesk.pipeline.ledger import Ledger, LedgerEntry
 from signaldesk.pipeline.ledger_corrections import (
     CorrectionRecord,
@@ -41,12 +42,10 @@ from signaldesk.pipeline.ledger_corrections import (
 )
 from signaldesk.pipeline.notes import NoteWriter, read_note_id
 from signaldesk.pipeline.settings import TriageSettings
-from signaldesk.retrieval.frontmatter import parse_note
 from signaldesk.scoring.feedback import Correction
-from signaldesk.vault import DOMAINS, atomic_write_bytes, write_new_file
+from signaldesk.vault import ARCHIVE_FOLDER, DOMAINS, atomic_write_bytes, write_new_file
 
 __all__ = [
-    "ARCHIVE_FOLDER",
     "CommandResult",
     "CorrectionError",
     "apply_command",
@@ -56,7 +55,6 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-ARCHIVE_FOLDER = "04-archive"
 Action = Literal["accept", "reject", "move"]
 _HEAD = 65_536
 

@@ -13,15 +13,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
-
-from signaldesk.retrieval.frontmatter import parse_note
+from signaldesk.frontmatter import parse_note, render_note
 from signaldesk.retrieval.scrubber import scrub_text, scrub_value
+from signaldesk.signal_note import HASH_KEY
 from signaldesk.vault import atomic_write_text
 
 logger = logging.getLogger(__name__)
 
-HASH_KEY = "signaldesk_hash"
 
 WriteOutcome = Literal["created", "updated", "unchanged", "kept_edited"]
 
@@ -38,11 +36,9 @@ def _body_hash(body: str) -> str:
     return hashlib.sha256(body.strip().encode("utf-8")).hexdigest()[:16]
 
 
-def render_note(frontmatter: dict[str, Any], body: str) -> str:
+def _with_hash(frontmatter: dict[str, Any], body: str) -> str:
     """A note with YAML frontmatter; the body hash is added so later runs can tell edits."""
-    meta = {**frontmatter, HASH_KEY: _body_hash(body)}
-    header = yaml.safe_dump(meta, sort_keys=False, allow_unicode=True, width=1000).strip()
-    return f"---\n{header}\n---\n\n{body.strip()}\n"
+    return render_note({**frontmatter, HASH_KEY: _body_hash(body)}, body)
 
 
 def write_generated_note(path: Path, frontmatter: dict[str, Any], body: str) -> GeneratedNote:
@@ -61,7 +57,7 @@ def write_generated_note(path: Path, frontmatter: dict[str, Any], body: str) -> 
             return GeneratedNote(path, "kept_edited")
         if recorded == _body_hash(body):
             return GeneratedNote(path, "unchanged")
-        atomic_write_text(path, render_note(frontmatter, body))
+        atomic_write_text(path, _with_hash(frontmatter, body))
         return GeneratedNote(path, "updated")
-    atomic_write_text(path, render_note(frontmatter, body))
+    atomic_write_text(path, _with_hash(frontmatter, body))
     return GeneratedNote(path, "created")

@@ -19,17 +19,15 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
-import yaml
-
+from signaldesk.frontmatter import render_note
+from signaldesk.frontmatter_patch import Scalar
 from signaldesk.items import Item
-from signaldesk.pipeline.frontmatter_patch import Scalar
 from signaldesk.retrieval.scrubber import scrub_text, scrub_value
-from signaldesk.scoring.records import DIMENSIONS, ScoreCard
+from signaldesk.scoring.records import ScoreCard
+from signaldesk.signal_note import COMPOSITE_KEY, DIMENSIONS, HASH_KEY, ID_KEY, SIGNAL_TYPE
 
 __all__ = [
     "GENERATED_KEYS",
-    "HASH_KEY",
-    "ID_KEY",
     "OPTIONAL_GENERATED_KEYS",
     "generated_fields",
     "generated_hash",
@@ -40,8 +38,6 @@ __all__ = [
     "slugify",
 ]
 
-ID_KEY = "signaldesk_id"
-HASH_KEY = "signaldesk_hash"
 
 # The frontmatter triage owns: rewritten on every re-score, as long as a person has
 # not edited any of them (the hash in HASH_KEY tells). Everything else in a signal
@@ -49,7 +45,7 @@ HASH_KEY = "signaldesk_hash"
 # the person.
 GENERATED_KEYS: tuple[str, ...] = (
     *(key for name in DIMENSIONS for key in (name, f"{name}_reason")),
-    "composite",
+    COMPOSITE_KEY,
     "threshold",
     "suggested_domain",
     "route_confidence",
@@ -465,7 +461,7 @@ def signal_frontmatter(
     stamp = now.strftime("%Y-%m-%dT%H:%M:%S")
     meta: dict[str, Any] = {
         "title": _one_line(item.title) or "Untitled",
-        "type": "signal",
+        "type": SIGNAL_TYPE,
         "domain": domain,
         "tags": tags,
         "created": stamp,
@@ -492,11 +488,4 @@ def render_signal_note(meta: Mapping[str, Any], body: str) -> str:
     Credentials in what the item carried (a tool's output, an article) are scrubbed:
     signaldesk wrote this note, so it must not copy a secret into the vault.
     """
-    header = yaml.safe_dump(
-        scrub_value(dict(meta)),
-        sort_keys=False,
-        allow_unicode=True,
-        width=1_000_000,
-        default_flow_style=False,
-    ).strip()
-    return f"---\n{header}\n---\n\n{scrub_text(body.strip())}\n"
+    return render_note(scrub_value(dict(meta)), scrub_text(body))

@@ -27,13 +27,12 @@ from datetime import datetime
 from pathlib import Path, PurePosixPath
 from typing import Literal
 
+from signaldesk.frontmatter import parse_note
+from signaldesk.frontmatter_patch import FrontmatterPatchError, Scalar, patch_frontmatter
 from signaldesk.items import Item
 from signaldesk.pipeline.errors import PipelineError
-from signaldesk.pipeline.frontmatter_patch import FrontmatterPatchError, Scalar, patch_frontmatter
 from signaldesk.pipeline.note_render import (
     GENERATED_KEYS,
-    HASH_KEY,
-    ID_KEY,
     generated_fields,
     generated_hash,
     render_body,
@@ -42,9 +41,16 @@ from signaldesk.pipeline.note_render import (
     slugify,
 )
 from signaldesk.pipeline.settings import TriageSettings
-from signaldesk.retrieval.frontmatter import parse_note
 from signaldesk.scoring.records import ScoreCard
-from signaldesk.vault import DOMAINS, atomic_write_bytes, file_mode, write_new_file
+from signaldesk.signal_note import HASH_KEY, ID_KEY, SIGNAL_TYPE
+from signaldesk.vault import (
+    ATTACHMENTS_FOLDER,
+    DOMAINS,
+    TEMPLATES_FOLDER,
+    atomic_write_bytes,
+    file_mode,
+    write_new_file,
+)
 
 __all__ = ["FilingError", "NoteOutcome", "NoteResult", "NoteWriter", "read_note_id"]
 
@@ -67,7 +73,7 @@ _ID_LINE = re.compile(rb"^signaldesk_id:[ \t]*['\"]?([0-9a-f]{16,64})['\"]?[ \t]
 _HEAD_BYTES = 65_536  # no real frontmatter is longer; a signal note's is ~2 KiB
 _READ_STEP = 4096
 _FENCE_END = re.compile(rb"\n(?:---|\.\.\.)[ \t]*\r?(?:\n|$)")
-_SKIPPED_DIRS = frozenset({"07-templates", "08-attachments", "node_modules"})
+_SKIPPED_DIRS = frozenset({TEMPLATES_FOLDER, ATTACHMENTS_FOLDER, "node_modules"})
 _MAX_NAME_TRIES = 1000
 
 
@@ -271,7 +277,7 @@ class NoteWriter:
     def _clipping_fields(
         self, card: ScoreCard, item_id: str, domain: str, now: datetime
     ) -> tuple[dict[str, Scalar], set[str]]:
-        fields: dict[str, Scalar] = {"type": "signal", "domain": domain, "status": "active"}
+        fields: dict[str, Scalar] = {"type": SIGNAL_TYPE, "domain": domain, "status": "active"}
         generated = generated_fields(card, threshold=self.threshold, scored_at=now)
         fields.update(generated)
         fields[ID_KEY] = item_id

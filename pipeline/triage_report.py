@@ -16,6 +16,7 @@ from typing import Any
 
 import anyio.to_thread
 
+from signaldesk.frontmatter import parse_note
 from signaldesk.pipeline.config import Workspace
 from signaldesk.pipeline.feeds import FeedRecord, FeedRegistry
 from signaldesk.pipeline.generated_notes import GeneratedNote, write_generated_note
@@ -32,7 +33,7 @@ from signaldesk.pipeline.triage_report_model import (
     WaitingNote,
 )
 from signaldesk.pipeline.triage_report_render import render_triage_report, score_histogram
-from signaldesk.retrieval.frontmatter import parse_note
+from signaldesk.signal_note import score_number
 from signaldesk.vault import STATE_DIR
 
 __all__ = [
@@ -72,11 +73,9 @@ def _day_bounds(day: date, tz: tzinfo) -> tuple[str, str]:
 def _dimension_values(scores: dict[str, Any] | None) -> dict[str, float]:
     values: dict[str, float] = {}
     for name in DIMENSIONS:
-        raw = (scores or {}).get(name)
-        if isinstance(raw, dict):
-            raw = raw.get("value")
-        if isinstance(raw, int | float):
-            values[name] = float(raw)
+        number = score_number((scores or {}).get(name))
+        if number is not None:
+            values[name] = number
     return values
 
 

@@ -11,6 +11,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from datetime import date, datetime
 
+from signaldesk.signal_note import DIMENSIONS
+
 __all__ = [
     "DIMENSIONS",
     "CorrectionNote",
@@ -23,7 +25,6 @@ __all__ = [
     "reason_key",
 ]
 
-DIMENSIONS = ("relevance", "actionability", "depth", "authority")
 _SOURCE_ORDER = ("rss", "clipper", "newsletter", "tool_output")
 
 

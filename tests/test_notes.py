@@ -11,13 +11,14 @@ from pathlib import Path
 import pytest
 import yaml
 
-from signaldesk.items import Item
-from signaldesk.pipeline.frontmatter_patch import (
+from signaldesk.frontmatter import parse_note
+from signaldesk.frontmatter_patch import (
     FrontmatterPatchError,
     patch_frontmatter,
     split_raw,
     yaml_scalar,
 )
+from signaldesk.items import Item
 from signaldesk.pipeline.note_render import (
     GENERATED_KEYS,
     OPTIONAL_GENERATED_KEYS,
@@ -27,7 +28,6 @@ from signaldesk.pipeline.note_render import (
 )
 from signaldesk.pipeline.notes import NoteWriter, read_note_id
 from signaldesk.pipeline.settings import TriageSettings
-from signaldesk.retrieval.frontmatter import parse_note
 from tests.triage_data import advisory_item, card, clipping
 
 NOW = datetime(2026, 11, 30, 8, 15, tzinfo=UTC)

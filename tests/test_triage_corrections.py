@@ -9,13 +9,13 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from signaldesk.frontmatter import parse_note
 from signaldesk.items import Item
 from signaldesk.pipeline.cli import cli
 from signaldesk.pipeline.intake import open_ledger
 from signaldesk.pipeline.ledger_corrections import active_corrections
 from signaldesk.pipeline.triage import triage
 from signaldesk.pipeline.triage_corrections import correct, list_corrections, undo
-from signaldesk.retrieval.frontmatter import parse_note
 from tests.index_helpers import real_embedder
 from tests.triage_data import (
     ADVISORY,

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import yaml
 
-from signaldesk.pipeline.errors import PipelineError
+from signaldesk.errors import SignaldeskError
 
 __all__ = ["FrontmatterPatchError", "RawNote", "patch_frontmatter", "split_raw", "yaml_scalar"]
 
@@ -32,7 +32,7 @@ _CLOSE = re.compile(rb"(?:---|\.\.\.)[ \t]*")
 _YAML_UNSAFE = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u2028\u2029\ufeff\ufffe\uffff]")
 
 
-class FrontmatterPatchError(PipelineError):
+class FrontmatterPatchError(SignaldeskError):
     """A note's frontmatter cannot be edited safely (unclosed block, or YAML that would break)."""
 
 

@@ -19,12 +19,21 @@ import datetime as _dt
 import logging
 import math
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import yaml
 
-__all__ = ["ParsedNote", "parse_note"]
+__all__ = [
+    "ParsedNote",
+    "as_aware_datetime",
+    "as_str_list",
+    "as_tags",
+    "first_heading",
+    "parse_note",
+    "render_note",
+]
 
 _log = logging.getLogger(__name__)
 
@@ -42,6 +51,8 @@ _LIST_ITEM = re.compile(r"-(?:[ \t]+(.*?)|)[ \t]*$")
 # A "billion laughs" alias bomb parses into a small shared structure that
 # explodes when walked; stop converting after this many values.
 _MAX_VALUES = 20_000
+
+_H1 = re.compile(r"^#[ \t]+(.+?)[ \t#]*$", re.MULTILINE)
 
 
 @dataclass(frozen=True, slots=True)
@@ -235,6 +246,9 @@ def _scalar(raw: str) -> Any:
     raw = raw.strip()
     if not raw:
         return None
+    if raw.startswith("[[") and raw.endswith("]]"):
+        # `key: [[Note]]` is a nested flow list to YAML but a wiki-link to the person.
+        return raw
     try:
         loaded = yaml.load(raw, Loader=_SafeLoader)  # safe: a SafeLoader subclass
     except Exception:
@@ -248,7 +262,7 @@ def _scalar(raw: str) -> Any:
         safe = _json_safe(loaded, [_MAX_VALUES])
     except (_TooLarge, RecursionError):
         return raw
-    # `key: [[Note]]` is a nested flow list to YAML but a wiki-link to the person.
+    # A one-line flow mapping (`{a: b}`) in YAML that failed anyway: keep the text as written.
     if isinstance(safe, dict):
         return raw
     return safe
@@ -258,3 +272,71 @@ def _unquote(raw: str) -> str:
     if len(raw) >= 2 and raw[0] == raw[-1] and raw[0] in "'\"":
         return raw[1:-1]
     return raw
+
+
+def render_note(frontmatter: Mapping[str, Any], body: str) -> str:
+    """A note: ``frontmatter`` as a YAML block, a blank line, then ``body``.
+
+    The emitter quotes whatever needs it and never wraps a long value (a wrapped
+    URL or title is still valid YAML, but not what a person expects to read).
+    """
+    header = yaml.safe_dump(
+        dict(frontmatter),
+        sort_keys=False,
+        allow_unicode=True,
+        width=1_000_000,
+        default_flow_style=False,
+    ).strip()
+    return f"---\n{header}\n---\n\n{body.strip()}\n"
+
+
+# -- reading values: what notes and plugins write in practice --------------------------
+
+
+def as_str_list(value: Any) -> list[str]:
+    """A frontmatter value that may be a list, a string or a comma list, as clean strings."""
+    if value is None:
+        return []
+    if isinstance(value, (list, tuple)):
+        items = [str(v) for v in value if v is not None and str(v).strip()]
+    else:
+        text = str(value)
+        items = [p for p in re.split(r",\s*(?![^\[]*\]\])", text)] if "," in text else [text]
+    return [i.strip() for i in items if i.strip()]
+
+
+def as_aware_datetime(value: Any) -> _dt.datetime | None:
+    """Frontmatter dates come as ``date``, naive or aware ``datetime`` or strings; UTC if unsaid."""
+    if isinstance(value, _dt.datetime):
+        result = value
+    elif isinstance(value, _dt.date):
+        result = _dt.datetime(value.year, value.month, value.day)
+    elif isinstance(value, str) and value.strip():
+        text = value.strip().replace("Z", "+00:00")
+        try:
+            result = _dt.datetime.fromisoformat(text)
+        except ValueError:
+            try:
+                result = _dt.datetime.fromisoformat(text[:10])
+            except ValueError:
+                return None
+    else:
+        return None
+    return result if result.tzinfo is not None else result.replace(tzinfo=_dt.UTC)
+
+
+def first_heading(body: str) -> str | None:
+    """The text of the first ``# `` heading, if the body has one."""
+    match = _H1.search(body)
+    return match.group(1).strip() if match else None
+
+
+def as_tags(value: Any) -> tuple[str, ...]:
+    """Frontmatter tags (a list or a space-separated string) without ``#`` or commas."""
+    tags: list[str] = []
+    for raw in as_str_list(value):
+        for tag in raw.split():
+            tag = tag.lstrip("#").strip(",")
+            if tag and tag not in tags:
+                tags.append(tag)
+    return tuple(tags)
