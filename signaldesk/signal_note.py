@@ -1,6 +1,6 @@
 """The signal note's frontmatter: the names its writer and all of its readers share.
 
-Triage writes these keys into every note it files (``pipeline.note_render``); the
+Triage writes these keys into every note it files (``pipeline.triage.note_render``); the
 MCP server, the triage report and the captain's log read them back, from notes a
 person may since have edited by hand, so reading is forgiving of shape.
 """

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from signaldesk.pipeline.captains_log import (
+from signaldesk.pipeline.reports.captains_log import (
     gather,
     period_for,
     render,

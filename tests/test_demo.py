@@ -15,8 +15,8 @@ import httpx
 import pytest
 
 from signaldesk.frontmatter import parse_note
-from signaldesk.pipeline.demo import DEMO_QUERY, DemoStep, run_demo
-from signaldesk.pipeline.demo_server import DemoServer, render_template
+from signaldesk.pipeline.demo.server import DemoServer, render_template
+from signaldesk.pipeline.demo.tour import DEMO_QUERY, DemoStep, run_demo
 
 
 def _snapshot(vault: Path) -> dict[str, str]:

@@ -34,14 +34,14 @@ from typing import Literal
 from signaldesk.frontmatter import parse_note
 from signaldesk.frontmatter_patch import FrontmatterPatchError, patch_frontmatter
 from signaldesk.pipeline.errors import PipelineError
-from signaldesk.pipeline.ledger import Ledger, LedgerEntry
-from signaldesk.pipeline.ledger_corrections import (
+from signaldesk.pipeline.ledger.corrections import (
     CorrectionRecord,
     active_corrections,
     record_correction,
 )
-from signaldesk.pipeline.notes import NoteWriter, read_note_id
+from signaldesk.pipeline.ledger.store import Ledger, LedgerEntry
 from signaldesk.pipeline.settings import TriageSettings
+from signaldesk.pipeline.triage.filing import NoteWriter, read_note_id
 from signaldesk.scoring.feedback import Correction
 from signaldesk.vault import ARCHIVE_FOLDER, DOMAINS, atomic_write_bytes, write_new_file
 

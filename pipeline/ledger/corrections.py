@@ -2,7 +2,7 @@
 
 A correction is what the person did with one item: kept it, threw it away, or put it under
 another domain, and how they did it (a command, or an edit in the vault that
-:mod:`pipeline.corrections` noticed). Rows are never rewritten: undoing a correction or
+:mod:`pipeline.triage.corrections` noticed). Rows are never rewritten: undoing a correction or
 resetting them all stamps ``undone_at``, so the history stays and scoring ignores them.
 """
 
@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from signaldesk.pipeline.ledger import Ledger
-from signaldesk.pipeline.ledger_records import iso_utc, utcnow
+from signaldesk.pipeline.ledger.records import iso_utc, utcnow
+from signaldesk.pipeline.ledger.store import Ledger
 
 __all__ = [
     "CorrectionRecord",

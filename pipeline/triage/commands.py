@@ -1,28 +1,28 @@
 """The person's side of triage: accept, reject and move items; list, undo and reset corrections.
 
-What a correction does to the vault and the ledger is in :mod:`pipeline.corrections`; this
+What a correction does to the vault and the ledger is in :mod:`pipeline.triage.corrections`; this
 module opens the workspace's ledger for one command and, when an accepted item has no
-note yet, files it through the same :class:`~pipeline.triage.Triager` a run uses, with the
+note yet, files it through the same :class:`~pipeline.triage.run.Triager` a run uses, with the
 person's decision in place of the threshold's.
 """
 
 from __future__ import annotations
 
 from signaldesk.pipeline.config import Workspace
-from signaldesk.pipeline.corrections import (
+from signaldesk.pipeline.ledger.corrections import (
+    CorrectionRecord,
+    active_corrections,
+    undo_corrections,
+)
+from signaldesk.pipeline.ledger.store import open_ledger
+from signaldesk.pipeline.triage.corrections import (
     Action,
     CommandResult,
     CorrectionError,
     apply_command,
 )
-from signaldesk.pipeline.intake import open_ledger
-from signaldesk.pipeline.ledger_corrections import (
-    CorrectionRecord,
-    active_corrections,
-    undo_corrections,
-)
-from signaldesk.pipeline.notes import NoteWriter
-from signaldesk.pipeline.triage import Triager, TriageReport, lookup_entry
+from signaldesk.pipeline.triage.filing import NoteWriter
+from signaldesk.pipeline.triage.run import Triager, TriageReport, lookup_entry
 from signaldesk.retrieval.embedder import Embedder
 
 __all__ = ["correct", "list_corrections", "undo"]

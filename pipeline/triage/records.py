@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from signaldesk.pipeline.notes import NoteOutcome
+from signaldesk.pipeline.triage.filing import NoteOutcome
 from signaldesk.retrieval.records import IndexReport
 from signaldesk.scoring.records import DIMENSIONS, ScoreCard
 
@@ -29,7 +29,7 @@ class TriageDecision:
     """What triage decided and did for one item.
 
     :param decision: ``filed`` when the composite passed the threshold, else ``rejected``.
-    :param outcome: what happened in the vault (see :data:`pipeline.notes.NoteOutcome`;
+    :param outcome: what happened in the vault (see :data:`pipeline.triage.filing.NoteOutcome`;
         ``stays``: below threshold, nothing written; ``failed``: see ``message``).
     :param note_path: the item's note, vault-relative, when it has one.
     """

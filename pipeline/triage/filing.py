@@ -9,7 +9,7 @@ The rules this module keeps (SPEC section 2, "the user's files are sacred"):
 * A note is never deleted or moved back. A clipping is moved only when it still
   holds the bytes that were read; if a person changed it meanwhile it stays too.
 * Re-scoring rewrites only the triage-owned frontmatter lines
-  (:data:`~pipeline.note_render.GENERATED_KEYS`), and only while they are exactly
+  (:data:`~pipeline.triage.note_render.GENERATED_KEYS`), and only while they are exactly
   what triage last wrote (a hash in the note tells); title, tags, body and every
   other key stay byte for byte.
 * Each signal note carries ``signaldesk_id`` (the ledger id), so an item never
@@ -31,7 +31,8 @@ from signaldesk.frontmatter import parse_note
 from signaldesk.frontmatter_patch import FrontmatterPatchError, Scalar, patch_frontmatter
 from signaldesk.items import Item
 from signaldesk.pipeline.errors import PipelineError
-from signaldesk.pipeline.note_render import (
+from signaldesk.pipeline.settings import TriageSettings
+from signaldesk.pipeline.triage.note_render import (
     GENERATED_KEYS,
     generated_fields,
     generated_hash,
@@ -40,7 +41,6 @@ from signaldesk.pipeline.note_render import (
     signal_frontmatter,
     slugify,
 )
-from signaldesk.pipeline.settings import TriageSettings
 from signaldesk.scoring.records import ScoreCard
 from signaldesk.signal_note import HASH_KEY, ID_KEY, SIGNAL_TYPE
 from signaldesk.vault import (

@@ -9,7 +9,7 @@ Stages are joined by bounded anyio memory object streams (``[pipeline]
 queue_size``), so the first stages wait when a later one is busy; the task
 group owns every worker, and an error in one cancels the scan cleanly. Each
 item's progress is in the ledger, so a scan killed at any point is finished by
-the next one (see :mod:`pipeline.ledger`).
+the next one (see :mod:`pipeline.ledger.store`).
 
 The seam to triage is ``handoff``: an async callable awaited with each new
 item's ledger id (status ``pending``) as soon as dedupe settles it.
@@ -18,8 +18,7 @@ item's ledger id (status ``pending``) as soon as dedupe settles it.
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator, Callable, Collection
-from contextlib import asynccontextmanager
+from collections.abc import Callable, Collection
 from datetime import datetime
 from pathlib import Path
 
@@ -29,11 +28,9 @@ import httpx
 from signaldesk.items import SourceKind
 from signaldesk.pipeline.config import Workspace
 from signaldesk.pipeline.errors import IntakeError
-from signaldesk.pipeline.feeds import FeedRecord, FeedRegistry
-from signaldesk.pipeline.full_text import discover_refetch, extract_worker
-from signaldesk.pipeline.intake_report import SOURCE_KINDS, FeedProblem, Handoff, ScanStats
-from signaldesk.pipeline.ledger import Ledger, utcnow
-from signaldesk.pipeline.stages import (
+from signaldesk.pipeline.intake.feeds import FeedRecord, FeedRegistry
+from signaldesk.pipeline.intake.full_text import discover_refetch, extract_worker
+from signaldesk.pipeline.intake.stages import (
     ScanContext,
     Work,
     discover_feeds,
@@ -42,23 +39,13 @@ from signaldesk.pipeline.stages import (
     resume,
     settle_worker,
 )
+from signaldesk.pipeline.intake.summary import SOURCE_KINDS, FeedProblem, Handoff, ScanStats
+from signaldesk.pipeline.ledger.store import Ledger, open_ledger, utcnow
 from signaldesk.sources.http import HostLimiter, build_client
 from signaldesk.sources.rss import feed_parse_limiter
 from signaldesk.sources.tool_output import write_capture
 
-__all__ = ["capture", "ledger_path", "open_ledger", "run_scan", "scan"]
-
-
-def ledger_path(workspace: Workspace) -> Path:
-    """Where the workspace's ledger lives (``[pipeline] ledger_path``)."""
-    return workspace.resolve(workspace.config.pipeline.ledger_path)
-
-
-@asynccontextmanager
-async def open_ledger(workspace: Workspace) -> AsyncIterator[Ledger]:
-    """Open the workspace's ledger (created on first use)."""
-    async with Ledger.open(ledger_path(workspace)) as ledger:
-        yield ledger
+__all__ = ["capture", "run_scan", "scan"]
 
 
 def _kinds(sources: Collection[str] | None) -> tuple[SourceKind, ...]:
@@ -226,7 +213,7 @@ async def capture(
     """Write ``text`` into the tool-output drop folder and ingest that folder at once.
 
     :param handoff: awaited with each new item's id, as in :func:`run_scan`
-        (:func:`pipeline.triage.capture_and_triage` passes triage's).
+        (:func:`pipeline.triage.run.capture_and_triage` passes triage's).
     :param ledger: an open ledger to record into (default: open the workspace's).
     :returns: the file written and the stats of the ingest.
     :raises IntakeError: the text is empty.

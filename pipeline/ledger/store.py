@@ -10,7 +10,7 @@ Why a crash loses nothing and writes nothing twice: an item is inserted with
 ``INSERT OR IGNORE`` under a stable identity (:func:`item_identity`), in the
 same transaction as the feed state that produced it; every later stage moves
 the row forward in one transaction; and a run starts by re-queueing rows left
-in the in-flight statuses (:data:`~pipeline.ledger_schema.RESUMABLE_STATUSES`).
+in the in-flight statuses (:data:`~pipeline.ledger.schema.RESUMABLE_STATUSES`).
 """
 
 from __future__ import annotations
@@ -29,7 +29,10 @@ import anyio
 import anyio.to_thread
 
 from signaldesk.items import Item, SourceKind
-from signaldesk.pipeline.dedupe import (
+from signaldesk.pipeline.config import Workspace
+from signaldesk.pipeline.errors import LedgerError
+from signaldesk.pipeline.ledger.clippings import ClippingClaim, read_clipping_claims
+from signaldesk.pipeline.ledger.dedupe import (
     DedupeIndex,
     canonical_url,
     from_signed64,
@@ -37,9 +40,7 @@ from signaldesk.pipeline.dedupe import (
     simhash_bands,
     to_signed64,
 )
-from signaldesk.pipeline.errors import LedgerError
-from signaldesk.pipeline.ledger_clippings import ClippingClaim, read_clipping_claims
-from signaldesk.pipeline.ledger_records import (
+from signaldesk.pipeline.ledger.records import (
     ENTRY_COLUMNS,
     DedupeVerdict,
     ItemStatus,
@@ -55,7 +56,7 @@ from signaldesk.pipeline.ledger_records import (
     stored_text,
     utcnow,
 )
-from signaldesk.pipeline.ledger_schema import (
+from signaldesk.pipeline.ledger.schema import (
     ITEM_STATUSES,
     MIGRATIONS,
     RESUMABLE_STATUSES,
@@ -73,6 +74,8 @@ __all__ = [
     "item_from_json",
     "item_identity",
     "item_to_json",
+    "ledger_path",
+    "open_ledger",
     "utcnow",
 ]
 
@@ -553,7 +556,7 @@ class Ledger:
             return [entry_from_row(row) async for row in cursor]
 
     async def clipping_claims(self) -> dict[str, list[ClippingClaim]]:
-        """The clipper items by vault path (see :mod:`pipeline.ledger_clippings` for
+        """The clipper items by vault path (see :mod:`pipeline.ledger.clippings` for
         how a clipping file is matched to one)."""
         return await read_clipping_claims(self._conn)
 
@@ -579,3 +582,15 @@ class Ledger:
             "SELECT source_kind, status, COUNT(*) FROM items GROUP BY source_kind, status"
         ) as cursor:
             return {(row[0], row[1]): int(row[2]) async for row in cursor}
+
+
+def ledger_path(workspace: Workspace) -> Path:
+    """Where the workspace's ledger lives (``[pipeline] ledger_path``)."""
+    return workspace.resolve(workspace.config.pipeline.ledger_path)
+
+
+@asynccontextmanager
+async def open_ledger(workspace: Workspace) -> AsyncIterator[Ledger]:
+    """Open the workspace's ledger (created on first use)."""
+    async with Ledger.open(ledger_path(workspace)) as ledger:
+        yield ledger

@@ -7,7 +7,7 @@
         ──▶ ledger (filed / rejected, with scores) ──▶ indexer (the written paths)
 
 :class:`Triager` does the work for a stream of ledger ids: its :meth:`~Triager.submit`
-is the intake pipeline's hand-off (``pipeline.intake_report.Handoff``), so a scan
+is the intake pipeline's hand-off (``pipeline.intake.summary.Handoff``), so a scan
 files notes while it is still fetching, and :meth:`~Triager.finish` sweeps up items
 left pending by earlier runs and hands every written path to the indexer in the
 same run, so ``signaldesk search`` finds a note as soon as the command returns.
@@ -16,7 +16,7 @@ Crash safety: each item is recorded in the ledger right after its note is
 written, and a note carries the item's id, so an item whose note was written but
 not recorded is recognised on the next run (its note is refreshed, never doubled).
 Two runs at once (the scheduler and a person) take turns batch by batch under
-:func:`~pipeline.triage_lock.triage_lock`, re-reading each item's status first.
+:func:`~pipeline.triage.lock.triage_lock`, re-reading each item's status first.
 """
 
 from __future__ import annotations
@@ -38,18 +38,24 @@ import anyio.to_thread
 from signaldesk.errors import SignaldeskError
 from signaldesk.items import Item
 from signaldesk.pipeline.config import Workspace
-from signaldesk.pipeline.corrections import notice_vault_corrections, scoring_corrections
 from signaldesk.pipeline.errors import PipelineError
-from signaldesk.pipeline.feeds import FeedRegistry
-from signaldesk.pipeline.intake import capture, ledger_path, open_ledger, run_scan
-from signaldesk.pipeline.intake_report import ScanStats
-from signaldesk.pipeline.ledger import Ledger, LedgerEntry, item_identity
-from signaldesk.pipeline.ledger_clippings import resolve_clipping
-from signaldesk.pipeline.notes import FilingError, NoteResult, NoteWriter, read_note_id
-from signaldesk.pipeline.stages import normalise
-from signaldesk.pipeline.triage_decisions import as_decided, full_text_arrived, lookup_entry
-from signaldesk.pipeline.triage_lock import TriageBusyError, triage_lock
-from signaldesk.pipeline.triage_records import (
+from signaldesk.pipeline.intake.feeds import FeedRegistry
+from signaldesk.pipeline.intake.run import capture, run_scan
+from signaldesk.pipeline.intake.stages import normalise
+from signaldesk.pipeline.intake.summary import ScanStats
+from signaldesk.pipeline.ledger.clippings import resolve_clipping
+from signaldesk.pipeline.ledger.store import (
+    Ledger,
+    LedgerEntry,
+    item_identity,
+    ledger_path,
+    open_ledger,
+)
+from signaldesk.pipeline.triage.corrections import notice_vault_corrections, scoring_corrections
+from signaldesk.pipeline.triage.decisions import as_decided, full_text_arrived, lookup_entry
+from signaldesk.pipeline.triage.filing import FilingError, NoteResult, NoteWriter, read_note_id
+from signaldesk.pipeline.triage.lock import TriageBusyError, triage_lock
+from signaldesk.pipeline.triage.records import (
     WRITTEN_OUTCOMES,
     TriageDecision,
     TriageProgress,
@@ -568,7 +574,7 @@ async def capture_and_triage(
     progress: Callable[[TriageProgress], None] | None = None,
     embedder: Embedder | _Default | None = CONFIGURED_MODEL,
 ) -> tuple[Path, ScanStats, TriageReport | None]:
-    """Capture ``text`` (:func:`pipeline.intake.capture`) and triage it through the
+    """Capture ``text`` (:func:`pipeline.intake.run.capture`) and triage it through the
     same hand-off a scan uses: when it passes, its note is filed and indexed by the
     time this returns.
 

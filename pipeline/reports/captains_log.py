@@ -13,8 +13,8 @@ from datetime import date, datetime, time, timedelta, tzinfo
 from pathlib import Path
 
 from signaldesk.frontmatter import parse_note
-from signaldesk.pipeline.generated_notes import GeneratedNote, write_generated_note
-from signaldesk.pipeline.gitlog import (
+from signaldesk.pipeline.reports.generated_notes import GeneratedNote, write_generated_note
+from signaldesk.pipeline.reports.gitlog import (
     AddedTodo,
     Commit,
     GitError,

@@ -1,6 +1,6 @@
 """The jobs `signaldesk serve` runs: each one step of work that returns a one-line summary.
 
-A job knows nothing of scheduling; :mod:`pipeline.scheduler` decides when it
+A job knows nothing of scheduling; :mod:`pipeline.service.scheduler` decides when it
 runs, bounds it with a timeout and records how it went. Jobs that write into the
 vault ask for an index run afterwards through ``trigger``.
 """
@@ -15,12 +15,12 @@ from datetime import date, datetime, timedelta, tzinfo
 import anyio
 import anyio.to_thread
 
-from signaldesk.pipeline.captains_log import write_captains_log
 from signaldesk.pipeline.config import Workspace
-from signaldesk.pipeline.intake_report import ScanStats
-from signaldesk.pipeline.triage import TriageReport, scan_and_triage, triage
-from signaldesk.pipeline.triage_report import write_triage_report
-from signaldesk.pipeline.watcher import VaultWatcher
+from signaldesk.pipeline.intake.summary import ScanStats
+from signaldesk.pipeline.reports.captains_log import write_captains_log
+from signaldesk.pipeline.reports.triage_report import write_triage_report
+from signaldesk.pipeline.service.watcher import VaultWatcher
+from signaldesk.pipeline.triage.run import TriageReport, scan_and_triage, triage
 from signaldesk.retrieval.embedder import Embedder
 from signaldesk.retrieval.indexer import Indexer
 

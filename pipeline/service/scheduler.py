@@ -19,7 +19,7 @@ Who does what:
   ledger/index write is a transaction). A second signal cancels at once. The
   process then exits 0.
 
-Job state goes to ``.signaldesk/scheduler.json`` (see :mod:`pipeline.job_state`).
+Job state goes to ``.signaldesk/scheduler.json`` (see :mod:`pipeline.service.job_state`).
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ from apscheduler.triggers.interval import IntervalTrigger
 
 from signaldesk.pipeline.config import Workspace
 from signaldesk.pipeline.errors import PipelineError
-from signaldesk.pipeline.job_state import (
+from signaldesk.pipeline.service.job_state import (
     JobState,
     ServeLock,
     ServeState,
@@ -52,7 +52,7 @@ from signaldesk.pipeline.job_state import (
     render_state,
     state_path,
 )
-from signaldesk.pipeline.jobs import (
+from signaldesk.pipeline.service.jobs import (
     JobFunc,
     JobServices,
     captains_log_job,
@@ -63,8 +63,8 @@ from signaldesk.pipeline.jobs import (
     triage_job,
     watch_job,
 )
+from signaldesk.pipeline.service.watcher import VaultWatcher
 from signaldesk.pipeline.settings import ScheduleSettings
-from signaldesk.pipeline.watcher import VaultWatcher
 from signaldesk.retrieval.embedder import Embedder, LazyEmbedder
 from signaldesk.vault import atomic_write_text
 

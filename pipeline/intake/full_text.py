@@ -5,7 +5,7 @@ and the article in its place. When the page cannot be had, the entry goes on at 
 with the feed's own text, marked ``Item.teaser``, so triage is never held up; the
 page is tried again in later scans (``[pipeline] max_attempts`` tries, backing off as a
 failing feed does) and, when it arrives, stored and handed to triage again through
-the dedupe worker's hand-off (:attr:`pipeline.stages.Work.rescore`).
+the dedupe worker's hand-off (:attr:`pipeline.intake.stages.Work.rescore`).
 
 Only transient answers of a host that did answer (5xx, 429, a dropped connection)
 are retried within a scan; a host that did not answer is skipped by the scan's
@@ -23,8 +23,8 @@ import anyio
 from anyio.abc import ObjectReceiveStream, ObjectSendStream
 
 from signaldesk.items import Item
-from signaldesk.pipeline.ledger_records import iso_utc
-from signaldesk.pipeline.stages import SETTLED, ScanContext, Work, backoff, park_broken
+from signaldesk.pipeline.intake.stages import SETTLED, ScanContext, Work, backoff, park_broken
+from signaldesk.pipeline.ledger.records import iso_utc
 from signaldesk.sources.errors import FetchError
 from signaldesk.sources.fulltext import Article, fetch_article, merge_article
 from signaldesk.sources.http import host_of

@@ -29,21 +29,21 @@ from urllib.parse import urlsplit
 
 import anyio.to_thread
 
-from signaldesk.pipeline.captains_log import CaptainsLog, write_captains_log
 from signaldesk.pipeline.config import (
     CONFIG_FILENAME,
     Workspace,
     render_default_config,
     resolve_workspace,
 )
-from signaldesk.pipeline.demo_server import DEMO_DATA, DemoServer, render_template
+from signaldesk.pipeline.demo.server import DEMO_DATA, DemoServer, render_template
 from signaldesk.pipeline.errors import PipelineError
-from signaldesk.pipeline.feeds import FeedRegistry
-from signaldesk.pipeline.generated_notes import GeneratedNote
-from signaldesk.pipeline.intake import open_ledger
-from signaldesk.pipeline.intake_report import ScanStats
-from signaldesk.pipeline.triage import TriageReport, scan_and_triage
-from signaldesk.pipeline.triage_report import TriageReportNote, write_triage_report
+from signaldesk.pipeline.intake.feeds import FeedRegistry
+from signaldesk.pipeline.intake.summary import ScanStats
+from signaldesk.pipeline.ledger.store import open_ledger
+from signaldesk.pipeline.reports.captains_log import CaptainsLog, write_captains_log
+from signaldesk.pipeline.reports.generated_notes import GeneratedNote
+from signaldesk.pipeline.reports.triage_report import TriageReportNote, write_triage_report
+from signaldesk.pipeline.triage.run import TriageReport, scan_and_triage
 from signaldesk.pipeline.vault_setup import InitReport, init_vault
 from signaldesk.retrieval.embedder import LazyEmbedder
 from signaldesk.retrieval.indexer import Indexer

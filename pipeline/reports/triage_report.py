@@ -18,12 +18,11 @@ import anyio.to_thread
 
 from signaldesk.frontmatter import parse_note
 from signaldesk.pipeline.config import Workspace
-from signaldesk.pipeline.feeds import FeedRecord, FeedRegistry
-from signaldesk.pipeline.generated_notes import GeneratedNote, write_generated_note
-from signaldesk.pipeline.intake import open_ledger
-from signaldesk.pipeline.ledger import Ledger, LedgerEntry
-from signaldesk.pipeline.ledger_corrections import corrections_recorded
-from signaldesk.pipeline.triage_report_model import (
+from signaldesk.pipeline.intake.feeds import FeedRecord, FeedRegistry
+from signaldesk.pipeline.ledger.corrections import corrections_recorded
+from signaldesk.pipeline.ledger.store import Ledger, LedgerEntry, open_ledger
+from signaldesk.pipeline.reports.generated_notes import GeneratedNote, write_generated_note
+from signaldesk.pipeline.reports.triage_report_model import (
     DIMENSIONS,
     CorrectionNote,
     FeedIssue,
@@ -32,7 +31,7 @@ from signaldesk.pipeline.triage_report_model import (
     TriageReportNote,
     WaitingNote,
 )
-from signaldesk.pipeline.triage_report_render import render_triage_report, score_histogram
+from signaldesk.pipeline.reports.triage_report_render import render_triage_report, score_histogram
 from signaldesk.signal_note import score_number
 from signaldesk.vault import STATE_DIR
 

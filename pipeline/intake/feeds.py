@@ -18,7 +18,7 @@ from urllib.parse import urlsplit
 import aiosqlite
 
 from signaldesk.pipeline.errors import FeedRegistryError
-from signaldesk.pipeline.ledger import Ledger, utcnow
+from signaldesk.pipeline.ledger.store import Ledger, utcnow
 from signaldesk.sources.errors import OpmlError
 from signaldesk.sources.http import build_client
 from signaldesk.sources.opml import OpmlFeed, export_opml, parse_opml

@@ -1,6 +1,6 @@
 """Which items triage scores again, and the person's decision in place of the threshold's.
 
-Kept apart from :mod:`pipeline.triage` (the run itself): finding an item by id or prefix,
+Kept apart from :mod:`pipeline.triage.run` (the run itself): finding an item by id or prefix,
 the items scored on a teaser whose full text has arrived since, and a card carrying the
 decision a person made with ``signaldesk triage accept`` or ``move``.
 """
@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
-from signaldesk.pipeline.ledger import Ledger, LedgerEntry
+from signaldesk.pipeline.ledger.store import Ledger, LedgerEntry
 from signaldesk.scoring.records import RouteDecision, ScoreCard
 
 __all__ = ["as_decided", "full_text_arrived", "lookup_entry"]

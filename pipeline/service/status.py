@@ -8,10 +8,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from signaldesk.pipeline.config import Workspace
-from signaldesk.pipeline.feeds import FeedRegistry
-from signaldesk.pipeline.intake import ledger_path, open_ledger
-from signaldesk.pipeline.job_state import ServeState, load_state, serve_running, state_path
-from signaldesk.pipeline.triage_report import FeedIssue, feed_issues
+from signaldesk.pipeline.intake.feeds import FeedRegistry
+from signaldesk.pipeline.ledger.store import ledger_path, open_ledger
+from signaldesk.pipeline.reports.triage_report import FeedIssue, feed_issues
+from signaldesk.pipeline.service.job_state import ServeState, load_state, serve_running, state_path
 from signaldesk.retrieval.records import IndexStatus
 from signaldesk.retrieval.status import index_status
 

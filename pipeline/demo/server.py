@@ -19,7 +19,7 @@ __all__ = ["DEMO_DATA", "GONE_PATHS", "DemoServer", "render_template"]
 
 logger = logging.getLogger(__name__)
 
-DEMO_DATA: Traversable = files("signaldesk.pipeline") / "demo_data"
+DEMO_DATA: Traversable = files("signaldesk.pipeline.demo") / "data"
 
 # A feed that was retired by its publisher: the server answers 410 Gone, so the demo
 # shows how a dead subscription is disabled and reported instead of polled forever.
@@ -87,7 +87,7 @@ def _handler(site: Traversable, render: Callable[[str], str]) -> type[BaseHTTPRe
 
 
 class DemoServer:
-    """Serves ``demo_data/site`` on 127.0.0.1 from a background thread.
+    """Serves ``data/site`` on 127.0.0.1 from a background thread.
 
     :param port: the port wanted; when it is taken, any free port is used. A stable
         port keeps the demo's feed URLs the same from one run to the next.

@@ -8,8 +8,8 @@ import re
 from collections import Counter
 from collections.abc import Iterable
 
-from signaldesk.pipeline.intake_report import ProblemGroup, problem_lines
-from signaldesk.pipeline.triage_report_model import (
+from signaldesk.pipeline.intake.summary import ProblemGroup, problem_lines
+from signaldesk.pipeline.reports.triage_report_model import (
     DIMENSIONS,
     CorrectionNote,
     ReportItem,

@@ -13,7 +13,7 @@ from pathlib import Path
 from signaldesk.errors import SignaldeskError
 from signaldesk.items import Item
 from signaldesk.pipeline.errors import PipelineError
-from signaldesk.pipeline.stages import normalise
+from signaldesk.pipeline.intake.stages import normalise
 from signaldesk.sources.clipper import clipping_to_item
 from signaldesk.sources.decoding import decode_bytes
 from signaldesk.sources.fulltext import fetch_article

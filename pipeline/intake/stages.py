@@ -2,9 +2,9 @@
 
 Each stage is a set of workers reading one bounded memory object stream and
 writing the next, so a slow stage holds the ones before it back (memory stays
-flat however many feeds there are). :func:`pipeline.intake.run_scan` wires them
+flat however many feeds there are). :func:`pipeline.intake.run.run_scan` wires them
 up; this module holds what each stage does to one unit of work (the extract stage,
-article pages for teaser entries, is :mod:`pipeline.full_text`).
+article pages for teaser entries, is :mod:`pipeline.intake.full_text`).
 
 Error policy: a feed or page that fails is one grouped line in the scan's
 ``problems`` (by what, host and cause), never a traceback at the default log level
@@ -37,10 +37,10 @@ from anyio.streams.memory import MemoryObjectReceiveStream
 from signaldesk.errors import SignaldeskError
 from signaldesk.items import Item, SourceKind
 from signaldesk.pipeline.config import Workspace
-from signaldesk.pipeline.feeds import FeedRecord, FeedRegistry
-from signaldesk.pipeline.intake_report import FeedProblem, Handoff, ScanStats
-from signaldesk.pipeline.ledger import Ledger, LedgerEntry, item_identity
-from signaldesk.pipeline.ledger_clippings import resolve_clipping
+from signaldesk.pipeline.intake.feeds import FeedRecord, FeedRegistry
+from signaldesk.pipeline.intake.summary import FeedProblem, Handoff, ScanStats
+from signaldesk.pipeline.ledger.clippings import resolve_clipping
+from signaldesk.pipeline.ledger.store import Ledger, LedgerEntry, item_identity
 from signaldesk.sources.clipper import scan_clippings
 from signaldesk.sources.http import HostBreaker, HostLimiter, host_of
 from signaldesk.sources.newsletter import fetch_imap, read_mail_sources
@@ -215,7 +215,7 @@ def _read_mail(ctx: ScanContext) -> list[tuple[str, Item | None, str | None]]:
 async def _read_clippings(ctx: ScanContext) -> list[tuple[str, Item | None, str | None]]:
     """The clipper folder's files, each item carrying the guid that makes it the right
     ledger item: a file at a path whose earlier clipping triage moved away is a new
-    clipping, an edit of one still in place is not (:mod:`pipeline.ledger_clippings`)."""
+    clipping, an edit of one still in place is not (:mod:`pipeline.ledger.clippings`)."""
     config = ctx.workspace.config
     results = await anyio.to_thread.run_sync(
         lambda: list(scan_clippings(ctx.workspace.vault, config.clipper))

@@ -1,6 +1,6 @@
 """The ledger's records: what an item row holds and how an item gets its identity.
 
-Kept apart from :mod:`pipeline.ledger` (the database side) so the serialisation and
+Kept apart from :mod:`pipeline.ledger.store` (the database side) so the serialisation and
 identity rules can be read, and tested, on their own.
 """
 
@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from typing import Any, Literal, cast
 
 from signaldesk.items import Item, SourceKind
-from signaldesk.pipeline.dedupe import MatchKey, canonical_url
+from signaldesk.pipeline.ledger.dedupe import MatchKey, canonical_url
 from signaldesk.retrieval.scrubber import scrub_text, scrub_value
 
 __all__ = [

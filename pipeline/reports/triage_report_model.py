@@ -1,7 +1,7 @@
 """What the daily triage report holds: the day's items and what needs a person.
 
-Built by :func:`pipeline.triage_report.gather_triage_report`, rendered by
-:mod:`pipeline.triage_report_render`.
+Built by :func:`pipeline.reports.triage_report.gather_triage_report`, rendered by
+:mod:`pipeline.reports.triage_report_render`.
 """
 
 from __future__ import annotations
@@ -88,7 +88,7 @@ class FeedIssue:
 
 @dataclass(frozen=True, slots=True)
 class CorrectionNote:
-    """A correction the person made that day (``pipeline.corrections``)."""
+    """A correction the person made that day (``pipeline.triage.corrections``)."""
 
     item_id: str
     title: str
