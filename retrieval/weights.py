@@ -14,7 +14,9 @@ from __future__ import annotations
 import heapq
 from collections.abc import Iterable
 from dataclasses import dataclass
+from pathlib import Path
 
+from signaldesk.retrieval.onnx_embedder import ONNX_MODEL_NAME, is_onnx_folder
 from signaldesk.retrieval.settings import SearchSettings
 
 __all__ = [
@@ -23,6 +25,7 @@ __all__ = [
     "ListWeights",
     "decisiveness",
     "measured_weights",
+    "model_kind",
     "resolve_weights",
     "vector_weight_for",
 ]
@@ -40,16 +43,28 @@ class ListWeights:
     vector_yield: float = 0.0
 
 
-# Chosen on the vault questions' tuning half and SciFact train (docs/ranking.md).
+# Chosen on the vault questions' tuning half and SciFact train (docs/ranking.md);
+# only the ratios of the three weights matter.
 MEASURED: dict[str, ListWeights] = {
-    "static": ListWeights(note=0.6, bm25=0.1, vector=0.7, vector_yield=0.9),
+    "static": ListWeights(note=0.6, bm25=0.2, vector=0.6, vector_yield=1.0),
+    "transformer": ListWeights(note=0.4, bm25=0.2, vector=1.0, vector_yield=1.0),
 }
 
 
+def model_kind(model_name: str | None) -> str:
+    """``"transformer"`` for the ONNX tier (by name, or a folder holding an export),
+    else ``"static"`` (Model2Vec models, the bundled one, or no model at all)."""
+    if not model_name:
+        return "static"
+    if model_name == ONNX_MODEL_NAME:
+        return "transformer"
+    folder = Path(model_name)
+    return "transformer" if folder.is_absolute() and is_onnx_folder(folder) else "static"
+
+
 def measured_weights(model_name: str | None) -> ListWeights:
-    """The measured weights for the model named ``model_name`` (static if unknown)."""
-    del model_name  # one kind of model so far: Model2Vec static embeddings
-    return MEASURED["static"]
+    """The measured weights for the model named ``model_name`` (the index's ``model_name``)."""
+    return MEASURED[model_kind(model_name)]
 
 
 def resolve_weights(settings: SearchSettings, model_name: str | None) -> ListWeights:

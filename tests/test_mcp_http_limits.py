@@ -24,6 +24,7 @@ from signaldesk.retrieval.records import (
     NoteInfo,
     SearchFilters,
     SearchMode,
+    SearchPage,
     SearchResult,
 )
 
@@ -61,6 +62,18 @@ class _GatedRetriever:
         self.entered.set()
         await self.gate.wait()
         return []
+
+    async def search_page(
+        self,
+        query: str,
+        *,
+        limit: int | None = None,
+        filters: SearchFilters | None = None,
+        mode: SearchMode | None = None,
+        max_tokens: int | None = None,
+    ) -> SearchPage:
+        # The MCP search tool asks for a page (results and how many the budget left out).
+        return SearchPage(results=tuple(await self.search(query)))
 
     async def context(
         self, topic: str, *, max_tokens: int | None = None, filters: SearchFilters | None = None

@@ -15,6 +15,7 @@ from signaldesk.retrieval.retriever import Retriever
 from signaldesk.retrieval.settings import IndexSettings, SearchSettings
 from signaldesk.retrieval.status import index_status
 from signaldesk.retrieval.store import connect, get_meta, index_db_path
+from signaldesk.retrieval.weights import MEASURED
 from tests.index_helpers import check_invariants, write_note
 
 pytestmark = pytest.mark.anyio
@@ -84,6 +85,11 @@ async def test_the_tier_indexes_384_dim_vectors_and_finds_paraphrases(tmp_path: 
         for question, expected in questions.items():
             results = await retriever.search(question, limit=1, mode="vector")
             assert [r.path for r in results] == [expected], question
+        # The fusion uses the weights measured for this kind of model, not the static one's.
+        explained = await retriever.explain("a board to manage my tasks", limit=3)
+        assert explained.weights["note"] == MEASURED["transformer"].note
+        assert explained.weights["bm25"] == MEASURED["transformer"].bm25
+        assert explained.rows[0].path == "plugins/kanban.md"
 
 
 async def test_switching_between_tiers_rebuilds_by_itself(tmp_path: Path) -> None:

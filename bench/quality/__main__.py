@@ -85,6 +85,7 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--note-weight", type=float)
     p.add_argument("--bm25-weight", type=float)
     p.add_argument("--vector-weight", type=float)
+    p.add_argument("--vector-yield", type=float)
     p.add_argument("--rrf-k", type=int)
     p.add_argument("--candidates", type=int)
     p.add_argument("--column-weights", type=float, nargs=3, metavar=("TEXT", "SECTION", "CONTEXT"))
@@ -98,7 +99,8 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
 
 def _search_settings(args: argparse.Namespace) -> SearchSettings:
     overrides: dict[str, Any] = {}
-    for name in ("fusion", "note_weight", "bm25_weight", "vector_weight", "rrf_k", "candidates"):
+    names = ("fusion", "note_weight", "bm25_weight", "vector_weight", "vector_yield", "rrf_k")
+    for name in (*names, "candidates"):
         value = getattr(args, name)
         if value is not None:
             overrides[name] = value

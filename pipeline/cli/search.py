@@ -140,7 +140,7 @@ def _print_explain(console: Console, exp: SearchExplanation, rows_shown: int) ->
     from rich.table import Table
     from rich.text import Text
 
-    weights = ", ".join(f"{name} {value:.3g}" for name, value in exp.weights.items())
+    weights = ", ".join(f"{name} {round(value, 3):g}" for name, value in exp.weights.items())
     lines = [
         f"[bold]mode[/]: {exp.mode} (asked: {exp.requested_mode})   [bold]fusion[/]: {exp.fusion}",
         f"[bold]weights[/]: {weights}   "
