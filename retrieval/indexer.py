@@ -59,7 +59,7 @@ from signaldesk.retrieval.lock import DEFAULT_LOCK_TIMEOUT, IndexLock, LockWaitA
 from signaldesk.retrieval.records import IndexReport
 from signaldesk.retrieval.settings import IndexSettings
 from signaldesk.retrieval.store import index_db_path, is_corruption_error, sqlite_module
-from signaldesk.retrieval.vector_cache import load_cached, refresh_cache
+from signaldesk.retrieval.vector_cache import cache_token, load_cached, refresh_cache
 
 __all__ = ["INDEX_FORMAT", "VECTOR_TYPE", "IndexProgress", "Indexer"]
 
@@ -352,7 +352,7 @@ class Indexer:
         try:
             if writer.meta("generation_id") is None:
                 writer.touch()  # an index from before the cache: give it a generation id
-            token = writer.meta("generation_id")
+            token = cache_token(writer.conn)
             dims = int(writer.meta("dimensions") or 0)
             if writer.wrote or load_cached(self.db_path, token, dims) is None:
                 refresh_cache(writer.conn, self.db_path)

@@ -58,7 +58,7 @@ from signaldesk.retrieval.schema import VECTOR_TABLE
 from signaldesk.retrieval.search_legs import ChunkRow
 from signaldesk.retrieval.settings import IndexSettings, SearchSettings
 from signaldesk.retrieval.store import capabilities, connect, get_meta, index_db_path, sqlite_module
-from signaldesk.retrieval.vector_cache import load_cached, refresh_cache
+from signaldesk.retrieval.vector_cache import cache_token, load_cached, refresh_cache
 from signaldesk.retrieval.vector_matrix import VectorMatrix, load_matrix
 
 __all__ = ["Retriever"]
@@ -289,7 +289,7 @@ class Retriever:
         (vector_cache.py), else read from sqlite-vec, and then written as the cache
         so that the next process maps it.
         """
-        token = get_meta(conn, "generation_id")
+        token = cache_token(conn)
         generation = token or get_meta(conn, "generation")
         matrix = self._matrix
         if matrix is not None and matrix.generation == generation:

@@ -10,7 +10,9 @@ between processes.
 
 sqlite-vec stays the store of record. The file (``<index.db>.vectors``) is only
 used when its header names the index's current ``generation_id`` (a fresh random
-value the writer records with every commit), its size is what the header says and
+value the writer records with every commit) and ``generation`` (so that a commit
+by an older signaldesk, which bumps only the counter, also retires the file),
+its size is what the header says and
 its trailer repeats the header's token; anything else (an older index, a file
 left from before a rebuild, a torn or truncated write) is ignored and the
 matrix is read from sqlite-vec as before. Writes go to a temporary file that is
@@ -39,18 +41,25 @@ import numpy as np
 from signaldesk.retrieval.store import get_meta
 from signaldesk.retrieval.vector_matrix import VectorMatrix, load_matrix
 
-__all__ = ["cache_path", "load_cached", "refresh_cache", "write_cache"]
+__all__ = ["cache_path", "cache_token", "load_cached", "refresh_cache", "write_cache"]
 
 logger = logging.getLogger(__name__)
 
 MAGIC = b"SDVECS01"
 _ALIGN = 64
-_TOKEN_META = "generation_id"
 
 
 def cache_path(db_path: Path) -> Path:
     """Where the matrix cache of the index at ``db_path`` lives."""
     return db_path.with_name(db_path.name + ".vectors")
+
+
+def cache_token(conn: Any) -> str | None:
+    """What the cache of the snapshot ``conn`` sees must carry (``None``: no cache possible)."""
+    generation_id = get_meta(conn, "generation_id")
+    if not generation_id:
+        return None
+    return f"{generation_id}:{get_meta(conn, 'generation') or 0}"
 
 
 def _pad(n: int) -> int:
@@ -150,7 +159,7 @@ def refresh_cache(conn: Any, db_path: Path) -> VectorMatrix | None:
     Best effort: a cache that cannot be written (read-only folder, full disk) is
     logged at debug level; searches then read sqlite-vec as before.
     """
-    token = get_meta(conn, _TOKEN_META)
+    token = cache_token(conn)
     dims = get_meta(conn, "dimensions")
     if not token or dims is None:
         return None

@@ -27,7 +27,7 @@ from signaldesk.retrieval.indexer import Indexer
 from signaldesk.retrieval.retriever import Retriever
 from signaldesk.retrieval.settings import IndexSettings, SearchSettings
 from signaldesk.retrieval.store import connect, get_meta, index_db_path
-from signaldesk.retrieval.vector_cache import cache_path, load_cached
+from signaldesk.retrieval.vector_cache import cache_path, cache_token, load_cached
 from signaldesk.retrieval.vector_matrix import load_matrix
 from tests.index_helpers import section, write_note
 
@@ -67,7 +67,7 @@ async def _search(vault: Path, embedder: Embedder, query: str) -> list[tuple[str
 def _reference(vault: Path) -> tuple[np.ndarray, np.ndarray, str]:
     conn = connect(_db(vault), readonly=True)
     try:
-        token = get_meta(conn, "generation_id")
+        token = cache_token(conn)
         assert token
         matrix = load_matrix(conn, 256, get_meta(conn, "vector_type") or "float", token)
     finally:
@@ -98,7 +98,9 @@ async def test_a_change_to_the_vault_rewrites_the_cache(tmp_path: Path, embedder
     assert (await _search(vault, embedder, "compost heap"))[0][0] == "new/compost.md"
 
 
-@pytest.mark.parametrize("damage", ["truncated", "trailer", "stale", "garbage", "missing"])
+@pytest.mark.parametrize(
+    "damage", ["truncated", "trailer", "stale", "old-writer", "garbage", "missing"]
+)
 async def test_a_bad_cache_falls_back_to_sqlite_vec(
     tmp_path: Path, embedder: Embedder, damage: str
 ) -> None:
@@ -114,6 +116,12 @@ async def test_a_bad_cache_falls_back_to_sqlite_vec(
         # A cache from another generation (the file left from before a rebuild).
         conn = sqlite3.connect(_db(vault))
         conn.execute("UPDATE meta SET value = 'other' WHERE key = 'generation_id'")
+        conn.commit()
+        conn.close()
+    elif damage == "old-writer":
+        # A commit by a signaldesk from before the cache bumps only the counter.
+        conn = sqlite3.connect(_db(vault))
+        conn.execute("UPDATE meta SET value = value + 1 WHERE key = 'generation'")
         conn.commit()
         conn.close()
     elif damage == "garbage":
