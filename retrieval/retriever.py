@@ -237,6 +237,11 @@ class Retriever:
     async def warm_up(self) -> None:
         """Load the model, open the database, load the vector matrix and run one query."""
         await self.search("warm up", limit=1)
+        matrix = self._matrix
+        if matrix is not None:
+            # A server searches many times: build the float32 matrix now rather
+            # than on its second query (a one-shot search never needs it).
+            await anyio.to_thread.run_sync(lambda: matrix.matrix)
 
     # -- vectors -----------------------------------------------------------
 
