@@ -34,7 +34,9 @@ inside the tuning half (corrections drawn from one half of it, measured on the o
 seeded splits each way) and never on the held-out half. Tried there and left out, because
 they did worse than these votes: a logistic model over the four scores and a bias fitted to
 the corrections (it moved the whole line and let in the off-profile news just under it),
-kernel regression of the corrected items' distance to the line, and votes by routed domain.
+kernel regression of the corrected items' distance to the line, and votes by routed domain;
+in a second round, larger site votes, wider similarity, a nearest-neighbour vote, kept and
+rejected prototypes and votes of items scored alike, none better than these votes.
 """
 
 from __future__ import annotations
