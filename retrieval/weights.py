@@ -43,7 +43,8 @@ class ListWeights:
     vector_yield: float = 0.0
 
 
-# Chosen on the vault questions' tuning half and SciFact train (docs/ranking.md);
+# Chosen on the vault questions' tuning half and SciFact train by one rule,
+# `python -m bench.quality.pick` (docs/ranking.md, "One rule for every model");
 # only the ratios of the three weights matter.
 MEASURED: dict[str, ListWeights] = {
     "static": ListWeights(note=0.4, bm25=0.1, vector=0.4, vector_yield=0.9),
