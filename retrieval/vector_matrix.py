@@ -49,8 +49,15 @@ def _dot_rows(rows: FloatArray, query: FloatArray) -> FloatArray:
 
 
 def row_norms(raw: npt.NDArray[Any]) -> FloatArray:
-    """Each stored row's L2 norm as float32, 1 for an all-zero row (the divisor of a row)."""
-    norms: FloatArray = np.linalg.norm(raw.astype(np.float32), axis=1, keepdims=True)
+    """Each stored row's L2 norm as float32, 1 for an all-zero row (the divisor of a row).
+
+    Block by block (each row's norm is its own reduction, so the values are those
+    of one call over the whole matrix), without a float32 copy of every row.
+    """
+    norms: FloatArray = np.empty((raw.shape[0], 1), dtype=np.float32)
+    for start in range(0, raw.shape[0], _BLOCK_ROWS):
+        block = raw[start : start + _BLOCK_ROWS].astype(np.float32)
+        norms[start : start + _BLOCK_ROWS] = np.linalg.norm(block, axis=1, keepdims=True)
     norms[norms == 0] = 1.0
     return norms
 
@@ -175,18 +182,23 @@ def load_matrix(
 
     :param vector_type: ``"float"`` (float32 blobs) or ``"int8"`` (round(v*127)).
     """
-    dtype = np.int8 if vector_type == "int8" else np.float32
+    dtype = np.dtype(np.int8 if vector_type == "int8" else np.float32)
+    width = dimensions * dtype.itemsize
     ids: list[int] = []
-    blobs: list[bytes] = []
+    # The rows go straight into one buffer (no list of 47k blobs beside a joined
+    # copy): the indexer rebuilds the cache with this after every commit.
+    buffer = bytearray()
     for rowid, blob in conn.execute(f"SELECT rowid, embedding FROM {VECTOR_TABLE}"):
+        if len(blob) != width:
+            raise ValueError(f"vector {rowid} has {len(blob)} bytes, expected {width}")
         ids.append(int(rowid))
-        blobs.append(bytes(blob))
+        buffer += blob
     if not ids:
         empty = np.zeros((0, dimensions), dtype=dtype)
         return VectorMatrix.from_arrays(np.zeros(0, dtype=np.int64), empty, generation)
     # Quantised rows are only approximately unit length; dividing by each row's
     # norm makes the dot product an exact cosine of what is stored.
-    raw = np.frombuffer(b"".join(blobs), dtype=dtype).reshape(len(ids), dimensions)
+    raw = np.frombuffer(buffer, dtype=dtype).reshape(len(ids), dimensions)
     id_array = np.asarray(ids, dtype=np.int64)
     logger.debug("loaded %d vectors (%s, %d dims)", len(ids), vector_type, dimensions)
     return VectorMatrix.from_arrays(id_array, raw, generation)
