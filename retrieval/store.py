@@ -7,6 +7,8 @@ cannot load extensions or is too old for contentless-delete FTS5 (3.43).
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import logging
 import sqlite3
 from collections.abc import Callable
@@ -16,6 +18,7 @@ from types import ModuleType
 from typing import Any
 
 from signaldesk.retrieval.errors import IndexUnavailableError, StoreError
+from signaldesk.retrieval.generations import read_pointer
 from signaldesk.retrieval.schema import MIGRATIONS, SCHEMA_VERSION
 from signaldesk.retrieval.settings import IndexSettings
 
@@ -27,8 +30,11 @@ __all__ = [
     "connect",
     "connector",
     "get_meta",
+    "index_base_path",
     "index_db_path",
     "is_corruption_error",
+    "is_disk_full_error",
+    "is_read_only_error",
     "migrate",
     "set_meta",
     "sqlite_module",
@@ -69,11 +75,24 @@ def sqlite_module() -> ModuleType:
     return module
 
 
-def index_db_path(vault: Path, settings: IndexSettings) -> Path:
-    """Where the index database of ``vault`` lives (``settings.db_path``, vault-relative
-    unless absolute)."""
+def index_base_path(vault: Path, settings: IndexSettings) -> Path:
+    """The configured index path of ``vault`` (``settings.db_path``, vault-relative unless
+    absolute): the first generation's file, and the name the pointer and the writer
+    lock are derived from (see :mod:`retrieval.generations`)."""
     path = Path(settings.db_path).expanduser()
     return path if path.is_absolute() else vault / path
+
+
+def index_db_path(vault: Path, settings: IndexSettings) -> Path:
+    """The database file of ``vault``'s live index generation (it may not exist yet).
+
+    A full rebuild writes a new file and swaps it in, so this is not always
+    :func:`index_base_path`. A reader that keeps connections open should take a
+    :class:`~retrieval.generations.ReaderLease` instead of calling this.
+
+    :raises StoreError: the generation pointer is unreadable.
+    """
+    return read_pointer(index_base_path(vault, settings))
 
 
 def is_corruption_error(exc: BaseException) -> bool:
@@ -88,6 +107,27 @@ def is_corruption_error(exc: BaseException) -> bool:
     return any(
         marker in text for marker in ("not a database", "malformed", "corrupt", "file is encrypted")
     )
+
+
+def _error_text(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}".lower()
+
+
+def is_disk_full_error(exc: BaseException) -> bool:
+    """Whether ``exc`` (SQLite's or the OS's) says the disk, a quota or ``ulimit -f`` ran out."""
+    if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
+        return True
+    text = _error_text(exc)
+    # SQLite reports EFBIG (ulimit -f) as a short write: "disk I/O error".
+    return "database or disk is full" in text or "disk i/o error" in text
+
+
+def is_read_only_error(exc: BaseException) -> bool:
+    """Whether ``exc`` says the file or its folder cannot be written (EROFS, permissions)."""
+    if isinstance(exc, OSError) and exc.errno in (errno.EROFS, errno.EACCES, errno.EPERM):
+        return True
+    text = _error_text(exc)
+    return "readonly database" in text or "read-only file system" in text
 
 
 def _load_vec(conn: Any) -> str | None:
@@ -106,6 +146,10 @@ def _load_vec(conn: Any) -> str | None:
 def connect(path: Path, readonly: bool = False) -> Any:
     """A configured synchronous connection (WAL, busy timeout, sqlite-vec when loadable).
 
+    ``readonly`` connections only read, and never create a file: a reader racing
+    a writer that removes an old index generation must fail to open it rather
+    than leave an empty database under that name.
+
     :raises IndexUnavailableError: ``readonly`` and the database does not exist.
     """
     module = sqlite_module()
@@ -113,8 +157,22 @@ def connect(path: Path, readonly: bool = False) -> Any:
         raise IndexUnavailableError(
             f"no index at {path}", hint="run `signaldesk index` to build it"
         )
-    path.parent.mkdir(parents=True, exist_ok=True)
-    conn = module.connect(str(path), timeout=BUSY_TIMEOUT_MS / 1000, check_same_thread=False)
+    if readonly:
+        # mode=rw, not ro: a WAL reader may need to create the -shm file.
+        target, uri = f"{path.absolute().as_uri()}?mode=rw", True
+    else:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        target, uri = str(path), False
+    try:
+        conn = module.connect(
+            target, timeout=BUSY_TIMEOUT_MS / 1000, check_same_thread=False, uri=uri
+        )
+    except module.OperationalError as exc:
+        if readonly and not path.exists():
+            raise IndexUnavailableError(
+                f"no index at {path}", hint="run `signaldesk index` to build it"
+            ) from exc
+        raise
     conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
     conn.execute("PRAGMA foreign_keys = ON")
     if not readonly:
@@ -185,7 +243,10 @@ def migrate(conn: Any) -> int:
                 conn.execute(f"PRAGMA user_version = {version + 1}")
             conn.execute("COMMIT")
         except BaseException:
-            conn.execute("ROLLBACK")
+            # SQLite may have rolled back already (a full disk does that): keep the
+            # error that explains why, not "no transaction is active".
+            with contextlib.suppress(Exception):
+                conn.execute("ROLLBACK")
             raise
 
 
