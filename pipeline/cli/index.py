@@ -29,6 +29,10 @@ from signaldesk.retrieval.records import IndexReport, IndexStatus
 from signaldesk.retrieval.status import index_status
 
 INTERRUPTED_MESSAGE = "interrupted — index is consistent; run `signaldesk index` to continue"
+REBUILD_INTERRUPTED_MESSAGE = (
+    "interrupted — the rebuild was dropped and the previous index is kept; "
+    "run `signaldesk index --full` to rebuild"
+)
 
 
 @click.command()
@@ -49,7 +53,9 @@ def index(app: AppContext, full: bool, show_status: bool, as_json: bool) -> None
         else:
             _print_status(app.console, status)
         return
-    indexer = Indexer(workspace.vault, settings, LazyEmbedder(settings))
+    # A person's `index` also reads every page once (quick_check): a damaged file is
+    # rebuilt from the vault instead of being reported as up to date.
+    indexer = Indexer(workspace.vault, settings, LazyEmbedder(settings), verify=True)
     err = Console(stderr=True)
     with _stop_on_sigint(indexer.stop):
         if as_json:
@@ -61,7 +67,8 @@ def index(app: AppContext, full: bool, show_status: bool, as_json: bool) -> None
     else:
         _print_report(app.console, report, index_status(workspace.vault, settings))
     if report.interrupted:
-        err.print(f"[yellow]{INTERRUPTED_MESSAGE}[/]", highlight=False)
+        message = REBUILD_INTERRUPTED_MESSAGE if report.full_rebuild else INTERRUPTED_MESSAGE
+        err.print(f"[yellow]{message}[/]", highlight=False)
         # Not click's Exit: main() runs click with standalone_mode=False, which
         # turns Exit into a return value that nobody turns into an exit status.
         raise SystemExit(130)
