@@ -5,6 +5,7 @@ from __future__ import annotations
 import difflib
 import math
 import re
+import stat
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -154,9 +155,16 @@ def find_latest_report(vault: Path, excluded: ExcludedPredicate | None = None) -
     if folder.is_dir():
         for path in folder.rglob(_REPORT_GLOB):
             relative = path.relative_to(vault).as_posix()
-            if not path.is_file() or (excluded is not None and excluded(relative)):
+            # Reports are files signaldesk writes, never links; a link may lead out of
+            # the vault and be refused, and one bad entry must not hide the real ones.
+            if path.is_symlink() or (excluded is not None and excluded(relative)):
                 continue
-            candidates.append((path.name, path.stat().st_mtime, relative))
+            try:
+                info = path.stat(follow_symlinks=False)
+            except OSError:
+                continue
+            if stat.S_ISREG(info.st_mode):
+                candidates.append((path.name, info.st_mtime, relative))
     if not candidates:
         raise NoteNotFoundError(
             f"no triage report in {REPORT_FOLDER}/ yet",

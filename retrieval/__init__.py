@@ -43,6 +43,7 @@ if typing.TYPE_CHECKING:
     from signaldesk.retrieval.ignore import (
         INDEXIGNORE_FILE,
         IndexIgnoreError,
+        LiveVaultFilter,
         VaultFilter,
         excluded_by_frontmatter,
         iter_vault_notes,
@@ -70,6 +71,7 @@ __all__ = [
     "IndexUnavailableError",
     "Indexer",
     "LazyEmbedder",
+    "LiveVaultFilter",
     "ModelError",
     "NoteInfo",
     "ParsedNote",
@@ -112,6 +114,7 @@ _EXPORTS = {
     "parse_note": "signaldesk.retrieval.frontmatter",
     "INDEXIGNORE_FILE": "signaldesk.retrieval.ignore",
     "IndexIgnoreError": "signaldesk.retrieval.ignore",
+    "LiveVaultFilter": "signaldesk.retrieval.ignore",
     "VaultFilter": "signaldesk.retrieval.ignore",
     "excluded_by_frontmatter": "signaldesk.retrieval.ignore",
     "iter_vault_notes": "signaldesk.retrieval.ignore",
