@@ -30,6 +30,7 @@ from signaldesk.items import SourceKind
 from signaldesk.pipeline.config import Workspace
 from signaldesk.pipeline.errors import IntakeError
 from signaldesk.pipeline.feeds import FeedRecord, FeedRegistry
+from signaldesk.pipeline.index_queue import ledger_file
 from signaldesk.pipeline.intake_report import SOURCE_KINDS, FeedProblem, Handoff, ScanStats
 from signaldesk.pipeline.ledger import Ledger, utcnow
 from signaldesk.pipeline.stages import (
@@ -51,7 +52,7 @@ __all__ = ["capture", "ledger_path", "open_ledger", "run_scan", "scan"]
 
 def ledger_path(workspace: Workspace) -> Path:
     """Where the workspace's ledger lives (``[pipeline] ledger_path``)."""
-    return workspace.resolve(workspace.config.pipeline.ledger_path)
+    return ledger_file(workspace)
 
 
 @asynccontextmanager

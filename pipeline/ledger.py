@@ -445,10 +445,24 @@ class Ledger:
         scores: dict[str, Any] | None = None,
         domain: str | None = None,
         note_path: str | None = None,
+        index_paths: Sequence[str] = (),
         now: datetime | None = None,
     ) -> None:
-        """Record triage's outcome for an item (the seam for scoring and routing)."""
+        """Record triage's outcome for an item (the seam for scoring and routing).
+
+        :param index_paths: vault paths the index must look at for this item (its note,
+            where a moved clipping was), queued in the same transaction (see
+            :meth:`index_queue`).
+        """
+        stamp = iso_utc(now or utcnow())
         async with self.transaction() as conn:
+            if index_paths:
+                await conn.executemany(
+                    "INSERT INTO index_queue (path, item_id, queued_at) VALUES (?, ?, ?) "
+                    "ON CONFLICT (path) DO UPDATE SET item_id = excluded.item_id, "
+                    "queued_at = excluded.queued_at",
+                    [(path, item_id, stamp) for path in dict.fromkeys(index_paths)],
+                )
             await conn.execute(
                 "UPDATE items SET status = ?, score = ?, scores = ?, domain = ?, note_path = ?, "
                 "updated_at = ? WHERE id = ?",
@@ -458,10 +472,35 @@ class Ledger:
                     json.dumps(scores) if scores is not None else None,
                     domain,
                     note_path,
-                    iso_utc(now or utcnow()),
+                    stamp,
                     item_id,
                 ),
             )
+
+    async def index_queue(self) -> list[str]:
+        """Vault paths triage wrote that no index run has looked at since, oldest first."""
+        rows = await self._conn.execute_fetchall(
+            "SELECT path FROM index_queue ORDER BY queued_at, path"
+        )
+        return [str(row[0]) for row in rows]
+
+    async def clear_index_queue(
+        self, started: datetime, paths: Sequence[str] | None = None
+    ) -> None:
+        """Forget queued paths an index run that began at ``started`` has looked at.
+
+        :param paths: the paths that run was given (``None``: it looked at the whole
+            vault). A path queued again after ``started`` stays queued.
+        """
+        stamp = iso_utc(started)
+        async with self.transaction() as conn:
+            if paths is None:
+                await conn.execute("DELETE FROM index_queue WHERE queued_at <= ?", (stamp,))
+            else:
+                await conn.executemany(
+                    "DELETE FROM index_queue WHERE path = ? AND queued_at <= ?",
+                    [(path, stamp) for path in paths],
+                )
 
     # -- reading --------------------------------------------------------------------
 

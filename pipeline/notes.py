@@ -60,6 +60,7 @@ NoteOutcome = Literal[
     "kept_edited",  # re-scored, but a person edited the generated fields: left alone
     "missing",  # the item's note is gone (deleted by a person): not written again
     "stays",  # below the threshold: nothing written (a clipping stays in the inbox)
+    "held",  # re-scored above the threshold, but `--rescore` files nothing by itself
     "failed",  # could not be written; the item is tried again next run
 ]
 

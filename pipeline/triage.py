@@ -43,7 +43,7 @@ from signaldesk.pipeline.errors import PipelineError
 from signaldesk.pipeline.feeds import FeedRegistry
 from signaldesk.pipeline.intake import capture, ledger_path, open_ledger, run_scan
 from signaldesk.pipeline.intake_report import ScanStats
-from signaldesk.pipeline.ledger import Ledger, LedgerEntry, item_identity
+from signaldesk.pipeline.ledger import Ledger, LedgerEntry, item_identity, utcnow
 from signaldesk.pipeline.ledger_clippings import resolve_clipping
 from signaldesk.pipeline.notes import FilingError, NoteResult, NoteWriter, read_note_id
 from signaldesk.pipeline.stages import normalise
@@ -103,6 +103,9 @@ class _Job:
     status: str
     note_path: str | None
     in_ledger: bool = True
+    # Re-scoring only (`--rescore` over rejected items): record the new scores, file
+    # nothing. A person asks for filing with `--item`.
+    hold: bool = False
 
 
 class Triager:
@@ -198,7 +201,15 @@ class Triager:
             for status in statuses:
                 for entry in reversed(await self.ledger.entries(status=status)):
                     if entry.id not in self._seen:
-                        jobs.append(_Job(entry.id, entry.item, entry.status, entry.note_path))
+                        jobs.append(
+                            _Job(
+                                entry.id,
+                                entry.item,
+                                entry.status,
+                                entry.note_path,
+                                hold=status == "rejected",
+                            )
+                        )
         self._total += len(jobs)
         await self._process(jobs)
 
@@ -304,7 +315,9 @@ class Triager:
                 continue
             entry = await self.ledger.get(job.item_id)
             if entry is not None and entry.status == job.status:
-                fresh.append(_Job(entry.id, entry.item, entry.status, entry.note_path))
+                fresh.append(
+                    _Job(entry.id, entry.item, entry.status, entry.note_path, hold=job.hold)
+                )
             else:
                 self._seen.add(job.item_id)
         return fresh
@@ -351,6 +364,12 @@ class Triager:
                 return writer.refresh(existing, card, job.item_id, now)
         if not card.passed:
             return NoteResult(None, "stays")
+        if job.hold:
+            return NoteResult(
+                None,
+                "held",
+                message=f"passes now; `signaldesk triage --item {job.item_id[:12]}` files it",
+            )
         if job.item.source_kind == "clipper":
             moved = writer.file_clipping(job.item, card, job.item_id, now)
             if moved is not None:
@@ -394,6 +413,7 @@ class Triager:
                 scores=card_to_json(card, threshold=self.threshold),
                 domain=card.route.domain,
                 note_path=note_path if has_note else None,
+                index_paths=_paths_to_index(job, result, has_note),
                 now=now.astimezone(UTC),
             )
         return TriageDecision(
@@ -411,22 +431,47 @@ class Triager:
         )
 
     async def finish(self) -> TriageReport:
-        """Triage what is still queued, index every path written, and return the report."""
+        """Triage what is still queued, index every path written, and return the report.
+
+        Paths an earlier run filed but did not index (it was killed, or its index step
+        failed) are in the ledger's index queue and are indexed here too; they leave
+        the queue only once an index run has looked at them.
+        """
         await self.flush()
         paths = list(dict.fromkeys(self._index_paths))
+        if not self.dry_run and self.ledger is not None:
+            paths = list(dict.fromkeys([*paths, *await self.ledger.index_queue()]))
         if paths and not self.dry_run and self.settings.index_after:
             if self.embedder is None:
                 self.report.index_error = "no embedding model: run `signaldesk index` later"
             else:
                 indexer = Indexer(self.workspace.vault, self.workspace.config.index, self.embedder)
+                started = utcnow()
                 try:
                     self.report.indexed = await indexer.run(paths=paths)
                 except SignaldeskError as exc:
-                    # The notes are filed either way; the next `signaldesk index` catches up.
+                    # The notes are filed either way; the next run catches up.
                     logger.warning("filed notes not indexed: %s", exc, exc_info=True)
-                    self.report.index_error = str(exc)
+                    self.report.index_error = (
+                        f"{exc.message}; {len(paths)} note path(s) stay queued for the next run"
+                    )
+                else:
+                    if self.ledger is not None and not self.report.indexed.interrupted:
+                        await self.ledger.clear_index_queue(started, paths)
         self.report.elapsed = time.monotonic() - self._started
         return self.report
+
+
+def _paths_to_index(job: _Job, result: NoteResult, has_note: bool) -> list[str]:
+    """Every vault path the index must look at after filing ``job``: its note, where
+    its note was, and where the clipping it came from was (gone once moved)."""
+    paths = [result.path if has_note else None, result.previous_path]
+    if job.note_path != result.path:
+        paths.append(job.note_path)
+    origin = job.item.origin_path
+    if job.item.source_kind == "clipper" and has_note and origin != result.path:
+        paths.append(origin)
+    return [p for p in dict.fromkeys(paths) if p]
 
 
 @asynccontextmanager

@@ -6,6 +6,7 @@ import signal
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from datetime import UTC, datetime
 from types import FrameType
 
 import anyio
@@ -23,6 +24,7 @@ from rich.table import Table
 
 from signaldesk.pipeline.cli._context import AppContext
 from signaldesk.pipeline.cli._output import print_json
+from signaldesk.pipeline.index_queue import forget_indexed
 from signaldesk.retrieval.embedder import LazyEmbedder
 from signaldesk.retrieval.indexer import Indexer, IndexProgress
 from signaldesk.retrieval.records import IndexReport, IndexStatus
@@ -57,11 +59,15 @@ def index(app: AppContext, full: bool, show_status: bool, as_json: bool) -> None
     # rebuilt from the vault instead of being reported as up to date.
     indexer = Indexer(workspace.vault, settings, LazyEmbedder(settings), verify=True)
     err = Console(stderr=True)
+    started = datetime.now(UTC)
     with _stop_on_sigint(indexer.stop):
         if as_json:
             report = anyio.run(lambda: indexer.run(full=full))
         else:
             report = _run_with_progress(indexer, full, err)
+    if not report.interrupted:
+        # Every path triage queued before this run began has now been looked at.
+        anyio.run(forget_indexed, workspace, started)
     if as_json:
         print_json(report)
     else:

@@ -14,7 +14,7 @@ from rich.table import Table
 
 from signaldesk.pipeline.cli._context import AppContext
 from signaldesk.pipeline.cli._output import print_json
-from signaldesk.pipeline.cli.triage import print_triage_report, triage_json
+from signaldesk.pipeline.cli.triage import exit_if_not_indexed, print_triage_report, triage_json
 from signaldesk.pipeline.intake import open_ledger
 from signaldesk.pipeline.intake_report import SOURCE_KINDS, ScanStats
 from signaldesk.pipeline.ledger import LedgerEntry
@@ -106,6 +106,7 @@ def scan(app: AppContext, sources: tuple[str, ...], once: bool, force: bool, as_
             lambda: scan_and_triage(workspace, sources=sources or None, force=force)
         )
         print_json({**_stats_json(stats), "triage": triage_json(report) if report else None})
+        exit_if_not_indexed(report)
         return
     progress = Progress(
         TextColumn("[bold]scanning"),
@@ -135,6 +136,7 @@ def scan(app: AppContext, sources: tuple[str, ...], once: bool, force: bool, as_
     _print_summary(app.console, stats)
     if report is not None:
         print_triage_report(app.console, report)
+    exit_if_not_indexed(report)
 
 
 def _entry_json(entry: LedgerEntry) -> dict[str, Any]:
@@ -241,6 +243,7 @@ def capture(
                 "triage": triage_json(report) if report else None,
             }
         )
+        exit_if_not_indexed(report)
         return
     try:
         shown = path.relative_to(workspace.vault)
@@ -257,6 +260,7 @@ def capture(
     )
     if report is not None and (report.decisions or report.errors):
         print_triage_report(app.console, report)
+    exit_if_not_indexed(report)
 
 
 COMMANDS: list[click.Command] = [scan, items, capture]

@@ -21,7 +21,14 @@ from signaldesk.retrieval.embedder import LazyEmbedder
 from signaldesk.scoring.records import DIMENSIONS, ScoreCard
 from signaldesk.scoring.scorer import Scorer
 
-__all__ = ["COMMANDS", "print_triage_report", "score", "triage", "triage_json"]
+__all__ = [
+    "COMMANDS",
+    "exit_if_not_indexed",
+    "print_triage_report",
+    "score",
+    "triage",
+    "triage_json",
+]
 
 _VERB = {
     "created": ("filed", "would file"),
@@ -33,6 +40,7 @@ _VERB = {
     "kept_edited": ("kept (edited by hand)", "would keep (edited by hand)"),
     "missing": ("note gone", "note gone"),
     "stays": ("not filed", "would not file"),
+    "held": ("passes now, not filed", "passes now, not filed"),
     "failed": ("failed", "would fail"),
 }
 
@@ -44,6 +52,7 @@ def triage_json(report: TriageReport) -> dict[str, Any]:
         "scoring_mode": report.scoring_mode,
         "filed": len(report.filed),
         "rejected": len(report.rejected),
+        "held": len(report.held),
         "written": report.written,
         "inbox_waiting": [d.origin_path for d in report.inbox_waiting],
         "decisions": report.decisions,
@@ -82,6 +91,12 @@ def print_triage_report(console: Console, report: TriageReport) -> None:
                 note,
             )
         console.print(table)
+    if report.held:
+        console.print(
+            f"{len(report.held)} rejected item(s) pass the threshold now; --rescore files "
+            "nothing: `signaldesk triage --item ID` files one",
+            highlight=False,
+        )
     if report.inbox_waiting:
         console.print(
             f"{len(report.inbox_waiting)} clipping(s) below the threshold stay in the inbox",
@@ -109,7 +124,8 @@ def print_triage_report(console: Console, report: TriageReport) -> None:
 @click.option(
     "--rescore",
     is_flag=True,
-    help="Also re-score items already filed or rejected (a person's edits are kept).",
+    help="Also re-score items already filed or rejected: refresh the scores of filed notes "
+    "(a person's edits are kept) and record new scores; nothing is moved or newly filed.",
 )
 @click.option(
     "--item",
@@ -130,6 +146,7 @@ def triage(
             lambda: run_triage(workspace, dry_run=dry_run, item_ids=ids, rescore=rescore)
         )
         print_json(triage_json(report))
+        exit_if_not_indexed(report)
         return
     progress = Progress(
         TextColumn("[bold]triage"),
@@ -157,6 +174,14 @@ def triage(
             )
         )
     print_triage_report(app.console, report)
+    exit_if_not_indexed(report)
+
+
+def exit_if_not_indexed(report: TriageReport | None) -> None:
+    """Exit 1 when notes were filed but the index step failed (they stay queued in the
+    ledger, and the next `scan`, `triage` or `index` catches up)."""
+    if report is not None and report.index_error:
+        raise SystemExit(1)
 
 
 def _card_table(card: ScoreCard, *, explain: bool) -> Table:
