@@ -61,6 +61,7 @@ from signaldesk.scoring.records import ScoreCard
 from signaldesk.scoring.scorer import Scorer
 from signaldesk.sources.clipper import scan_clippings
 from signaldesk.sources.http import build_client
+from signaldesk.vault import sweep_temp_files
 
 __all__ = [
     "CONFIGURED_MODEL",
@@ -150,7 +151,7 @@ class Triager:
         self._index_paths: list[str] = []
         self._total = 0
         self._started = time.monotonic()
-        self._lock_path = ledger_path(workspace).parent / "triage.lock"
+        self._lock_path = _triage_lock_path(workspace)
 
     # -- the hand-off -------------------------------------------------------------
 
@@ -474,6 +475,40 @@ def _paths_to_index(job: _Job, result: NoteResult, has_note: bool) -> list[str]:
     return [p for p in dict.fromkeys(paths) if p]
 
 
+def _triage_lock_path(workspace: Workspace) -> Path:
+    return ledger_path(workspace).parent / "triage.lock"
+
+
+async def _sweep_leftovers(workspace: Workspace) -> None:
+    """Remove the temporary files a killed triage (or capture) left in the folders it
+    writes to, under the triage lock so that no other triage is writing meanwhile."""
+    started = time.time()
+    settings = workspace.config.triage
+    signals = workspace.vault / settings.signals_folder
+    drop = workspace.resolve(workspace.config.tool_output.drop_folder)
+    lock = _triage_lock_path(workspace)
+
+    def sweep() -> list[Path]:
+        removed = sweep_temp_files(signals, older_than=started) if signals.is_dir() else []
+        # A capture does not take the triage lock: leave it a minute to finish.
+        if drop.is_dir():
+            removed += sweep_temp_files(drop, older_than=started - 60)
+        return removed
+
+    try:
+        async with triage_lock(lock, timeout=settings.lock_timeout):
+            removed = await anyio.to_thread.run_sync(sweep)
+    except (TriageBusyError, OSError) as exc:
+        logger.debug("temporary files not swept: %s", exc)
+        return
+    if removed:
+        logger.info(
+            "removed %d temporary file(s) an interrupted run left: %s",
+            len(removed),
+            ", ".join(p.name for p in removed[:5]),
+        )
+
+
 @asynccontextmanager
 async def _maybe_ledger(workspace: Workspace, dry_run: bool) -> AsyncIterator[Ledger | None]:
     if dry_run and not ledger_path(workspace).exists():
@@ -506,6 +541,8 @@ async def triage(
     """
     if embedder is CONFIGURED_MODEL:
         embedder = LazyEmbedder(workspace.config.index)
+    if not dry_run:
+        await _sweep_leftovers(workspace)
     async with _maybe_ledger(workspace, dry_run) as ledger:
         triager = Triager(workspace, ledger, embedder=embedder, dry_run=dry_run, progress=progress)
         if inbox and item_ids is None:
@@ -535,6 +572,7 @@ async def scan_and_triage(
 
     With ``[triage] after_scan = false`` this is a plain scan (report ``None``).
     """
+    await _sweep_leftovers(workspace)
     async with open_ledger(workspace) as ledger, AsyncExitStack() as stack:
         wants_feeds = sources is None or "rss" in sources
         client = (

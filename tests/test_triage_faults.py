@@ -135,3 +135,31 @@ async def test_rescore_at_threshold_zero_moves_nothing(vault: Path) -> None:
     one = rescored.decisions[0].item_id
     filed = await triage(zero, embedder=real_embedder(), item_ids=[one])
     assert [d.outcome for d in filed.decisions] == ["moved"]
+
+
+async def test_temporary_files_left_by_a_killed_run_are_swept_and_nothing_else(
+    vault: Path,
+) -> None:
+    import os
+    import time
+
+    folder = vault / "05-signals" / "security"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "kept.md").write_text("# a note\n")
+    old = time.time() - 3600
+    ours = [folder / ".signaldesk-k2x_9a0b.tmp", folder / ".kept.md.q1w2e3r4.tmp"]
+    theirs = [
+        folder / ".signaldesk-notes.tmp",  # not a name mkstemp gives
+        folder / ".gone.md.q1w2e3r4.tmp",  # nothing beside it to replace
+        folder / "signaldesk-k2x_9a0b.tmp",  # not hidden
+    ]
+    fresh = folder / ".signaldesk-zzzzzzzz.tmp"  # another run's write in progress
+    for path in [*ours, *theirs, fresh]:
+        path.write_text("partial")
+    for path in [*ours, *theirs]:
+        os.utime(path, (old, old))
+    os.utime(fresh, (time.time() + 3600, time.time() + 3600))
+    await triage(workspace(vault), embedder=real_embedder())
+    assert not any(p.exists() for p in ours)
+    assert all(p.exists() for p in [*theirs, fresh])
+    assert (folder / "kept.md").read_text() == "# a note\n"
