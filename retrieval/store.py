@@ -8,7 +8,6 @@ cannot load extensions or is too old for contentless-delete FTS5 (3.43).
 from __future__ import annotations
 
 import contextlib
-import errno
 import logging
 import sqlite3
 from collections.abc import Callable
@@ -17,6 +16,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from signaldesk.faults import is_corruption_error, is_disk_full_error, is_read_only_error
 from signaldesk.retrieval.errors import IndexUnavailableError, StoreError
 from signaldesk.retrieval.generations import read_pointer
 from signaldesk.retrieval.schema import MIGRATIONS, SCHEMA_VERSION
@@ -95,41 +95,6 @@ def index_db_path(vault: Path, settings: IndexSettings) -> Path:
     return read_pointer(index_base_path(vault, settings))
 
 
-def is_corruption_error(exc: BaseException) -> bool:
-    """Whether ``exc`` says the file is not a usable SQLite database.
-
-    Both the standard module's and sqlean's ``DatabaseError`` qualify (they are
-    distinct classes); "database is locked" and other operational errors do not.
-    """
-    if type(exc).__name__ not in {"DatabaseError", "IntegrityError"}:
-        return False
-    text = str(exc).lower()
-    return any(
-        marker in text for marker in ("not a database", "malformed", "corrupt", "file is encrypted")
-    )
-
-
-def _error_text(exc: BaseException) -> str:
-    return f"{type(exc).__name__}: {exc}".lower()
-
-
-def is_disk_full_error(exc: BaseException) -> bool:
-    """Whether ``exc`` (SQLite's or the OS's) says the disk, a quota or ``ulimit -f`` ran out."""
-    if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
-        return True
-    text = _error_text(exc)
-    # SQLite reports EFBIG (ulimit -f) as a short write: "disk I/O error".
-    return "database or disk is full" in text or "disk i/o error" in text
-
-
-def is_read_only_error(exc: BaseException) -> bool:
-    """Whether ``exc`` says the file or its folder cannot be written (EROFS, permissions)."""
-    if isinstance(exc, OSError) and exc.errno in (errno.EROFS, errno.EACCES, errno.EPERM):
-        return True
-    text = _error_text(exc)
-    return "readonly database" in text or "read-only file system" in text
-
-
 def _load_vec(conn: Any) -> str | None:
     """Load sqlite-vec; return the reason it failed, or ``None``."""
     try:
@@ -158,21 +123,10 @@ def connect(path: Path, readonly: bool = False) -> Any:
             f"no index at {path}", hint="run `signaldesk index` to build it"
         )
     if readonly:
-        # mode=rw, not ro: a WAL reader may need to create the -shm file.
-        target, uri = f"{path.absolute().as_uri()}?mode=rw", True
+        conn = _open_reader(module, path)
     else:
         path.parent.mkdir(parents=True, exist_ok=True)
-        target, uri = str(path), False
-    try:
-        conn = module.connect(
-            target, timeout=BUSY_TIMEOUT_MS / 1000, check_same_thread=False, uri=uri
-        )
-    except module.OperationalError as exc:
-        if readonly and not path.exists():
-            raise IndexUnavailableError(
-                f"no index at {path}", hint="run `signaldesk index` to build it"
-            ) from exc
-        raise
+        conn = module.connect(str(path), timeout=BUSY_TIMEOUT_MS / 1000, check_same_thread=False)
     conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
     conn.execute("PRAGMA foreign_keys = ON")
     if not readonly:
@@ -186,6 +140,40 @@ def connect(path: Path, readonly: bool = False) -> Any:
     if error:
         logger.warning("sqlite-vec unavailable, vector search disabled: %s", error)
     return conn
+
+
+def _open_reader(module: ModuleType, path: Path) -> Any:
+    """A reading connection that never creates the file.
+
+    ``mode=rw`` rather than ``ro``: a WAL reader must create or write the ``-shm``
+    file. Where it cannot (a read-only state folder or file system), the file is
+    opened ``immutable``: nobody can write there either, so it cannot change while
+    it is read, and searching a read-only vault still works.
+    """
+    uri = path.absolute().as_uri()
+    timeout = BUSY_TIMEOUT_MS / 1000
+    try:
+        conn = module.connect(f"{uri}?mode=rw", uri=True, timeout=timeout, check_same_thread=False)
+    except module.OperationalError as exc:
+        if not path.exists():
+            raise IndexUnavailableError(
+                f"no index at {path}", hint="run `signaldesk index` to build it"
+            ) from exc
+        if not is_read_only_error(exc) and "unable to open" not in str(exc):
+            raise
+        conn = None
+    if conn is not None:
+        try:
+            conn.execute("PRAGMA schema_version").fetchone()
+            return conn
+        except module.DatabaseError as exc:
+            if not is_read_only_error(exc):
+                return conn  # a damaged file: the caller's first query says so
+            conn.close()
+    logger.info("%s cannot be written here; reading it as an immutable file", path)
+    return module.connect(
+        f"{uri}?mode=ro&immutable=1", uri=True, timeout=timeout, check_same_thread=False
+    )
 
 
 def connector(path: Path, *, readonly: bool = False) -> Callable[[], Any]:

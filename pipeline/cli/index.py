@@ -12,6 +12,7 @@ from types import FrameType
 import anyio
 import click
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -151,9 +152,9 @@ def _print_report(console: Console, report: IndexReport, status: IndexStatus) ->
         table.add_row(label, value)
     console.print(table)
     for error in report.errors:
-        console.print(f"[yellow]warning:[/] {error}", highlight=False)
+        console.print(f"[yellow]warning:[/] {escape(error)}", highlight=False)
     for note in status.degraded:
-        console.print(f"[yellow]degraded:[/] {note}", highlight=False)
+        console.print(f"[yellow]degraded:[/] {escape(note)}", highlight=False)
 
 
 def _print_status(console: Console, status: IndexStatus) -> None:

@@ -8,6 +8,7 @@ from typing import Any
 import anyio
 import click
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
@@ -110,9 +111,9 @@ def print_triage_report(console: Console, report: TriageReport) -> None:
             highlight=False,
         )
     if report.index_error:
-        console.print(f"[yellow]not indexed:[/] {report.index_error}", highlight=False)
+        console.print(f"[yellow]not indexed:[/] {escape(report.index_error)}", highlight=False)
     for error in report.errors:
-        console.print(f"[yellow]warning:[/] {error}", highlight=False)
+        console.print(f"[yellow]warning:[/] {escape(error)}", highlight=False)
     if report.scoring_mode == "keywords":
         console.print("[dim]scored by keywords only (no embedding model)[/]", highlight=False)
 
