@@ -211,20 +211,37 @@ def test_kill_9_during_a_rebuild_keeps_the_previous_index(vault: Path) -> None:
         cwd=REPO,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
+        start_new_session=True,
     )
     try:
         wait_for(lambda: rebuilding() or proc.poll() is not None, what="rebuild commit")
         assert proc.poll() is None
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=30)
+        # The worker processes (and multiprocessing's tracker) go with it.
+        wait_for(lambda: not _session(proc.pid), timeout=30, what="workers to exit")
     finally:
         if proc.poll() is None:
             proc.kill()
+        for pid in _session(proc.pid):
+            os.kill(pid, signal.SIGKILL)
     assert read_pointer(base) == base
     assert check_invariants(vault) == before
     # The next run removes what the killed one left.
     assert anyio.run(lambda: _indexer(vault).run()).unchanged == 700
     assert not new.exists() and not any(n.startswith("index-") for n in _state_files(vault))
+
+
+def _session(sid: int) -> list[int]:
+    members = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                if os.getsid(int(entry)) == sid and int(entry) != sid:
+                    members.append(int(entry))
+            except OSError:
+                pass
+    return members
 
 
 def _small_model_folder(tmp_path: Path) -> Path:
