@@ -325,3 +325,36 @@ def test_readonly_connections_never_create_a_file(tmp_path: Path) -> None:
         connect(target, readonly=True)
     assert not target.exists()
     assert os.listdir(tmp_path) == []
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="mounting a tmpfs needs root")
+def test_a_full_disk_during_a_full_rebuild_keeps_the_previous_index(tmp_path: Path) -> None:
+    from signaldesk.pipeline.vault_setup import init_vault
+
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=6m", "tmpfs", str(disk)]).returncode:
+        pytest.skip("cannot mount a tmpfs here")
+    try:
+        vault = disk / "vault"
+        init_vault(vault)
+        for i in range(60):
+            write_note(vault, f"03-resources/d/n{i:03d}.md", section("Topic", f"topic{i} " * 40))
+        assert _run_cli(vault, "index", "--json").returncode == 0
+        before = counts(vault)
+        live = index_db_path(vault, SETTINGS)
+        # Leave room for less than a second copy of the index.
+        free = shutil.disk_usage(disk).free
+        (disk / "filler").write_bytes(b"\0" * max(0, free - live.stat().st_size // 2))
+        done = _run_cli(vault, "index", "--full")
+        assert done.returncode == 1, done.stderr
+        assert "disk is full" in done.stderr and "previous index is kept" in done.stderr
+        assert "Traceback" not in done.stderr
+        assert index_db_path(vault, SETTINGS) == live and counts(vault) == before
+        check_invariants(vault)
+        assert not any(name.startswith("index-") for name in _state_files(vault))
+        (disk / "filler").unlink()
+        assert _run_cli(vault, "index", "--full").returncode == 0
+        assert counts(vault) == before
+    finally:
+        subprocess.run(["umount", "-l", str(disk)], check=False)
