@@ -85,6 +85,8 @@ def _env() -> dict[str, str]:
         NO_PROXY="127.0.0.1,localhost",
         no_proxy="127.0.0.1,localhost",
         COLUMNS="200",
+        # A native crash prints every thread's Python stack: where it happened.
+        PYTHONFAULTHANDLER="1",
     )
     env.pop("SIGNALDESK_CONFIG", None)
     return env
@@ -124,6 +126,9 @@ def run_cli(vault: Path, args: list[str], *, kill_after: float | None = None) ->
     return Run(proc.returncode, seconds, killed, text, left)
 
 
+_LEFTOVERS: list[str] = []
+
+
 def _reap_session(sid: int) -> int:
     """Worker processes of a killed indexer must exit by themselves; give them 20 s,
     then kill what is left (and say how many there were: a failed check)."""
@@ -134,6 +139,11 @@ def _reap_session(sid: int) -> int:
         time.sleep(0.1)
     left = _session_members(sid)
     for pid in left:
+        try:
+            command = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ")
+            _LEFTOVERS.append(command.decode(errors="replace")[:160])
+        except OSError:
+            pass
         os.kill(pid, signal.SIGKILL)
     return len(left)
 
@@ -414,12 +424,22 @@ class Tally:
     rerun_seconds: list[float] = field(default_factory=list)
     notes: Counter[str] = field(default_factory=Counter)
 
+    crash_dir: Path | None = None
+
     def crash(self, what: str, run: Run) -> None:
         if run.orphans:
             self.notes[f"orphan processes after {what}"] += run.orphans
         if run.returncode < 0 and not (run.killed and run.returncode == -signal.SIGKILL):
-            tail = run.stderr.strip().splitlines()[-3:]
-            self.native_crashes.append(f"{what}: rc {run.returncode}: {' | '.join(tail)}")
+            first = next(
+                (line for line in run.stderr.splitlines() if "pointer" in line or "Fatal" in line),
+                run.stderr.strip().splitlines()[-1] if run.stderr.strip() else "",
+            )
+            kept = ""
+            if self.crash_dir is not None:
+                path = self.crash_dir / f"crash-{self.name}-{len(self.native_crashes)}.txt"
+                path.write_text(run.stderr, encoding="utf-8")
+                kept = f" (stderr: {path})"
+            self.native_crashes.append(f"{what}: rc {run.returncode}: {first}{kept}")
 
 
 def _search_baseline(vault: Path) -> dict[str, list[str]]:
@@ -567,6 +587,9 @@ def _report(tally: Tally, span: float) -> None:
         print(f"  FAILED {failure}")
     for crash in tally.native_crashes:
         print(f"  CRASH {crash}")
+    for command in sorted(set(_LEFTOVERS))[:5]:
+        print(f"  left alive: {command}")
+    _LEFTOVERS.clear()
 
 
 def _fresh(template: Path, target: Path) -> Path:
@@ -578,7 +601,7 @@ def _fresh(template: Path, target: Path) -> Path:
 def _scenario(
     name: str, work: Path, rng: random.Random, site: FeedSite | None, trials: int
 ) -> None:
-    tally = Tally(name)
+    tally = Tally(name, crash_dir=work)
     if name == "index":
         template = prepare_index(work)
         span = _measure(lambda: template, ["index", "--full"])
@@ -604,7 +627,9 @@ def _scenario(
 
     else:
         raise SystemExit(f"unknown scenario {name!r}")
-    for _ in range(trials):
+    # A run can finish before its kill point (the load moves); those do not count as
+    # kill points, so trials go on until ``trials`` kills have landed (at most twice).
+    while tally.killed_mid_run < trials and tally.trials < 2 * trials:
         failed = len(tally.failures)
         try:
             step()
@@ -634,8 +659,12 @@ def main(argv: list[str] | None = None) -> None:
     print(f"kill matrix: {args.trials} trials each of {', '.join(wanted)}; seed {args.seed}")
     print(f"load average at start: {os.getloadavg()}; work folder {work}")
     print(f"command: python -m bench.kill_matrix --trials {args.trials} --only {args.only}")
+    from http.server import ThreadingHTTPServer
+
     from tests.feedserver import FeedServer
 
+    # A killed client resets its connections; that is expected here, not news.
+    ThreadingHTTPServer.handle_error = lambda self, request, address: None  # type: ignore[method-assign]
     with FeedServer() as server:
         site = serve_feeds(server) if "scan" in wanted else None
         for name in wanted:
