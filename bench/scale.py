@@ -13,12 +13,14 @@ average is printed too: on a shared machine wall times are only comparable at
 similar load; CPU times are steadier.
 
 Options: ``--keep DIR`` extracts into DIR and leaves it (and the index) there;
-``--workers N`` sets the indexer's worker processes; ``--queries N``.
+``--workers N`` sets the indexer's worker processes; ``--queries N``; ``--model NAME``
+indexes with another ``[index] model`` (e.g. ``minilm-l6-onnx``, the transformer tier).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import random
 import resource
@@ -154,8 +156,8 @@ def _row(label: str, value: str, command: str = _COMMAND) -> None:
     print(f"{label:<44} {value:>22}   [{command}]")
 
 
-def run(vault: Path, workers: int | None, n_queries: int) -> None:
-    settings = IndexSettings(model=BUNDLED_MODEL_NAME)
+def run(vault: Path, workers: int | None, n_queries: int, model: str = BUNDLED_MODEL_NAME) -> None:
+    settings = IndexSettings(model=model)
     db_path = index_db_path(vault, settings)
     embedder = load_embedder(settings)
     indexer = Indexer(vault, settings, embedder, workers=workers)
@@ -169,14 +171,19 @@ def run(vault: Path, workers: int | None, n_queries: int) -> None:
     noop, noop_wall, noop_cpu = _timed(lambda: anyio.run(indexer.run))
     _edit_and_delete(vault, db_path, 50, 5)
     edit, edit_wall, edit_cpu = _timed(lambda: anyio.run(indexer.run))
-    cli_start = time.perf_counter()
-    subprocess.run(
-        [sys.executable, "-m", "signaldesk", "--vault", str(vault), "index", "--json"],
-        check=True,
-        capture_output=True,
-        env={**os.environ, "SIGNALDESK_CONFIG": ""},
-    )
-    cli_noop = time.perf_counter() - cli_start
+    with tempfile.TemporaryDirectory(prefix="signaldesk-scale-config-") as config_dir:
+        # The same model as above, or the new process would see a model change and rebuild.
+        config = Path(config_dir) / "signaldesk.toml"
+        config.write_text(f"[index]\nmodel = {json.dumps(model)}\n", encoding="utf-8")
+        command = [sys.executable, "-m", "signaldesk", "--vault", str(vault)]
+        cli_start = time.perf_counter()
+        subprocess.run(
+            [*command, "--config", str(config), "index", "--json"],
+            check=True,
+            capture_output=True,
+            env={**os.environ, "SIGNALDESK_CONFIG": ""},
+        )
+        cli_noop = time.perf_counter() - cli_start
 
     _row("files scanned / notes indexed", f"{full.scanned} / {full.added}")
     _row("chunks", str(chunks))
@@ -213,18 +220,19 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--data", type=Path, default=_DATA, help="folder with the tarballs")
     parser.add_argument("--workers", type=int, default=None, help="indexer worker processes")
     parser.add_argument("--queries", type=int, default=200, help="queries per search mode")
+    parser.add_argument("--model", default=BUNDLED_MODEL_NAME, help="[index] model to index with")
     args = parser.parse_args(argv)
     if args.keep:
         vault = args.keep.resolve()
         if not vault.exists() or not any(vault.iterdir()):
             _extract(args.data, vault)
-        run(vault, args.workers, args.queries)
+        run(vault, args.workers, args.queries, args.model)
         return
     tmp = Path(tempfile.mkdtemp(prefix="signaldesk-scale-"))
     try:
         vault = tmp / "vault"
         _extract(args.data, vault)
-        run(vault, args.workers, args.queries)
+        run(vault, args.workers, args.queries, args.model)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 

@@ -1,331 +1,309 @@
-"""Scoring and routing benchmark: ``python -m bench.scoring``.
+"""Triage quality benchmark: ``python -m bench.scoring``.
 
-Scores the labelled set in ``tests/labelled/`` (one markdown file per item: the
-frontmatter carries the item's fields and its labels, the body its text, or a
-``ref`` to a real item in ``shared/data``) with the default settings, and prints:
+Scores the labelled set in ``bench/triage/`` (real items, labelled by
+``bench/triage/LABELLING.md`` before any scoring, split once into a tuning and a held-out
+half) with the default settings and the configured embedding model, in both of the modes the
+pipeline has (an RSS entry whose page is fetched; a Web Clipper note), and prints, for each
+half side by side:
 
-- routing accuracy (predicted domain == labelled domain) and accept/reject
-  agreement (``passed`` == labelled ``accept``), overall and per source;
-- the domain confusion matrix (rows: labelled, columns: predicted);
-- items scored per second, embeddings included (the item texts are embedded on
-  every run; the one-off model load and the profile/domain description vectors are
-  timed apart), with the command that reproduces it.
+- agreement with the curator, precision and recall of "file", the AUC of the composite,
+  routing accuracy on the items both the curator and triage file, recall per domain;
+- the same figures for two threshold-free baselines trained on the tuning half: a logistic
+  regression over the scorer's own explained features, and one over a bag of words;
+- the held-out items where triage and the curator disagree most, with their reasons;
+- what 20 corrections replayed from the tuning half do to the held-out half, and that
+  undoing them restores every decision;
+- items scored per second with embeddings, and the peak memory of scoring N and 4N items.
 
-Options: ``--keyword-only`` scores without an embedder, ``--misses`` lists the items
-where the scorer and the labels disagree, ``--throughput N`` scores N items for the
-speed figure (the labelled set repeated), ``--json`` prints the figures as JSON,
-``--shared PATH`` points at another copy of ``shared/data``.
+Options: ``--keyword-only`` (no embedder), ``--mode`` (one mode only), ``--worst N``,
+``--throughput N``, ``--json``, ``--shared PATH`` (another copy of ``shared/data``).
+Items whose text is not here (the local page cache of ``python -m bench.triage.build_cache``,
+or ``shared/data``) are skipped and counted.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import shlex
+import os
 import sys
 import time
-from collections import Counter
+import tracemalloc
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from functools import cache
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import frontmatter
 from rich.console import Console
 from rich.table import Table
 
-from signaldesk.items import Item, SourceKind
+from bench.triage.corpus import MODES, Example, load_examples
+from bench.triage.metrics import (
+    Agreement,
+    LogisticBaseline,
+    bag_of_words,
+    card_features,
+    measure,
+)
+from signaldesk.items import Item
 from signaldesk.scoring import ScoreCard, Scorer, ScoringSettings
 from signaldesk.vault import DOMAINS
 
-__all__ = [
-    "LABELLED_DIR",
-    "LabelledItem",
-    "Results",
-    "evaluate",
-    "load_labelled",
-    "main",
-]
+__all__ = ["ModeResult", "evaluate_mode", "main", "score_examples"]
 
 _REPO = Path(__file__).resolve().parent.parent
-LABELLED_DIR = _REPO / "tests" / "labelled"
 _DEFAULT_SHARED = _REPO.parent / "shared" / "data"
-_SHORT = ("ai", "sec", "sys", "prog", "web", "data", "ops", "dsgn", "mob", "car", "res", "oth")
-_SOURCE_KINDS: tuple[SourceKind, ...] = ("rss", "clipper", "newsletter", "tool_output")
+_HALVES = ("tuning", "heldout")
+_BATCH = 64  # triage's default batch
 
 
-@dataclass(frozen=True, slots=True)
-class LabelledItem:
-    """One labelled example: the item as the pipeline would hand it over, and its labels."""
-
-    key: str
-    item: Item
-    domain: str
-    accept: bool
-    prior: float | None
-    origin: str
-    note: str = ""
-
-
-@cache
-def _ground_truth(path: Path) -> dict[str, dict[str, str]]:
-    data: dict[str, dict[str, str]] = json.loads(path.read_text(encoding="utf-8"))
-    return data
-
-
-@cache
-def _feed_items(path: Path, url: str) -> tuple[Item, ...]:
-    from signaldesk.sources.feed_parse import (
-        parse_feed,  # the real parser: items shaped as intake makes them
-    )
-
-    return parse_feed(path.read_bytes(), url=url).items
-
-
-def _resolve(meta: dict[str, Any], body: str, shared: Path | None, key: str) -> Item | None:
-    ref = meta.get("ref")
-    kind = meta.get("source_kind", "rss")
-    if kind not in _SOURCE_KINDS:
-        raise ValueError(f"{key}: unknown source_kind {kind!r}")
-    tags = tuple(str(t) for t in meta.get("tags") or ())
-    if ref is None:
-        return Item(
-            source_kind=kind,
-            source_id=str(meta.get("source_id") or meta.get("url") or key),
-            title=str(meta["title"]),
-            text=body.strip(),
-            url=meta.get("url"),
-            author=meta.get("author"),
-            site_name=meta.get("site"),
-            tags=tags,
-            guid=key,
-        )
-    if shared is None:
-        return None
-    if ref["dataset"] == "feeds":
-        path = shared / "feeds" / ref["file"]
-        if not path.is_file():
-            return None
-        found = _feed_items(path, str(ref["feed_url"]))[int(ref["entry"])]
-        return found
-    if ref["dataset"] == "articles":
-        truth_path = shared / "articles" / "ground-truth.json"
-        if not truth_path.is_file():
-            return None
-        truth = _ground_truth(truth_path)[str(ref["id"])]
-        # Ground truth separates paragraphs with one newline; markdown needs a blank line.
-        text = "\n\n".join(p.strip() for p in truth["articleBody"].split("\n") if p.strip())
-        return Item(
-            source_kind=kind,
-            source_id=str(meta.get("source_id") or truth["url"]),
-            title=str(meta["title"]),
-            text=text,
-            url=truth["url"],
-            author=meta.get("author"),
-            site_name=meta.get("site"),
-            tags=tags,
-            guid=str(ref["id"]),
-        )
-    raise ValueError(f"{key}: unknown ref dataset {ref['dataset']!r}")
-
-
-def load_labelled(
-    folder: Path = LABELLED_DIR, shared: Path | None = _DEFAULT_SHARED
-) -> tuple[list[LabelledItem], list[str]]:
-    """Read the labelled set; items whose ``ref`` cannot be resolved are skipped.
-
-    :param shared: the ``shared/data`` folder real items are read from (None: skip them).
-    :returns: the items (sorted by file name) and the keys of the skipped ones.
-    """
-    if shared is not None and not shared.is_dir():
-        shared = None
-    items: list[LabelledItem] = []
-    skipped: list[str] = []
-    for path in sorted(folder.glob("*/*.md")):
-        post = frontmatter.load(str(path))
-        meta: dict[str, Any] = dict(post.metadata)
-        key = f"{path.parent.name}/{path.stem}"
-        labels: dict[str, Any] = meta["labels"]
-        if labels["domain"] not in DOMAINS:
-            raise ValueError(f"{key}: unknown domain {labels['domain']!r}")
-        item = _resolve(meta, post.content, shared, key)
-        if item is None:
-            skipped.append(key)
-            continue
-        items.append(
-            LabelledItem(
-                key=key,
-                item=item,
-                domain=str(labels["domain"]),
-                accept=bool(labels["accept"]),
-                prior=meta.get("prior"),
-                origin=str(meta.get("origin", "written for signaldesk")),
-                note=str(labels.get("why", "")),
-            )
-        )
-    return items, skipped
+def score_examples(scorer: Scorer, items: Sequence[Item]) -> list[ScoreCard]:
+    """Score in triage's batch size (one embedding call per batch)."""
+    cards: list[ScoreCard] = []
+    for start in range(0, len(items), _BATCH):
+        cards.extend(scorer.score_many(items[start : start + _BATCH]))
+    return cards
 
 
 @dataclass(slots=True)
-class Results:
-    """Agreement between the scorer and the labels."""
+class ModeResult:
+    """Triage and the baselines on both halves for one mode."""
 
-    total: int = 0
-    routed_right: int = 0
-    decided_right: int = 0
-    confusion: Counter[tuple[str, str]] = field(default_factory=Counter)
-    false_accepts: list[str] = field(default_factory=list)
-    false_rejects: list[str] = field(default_factory=list)
-    misrouted: list[str] = field(default_factory=list)
-
-    @property
-    def routing_accuracy(self) -> float:
-        return self.routed_right / self.total if self.total else 0.0
-
-    @property
-    def decision_agreement(self) -> float:
-        return self.decided_right / self.total if self.total else 0.0
+    mode: str
+    triage: dict[str, Agreement]
+    features_lr: dict[str, Agreement]
+    words_lr: dict[str, Agreement]
+    cards: list[ScoreCard]
 
 
-def evaluate(labelled: Sequence[LabelledItem], cards: Sequence[ScoreCard]) -> Results:
-    """Compare each card with its item's labels."""
-    results = Results()
-    for example, card in zip(labelled, cards, strict=True):
-        results.total += 1
-        results.confusion[(example.domain, card.route.domain)] += 1
-        if card.route.domain == example.domain:
-            results.routed_right += 1
-        else:
-            results.misrouted.append(
-                f"{example.key}: labelled {example.domain}, routed {card.route.domain} "
-                f"({card.route.reason})"
-            )
-        if card.passed == example.accept:
-            results.decided_right += 1
-        else:
-            line = (
-                f"{example.key}: composite {card.composite:.3f} "
-                f"(rel {card.relevance.value:.2f}, act {card.actionability.value:.2f}, "
-                f"depth {card.depth.value:.2f}, auth {card.authority.value:.2f})"
-            )
-            (results.false_rejects if example.accept else results.false_accepts).append(line)
-    return results
+def evaluate_mode(examples: Sequence[Example], cards: Sequence[ScoreCard], mode: str) -> ModeResult:
+    """Measure triage's cards and both baselines on each half."""
+    index = {half: [i for i, x in enumerate(examples) if x.split == half] for half in _HALVES}
+    labels = [x.file for x in examples]
+    domains = [x.domain for x in examples]
+
+    def agreement(idx: list[int], decided: list[bool], scores: list[float]) -> Agreement:
+        return measure(
+            [labels[i] for i in idx],
+            decided,
+            scores,
+            domains=[domains[i] for i in idx],
+            routes=[cards[i].route.domain for i in idx],
+        )
+
+    triage = {
+        half: agreement(idx, [cards[i].passed for i in idx], [cards[i].composite for i in idx])
+        for half, idx in index.items()
+    }
+    baselines: list[dict[str, Agreement]] = []
+    for featurize in (
+        lambda i: card_features(cards[i]),
+        lambda i: bag_of_words(examples[i].item(mode)),  # type: ignore[arg-type]
+    ):
+        model = LogisticBaseline(featurize).fit(
+            index["tuning"], [labels[i] for i in index["tuning"]]
+        )
+        results = {}
+        for half, idx in index.items():
+            p = model.predict(idx)
+            results[half] = agreement(idx, [v > 0.5 for v in p], p)
+        baselines.append(results)
+    return ModeResult(mode, triage, baselines[0], baselines[1], list(cards))
 
 
-def _confusion_table(results: Results) -> Table:
-    short = dict(zip(DOMAINS, _SHORT, strict=True))
-    table = Table(title="Domain confusion (rows: labelled, columns: routed)")
-    table.add_column("labelled", no_wrap=True)
-    for domain in DOMAINS:
-        table.add_column(short[domain], justify="right", no_wrap=True)
-    for truth in DOMAINS:
-        row = []
-        for predicted in DOMAINS:
-            n = results.confusion[(truth, predicted)]
-            cell = str(n) if n else "."
-            row.append(f"[bold green]{cell}[/]" if truth == predicted and n else cell)
-        table.add_row(truth, *row)
+def _fmt(value: float) -> str:
+    return "—" if value != value else f"{value:.3f}"
+
+
+def _summary_table(result: ModeResult) -> Table:
+    table = Table(title=f"{result.mode} mode: triage vs curator (baselines trained on tuning)")
+    table.add_column("figure")
+    for who in ("triage", "LR features", "LR words"):
+        for half in _HALVES:
+            table.add_column(f"{who}\n{half}", justify="right")
+    rows = {
+        "items": lambda a: str(a.n),
+        "agreement": lambda a: _fmt(a.agreement),
+        "precision (file)": lambda a: _fmt(a.precision),
+        "recall (file)": lambda a: _fmt(a.recall),
+        "AUC": lambda a: _fmt(a.auc),
+        "routing (both filed)": lambda a: f"{_fmt(a.routing)} ({a.both_filed})",
+    }
+    for name, get in rows.items():
+        cells = [
+            get(group[half])
+            for group in (result.triage, result.features_lr, result.words_lr)
+            for half in _HALVES
+        ]
+        table.add_row(name, *cells)
     return table
 
 
-def _throughput(scorer: Scorer, labelled: Sequence[LabelledItem], n: int) -> float:
-    items = [labelled[i % len(labelled)].item for i in range(n)]
-    priors = [labelled[i % len(labelled)].prior for i in range(n)]
-    start = time.perf_counter()
-    scorer.score_many(items, priors=priors)
-    return n / (time.perf_counter() - start)
+def _domain_table(result: ModeResult) -> Table:
+    table = Table(title=f"{result.mode} mode: recall of 'file' per domain (triage)")
+    table.add_column("domain")
+    for half in _HALVES:
+        table.add_column(half, justify="right")
+    for domain in DOMAINS:
+        cells = []
+        for half in _HALVES:
+            a = result.triage[half]
+            n = a.domain_keepers[domain]
+            cells.append(f"{a.domain_found[domain]}/{n}" if n else "—")
+        table.add_row(domain, *cells)
+    return table
+
+
+def _worst(
+    examples: Sequence[Example], result: ModeResult, threshold: float, limit: int
+) -> list[str]:
+    lines = []
+    scored = [
+        (abs(card.composite - threshold), x, card)
+        for x, card in zip(examples, result.cards, strict=True)
+        if x.split == "heldout" and card.passed != x.file
+    ]
+    scored.sort(key=lambda t: -t[0])
+    for _, x, card in scored[:limit]:
+        verdict = "filed, curator rejects" if card.passed else "rejected, curator files"
+        lines.append(
+            f"{x.id}: {verdict} — composite {card.composite:.3f}; curator: {x.why}\n"
+            f"    relevance {card.relevance.value:.2f}: {card.relevance.reason}\n"
+            f"    actionability {card.actionability.value:.2f}: {card.actionability.reason}\n"
+            f"    depth {card.depth.value:.2f}: {card.depth.reason}\n"
+            f"    authority {card.authority.value:.2f}: {card.authority.reason}"
+        )
+    return lines
+
+
+def _throughput(scorer: Scorer, items: Sequence[Item], n: int) -> tuple[float, float, int, int]:
+    """Items/s over ``n`` items (wall clock, and CPU time of this process, which a loaded
+    machine disturbs less); tracemalloc peaks scoring ``n`` and ``4n`` items."""
+    batch = [items[i % len(items)] for i in range(n)]
+    start, cpu = time.perf_counter(), time.process_time()
+    score_examples(scorer, batch)
+    per_second = n / (time.perf_counter() - start)
+    per_cpu_second = n / max(time.process_time() - cpu, 1e-9)
+    peaks = []
+    for size in (n, 4 * n):
+        work = [items[i % len(items)] for i in range(size)]
+        tracemalloc.start()
+        for begin in range(0, size, _BATCH):
+            scorer.score_many(work[begin : begin + _BATCH])  # results dropped, as triage does
+        peaks.append(tracemalloc.get_traced_memory()[1])
+        tracemalloc.stop()
+    return per_second, per_cpu_second, peaks[0], peaks[1]
 
 
 def _args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m bench.scoring", description=__doc__)
     parser.add_argument("--keyword-only", action="store_true", help="score without an embedder")
-    parser.add_argument("--misses", action="store_true", help="list disagreements")
+    parser.add_argument("--mode", choices=MODES, help="only this mode")
+    parser.add_argument("--worst", type=int, default=8, help="held-out disagreements to list")
     parser.add_argument("--throughput", type=int, default=1000, help="items for the speed run")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     parser.add_argument("--shared", type=Path, default=_DEFAULT_SHARED, help="shared/data folder")
     return parser.parse_args(argv)
 
 
+def _agreement_json(a: Agreement) -> dict[str, Any]:
+    return {
+        "items": a.n,
+        "agreement": round(a.agreement, 4),
+        "precision": round(a.precision, 4),
+        "recall": round(a.recall, 4),
+        "auc": round(a.auc, 4),
+        "routing": round(a.routing, 4),
+        "both_filed": a.both_filed,
+        "domain_recall": {
+            d: [a.domain_found[d], a.domain_keepers[d]] for d in DOMAINS if a.domain_keepers[d]
+        },
+    }
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _args(argv)
-    # The confusion matrix needs ~100 columns; a pipe gets 80 by default.
-    console = Console(stderr=args.json, width=max(Console().width, 110))
-    labelled, skipped = load_labelled(shared=args.shared)
-    if not labelled:
-        console.print("no labelled items found")
+    console = Console(stderr=args.json, width=max(Console().width, 130))
+    examples, missing = load_examples(shared=args.shared)
+    if not examples:
+        console.print("no labelled items could be read (see bench/triage/corpus.py)")
         return 1
     embedder = None
-    load_seconds = 0.0
     if not args.keyword_only:
         from signaldesk.retrieval.embedder import LazyEmbedder
         from signaldesk.retrieval.settings import IndexSettings
 
         embedder = LazyEmbedder(IndexSettings())
-        start = time.perf_counter()
         embedder.warm_up()
-        load_seconds = time.perf_counter() - start
-    scorer = Scorer(ScoringSettings(), embedder)
-    start = time.perf_counter()
-    scorer.score(labelled[0].item)  # embeds the profile and domain descriptions once
-    first_seconds = time.perf_counter() - start
-    cards = scorer.score_many([x.item for x in labelled], priors=[x.prior for x in labelled])
-    results = evaluate(labelled, cards)
-    per_second = _throughput(scorer, labelled, max(args.throughput, 1))
-    command = "python -m bench.scoring" + (" --keyword-only" if args.keyword_only else "")
-    if args.throughput != 1000:
-        command += f" --throughput {args.throughput}"
-    accepts = sum(x.accept for x in labelled)
+    settings = ScoringSettings()
+    scorer = Scorer(settings, embedder)
+    scorer.score(examples[0].item("feed"))  # embeds the profile and domain descriptions once
+    modes = [args.mode] if args.mode else list(MODES)
     figures: dict[str, Any] = {
-        "items": results.total,
-        "skipped": skipped,
-        "accept_labels": accepts,
-        "reject_labels": results.total - accepts,
-        "routing_accuracy": round(results.routing_accuracy, 4),
-        "decision_agreement": round(results.decision_agreement, 4),
-        "false_accepts": len(results.false_accepts),
-        "false_rejects": len(results.false_rejects),
+        "items": len(examples),
+        "missing": len(missing),
+        "by_source": {
+            s: sum(1 for x in examples if x.source == s)
+            for s in sorted({x.source for x in examples})
+        },
         "embedder": None if embedder is None else embedder.name,
-        "model_load_seconds": round(load_seconds, 3),
-        "first_score_seconds": round(first_seconds, 3),
-        "items_per_second": round(per_second, 1),
-        "throughput_items": args.throughput,
-        "command": command,
+        "modes": {},
     }
+    results = {}
+    for mode in modes:
+        cards = score_examples(scorer, [x.item(mode) for x in examples])
+        result = results[mode] = evaluate_mode(examples, cards, mode)
+        figures["modes"][mode] = {
+            who: {half: _agreement_json(group[half]) for half in _HALVES}
+            for who, group in (
+                ("triage", result.triage),
+                ("lr_features", result.features_lr),
+                ("lr_words", result.words_lr),
+            )
+        }
+    from bench.triage.replay import replay_corrections
+
+    replay = {mode: replay_corrections(examples, scorer, mode) for mode in modes}
+    figures["corrections"] = {mode: r.as_json() for mode, r in replay.items()}
+    per_second, per_cpu_second, peak_n, peak_4n = _throughput(
+        scorer, [x.item(modes[0]) for x in examples], max(args.throughput, 64)
+    )
+    load = os.getloadavg()
+    figures.update(
+        {
+            "items_per_second": round(per_second, 1),
+            "items_per_cpu_second": round(per_cpu_second, 1),
+            "throughput_items": args.throughput,
+            "peak_bytes": {str(args.throughput): peak_n, str(4 * args.throughput): peak_4n},
+            "loadavg": [round(v, 2) for v in load],
+        }
+    )
     if args.json:
         print(json.dumps(figures, indent=2))
         return 0
-    console.print(_confusion_table(results))
-    summary = Table(title="Scoring benchmark")
-    summary.add_column("figure")
-    summary.add_column("value", justify="right")
-    summary.add_row(
-        "labelled items (accept / reject)",
-        f"{results.total} ({accepts} / {results.total - accepts})",
+    console.print(
+        f"{len(examples)} labelled items "
+        f"({', '.join(f'{n} {s}' for s, n in figures['by_source'].items())}); "
+        f"{len(missing)} not readable here"
     )
-    summary.add_row("routing accuracy", f"{results.routing_accuracy:.1%}")
-    summary.add_row("accept/reject agreement", f"{results.decision_agreement:.1%}")
-    summary.add_row(
-        "false accepts / false rejects",
-        f"{len(results.false_accepts)} / {len(results.false_rejects)}",
+    for mode in modes:
+        console.print(_summary_table(results[mode]))
+        console.print(_domain_table(results[mode]))
+        console.print(replay[mode].describe(), highlight=False)
+    worst_mode = modes[0]
+    console.print(f"[bold]held-out disagreements, largest margin first ({worst_mode} mode)[/]")
+    for line in _worst(examples, results[worst_mode], settings.threshold, args.worst):
+        console.print(line, markup=False, highlight=False)
+    console.print(
+        f"speed: {per_second:.0f} items/s ({per_cpu_second:.0f} per CPU second) over "
+        f"{args.throughput} items "
+        f"({figures['embedder'] or 'keyword-only'}); peak traced memory "
+        f"{peak_n / 1e6:.1f} MB for {args.throughput} items, {peak_4n / 1e6:.1f} MB for "
+        f"{4 * args.throughput}; load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}",
+        highlight=False,
     )
-    summary.add_row("embedder", figures["embedder"] or "none (keyword-only)")
-    summary.add_row("model load (once)", f"{load_seconds:.2f} s")
-    summary.add_row("first score (embeds descriptions)", f"{first_seconds:.2f} s")
-    summary.add_row(f"items scored per second ({args.throughput} items)", f"{per_second:.0f}")
-    console.print(summary)
-    if skipped:
-        console.print(f"skipped {len(skipped)} items whose shared data is missing")
-    console.print(f"reproduce: [bold]{shlex.quote(sys.executable)} -m {command[10:]}[/]")
-    if args.misses:
-        for title, lines in (
-            ("misrouted", results.misrouted),
-            ("false accepts", results.false_accepts),
-            ("false rejects", results.false_rejects),
-        ):
-            console.print(f"[bold]{title}[/] ({len(lines)})")
-            for line in lines:
-                console.print(f"  {line}", markup=False, highlight=False)
+    command = "python -m bench.scoring" + (" --keyword-only" if args.keyword_only else "")
+    console.print(f"reproduce: [bold]{command}[/]")
     return 0
 
 

@@ -25,6 +25,7 @@ if typing.TYPE_CHECKING:
         NoteNotFoundError,
         PathRefusedError,
         TransportConfigError,
+        UnknownToolError,
     )
     from signaldesk.mcp_server.http import HttpEndpoint, build_http_app, serve_http
     from signaldesk.mcp_server.paths import ResolvedNote, resolve_note_path
@@ -45,6 +46,7 @@ __all__ = [
     "RetrieverLike",
     "RetrieverSlot",
     "TransportConfigError",
+    "UnknownToolError",
     "build_http_app",
     "build_server",
     "client_config",
@@ -66,6 +68,7 @@ _LAZY: dict[str, str] = {
     "NoteNotFoundError": "signaldesk.mcp_server.errors",
     "PathRefusedError": "signaldesk.mcp_server.errors",
     "TransportConfigError": "signaldesk.mcp_server.errors",
+    "UnknownToolError": "signaldesk.mcp_server.errors",
     "HttpEndpoint": "signaldesk.mcp_server.http",
     "build_http_app": "signaldesk.mcp_server.http",
     "is_loopback": "signaldesk.mcp_server.binding",

@@ -4,8 +4,9 @@ schema) and turning them into retrieval filters."""
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import date, datetime, timedelta
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
@@ -25,11 +26,15 @@ __all__ = [
     "Status",
     "Tag",
     "build_filters",
+    "invalid_arguments",
     "parse_day",
     "parse_tags",
+    "unknown_arguments",
 ]
 
 _RELATIVE_DAYS = re.compile(r"^(\d{1,4})([dw])$")
+_SHOWN_CHARS = 60
+_MAX_PROBLEMS = 5
 
 Query = Annotated[
     str,
@@ -142,4 +147,57 @@ def build_filters(
         status=(status or "").strip() or None,
         since=start,
         until=end,
+    )
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= _SHOWN_CHARS else text[: _SHOWN_CHARS - 3] + "..."
+
+
+def invalid_arguments(
+    tool: str, errors: Sequence[Mapping[str, Any]], schema: Mapping[str, Any]
+) -> InvalidArgumentError:
+    """What is wrong with a call's arguments (``ValidationError.errors()``), and, as the hint,
+    what each offending argument takes (from the tool's input schema).
+
+    The SDK's own message for this is pydantic's report (with a link to pydantic's
+    docs and no advice); a model fixes its call sooner when told the argument's range.
+    """
+    properties: Mapping[str, Any] = schema.get("properties") or {}
+    problems: list[str] = []
+    advice: dict[str, str] = {}
+    for error in errors[:_MAX_PROBLEMS]:
+        loc = [str(part) for part in error["loc"]]
+        field = ".".join(loc) or "arguments"
+        got = "" if error["type"] == "missing" else f" (got {_shown(error['input'])})"
+        problems.append(f"{field}: {error['msg'].rstrip('.')}{got}")
+        spec = properties.get(loc[0]) if loc else None
+        if isinstance(spec, Mapping) and isinstance(spec.get("description"), str):
+            advice.setdefault(loc[0], f"{loc[0]}: {spec['description']}")
+    if len(errors) > _MAX_PROBLEMS:
+        problems.append(f"and {len(errors) - _MAX_PROBLEMS} more")
+    hint = " ".join(advice.values()) or f"see the input schema of {tool} in tools/list"
+    return InvalidArgumentError(
+        f"invalid arguments for {tool}: " + "; ".join(problems),
+        hint=f"{hint} Fix the arguments and call {tool} again.",
+    )
+
+
+def unknown_arguments(
+    tool: str, given: Iterable[str], schema: Mapping[str, Any]
+) -> InvalidArgumentError | None:
+    """An error naming the arguments ``tool`` does not take (``None`` if all are known).
+
+    The SDK ignores unknown names, so a misspelt ``max_token`` would silently fall
+    back to the default; saying so lets the caller correct it.
+    """
+    known = list(schema.get("properties") or {})
+    unknown = sorted(set(given) - set(known))
+    if not unknown:
+        return None
+    names = ", ".join(repr(name) for name in unknown)
+    return InvalidArgumentError(
+        f"{tool} has no argument {names}",
+        hint=f"{tool} takes: {', '.join(known) or 'no arguments'}",
     )

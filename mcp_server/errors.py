@@ -1,8 +1,8 @@
 """Errors raised by the MCP server.
 
 Tool calls never let these escape to the protocol layer: each one becomes an
-``isError`` tool result whose structured content carries ``code``, ``message``
-and ``hint`` (see :mod:`mcp_server.results`).
+``isError`` tool result whose text gives the ``code``, the ``message`` and the
+``hint`` (see :mod:`mcp_server.results`).
 """
 
 from __future__ import annotations
@@ -32,6 +32,12 @@ class InvalidArgumentError(McpServerError):
     """A tool argument is well typed but cannot be used (a bad date, an empty query)."""
 
     code = "invalid_argument"
+
+
+class UnknownToolError(McpServerError):
+    """A client called a tool this server does not have."""
+
+    code = "unknown_tool"
 
 
 class TransportConfigError(McpServerError):

@@ -27,6 +27,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from signaldesk.mcp_server.binding import check_binding, is_loopback, read_token
 from signaldesk.mcp_server.errors import TransportConfigError
+from signaldesk.mcp_server.http_limits import LimitedConfig, SessionKeeper
 from signaldesk.mcp_server.settings import McpSettings
 
 __all__ = [
@@ -103,7 +104,8 @@ class BearerTokenGuard:
 def build_http_app(
     server: MCPServer, *, host: str, port: int, settings: McpSettings, token: str | None
 ) -> ASGIApp:
-    """The ASGI app serving ``server`` at ``settings.path``.
+    """The ASGI app serving ``server`` at ``settings.path``, its sessions bounded by
+    ``settings.http_max_sessions`` and ``settings.http_session_idle_seconds``.
 
     :raises TransportConfigError: ``host`` is not loopback and there is no token.
     """
@@ -112,6 +114,15 @@ def build_http_app(
         streamable_http_path=settings.path,
         transport_security=transport_security(host, port, settings),
         host=host,
+        session_idle_timeout=settings.http_session_idle_seconds,
+        # The keeper bounds the count, closing idle sessions rather than refusing clients.
+        max_sessions=None,
+    )
+    app = SessionKeeper(
+        app,
+        path=settings.path,
+        max_sessions=settings.http_max_sessions,
+        idle_timeout=settings.http_session_idle_seconds,
     )
     if token is not None:
         app = BearerTokenGuard(app, token)
@@ -170,22 +181,28 @@ async def serve_http(
     *,
     host: str,
     port: int,
-    path: str = "/mcp",
+    settings: McpSettings,
     task_status: TaskStatus[HttpEndpoint] = anyio.TASK_STATUS_IGNORED,
 ) -> None:
     """Serve ``app`` until stopped (SIGINT/SIGTERM, or ``HttpEndpoint.stop``).
 
     The socket is bound before uvicorn starts, so ``port=0`` picks a free port and
     the endpoint handed to ``task_status`` has the real one; it is handed over once
-    uvicorn accepts requests.
+    uvicorn accepts requests. Each request must arrive within
+    ``settings.http_request_timeout_seconds`` (see :mod:`mcp_server.http_limits`).
 
     :raises TransportConfigError: the address cannot be bound.
     """
     sock = _bind(host, port)
     bound_port = sock.getsockname()[1]
-    url = f"http://{_host_for_header(host.strip('[]'))}:{bound_port}{path}"
-    config = uvicorn.Config(
-        app, log_level="warning", access_log=False, lifespan="on", timeout_graceful_shutdown=5
+    url = f"http://{_host_for_header(host.strip('[]'))}:{bound_port}{settings.path}"
+    config = LimitedConfig(
+        app,
+        request_timeout=settings.http_request_timeout_seconds,
+        log_level="warning",
+        access_log=False,
+        lifespan="on",
+        timeout_graceful_shutdown=5,
     )
 
     def started() -> None:

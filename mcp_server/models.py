@@ -29,7 +29,12 @@ class _Out(BaseModel):
 
 
 class ErrorInfo(_Out):
-    """What went wrong and what to do about it (the structured content of an error result)."""
+    """What went wrong and what to do about it.
+
+    An error result shows it as text and carries it under ``_meta`` (see
+    :mod:`mcp_server.results`); it is never an error result's structured content,
+    which clients would check against the tool's success schema.
+    """
 
     code: str = Field(description="Machine-readable kind, e.g. path_refused, index_unavailable.")
     message: str = Field(description="What went wrong.")

@@ -20,6 +20,7 @@ from pathlib import Path, PurePosixPath
 from urllib.parse import unquote
 
 from signaldesk.mcp_server.errors import NoteNotFoundError, PathRefusedError
+from signaldesk.mcp_server.scrubbing import scrub_text
 from signaldesk.vault import ALWAYS_EXCLUDED
 
 __all__ = [
@@ -55,7 +56,9 @@ class ResolvedNote:
 
 
 def _refuse(raw: str, why: str) -> PathRefusedError:
-    shown = raw if len(raw) <= 120 else raw[:117] + "..."
+    # Scrubbed before it is cut: a secret cut in half is no longer recognised.
+    shown = scrub_text(raw)
+    shown = shown if len(shown) <= 120 else shown[:117] + "..."
     return PathRefusedError(
         f"path refused: {why} (got {shown!r})",
         hint=(

@@ -1,6 +1,16 @@
 """Tool results: the success shape (scrubbed text and structured content, capped) and
 the error shape (``isError`` with code, message and what to do), and the guard that
-turns every failure of a tool into the latter."""
+turns every failure of a tool into the latter.
+
+An error result carries *no* structured content. Each tool declares an output schema
+for its success shape, and clients check structured content against it: the MCP
+Inspector and the TypeScript SDK 1.x do so even when ``isError`` is set, and refused the
+old ``{"error": {...}}`` payload with "Structured content does not match the tool's
+output schema", so the hint never reached the model. Every client accepts an error
+result without structured content, so the message and the hint travel as its text,
+and the same facts, for programs, under ``_meta`` (:data:`ERROR_META_KEY`), which no
+client validates.
+"""
 
 from __future__ import annotations
 
@@ -28,7 +38,14 @@ from signaldesk.retrieval.errors import (
     RetrievalError,
 )
 
-__all__ = ["NO_INDEX_HINT", "error_result", "guarded", "success_result"]
+__all__ = [
+    "ERROR_META_KEY",
+    "NO_INDEX_HINT",
+    "error_info",
+    "error_result",
+    "guarded",
+    "success_result",
+]
 
 _log = logging.getLogger(__name__)
 
@@ -36,6 +53,9 @@ _P = ParamSpec("_P")
 _M = TypeVar("_M", bound=BaseModel)
 
 NO_INDEX_HINT = "run `signaldesk index` to build the index, then call this tool again"
+# Where an error result carries its code, message and hint for programs (a `_meta` key:
+# a name prefix, a slash, a name, as the protocol asks of implementation-defined keys).
+ERROR_META_KEY = "signaldesk/error"
 
 
 class _Configured(Protocol):
@@ -69,13 +89,20 @@ def _error_info(exc: BaseException) -> ErrorInfo:
 
 
 def error_result(exc: BaseException) -> CallToolResult:
-    """An ``isError`` result for ``exc``, scrubbed (an error message may quote a note)."""
+    """An ``isError`` result for ``exc``, scrubbed (an error message may quote a note):
+    the message and the hint as text, the same as :class:`ErrorInfo` under ``_meta``."""
     info = ErrorInfo.model_validate(scrub_data(_error_info(exc).model_dump(mode="json")))
     return CallToolResult(
         content=[TextContent(type="text", text=render_error(info))],
-        structured_content={"error": info.model_dump(mode="json")},
         is_error=True,
+        _meta={ERROR_META_KEY: info.model_dump(mode="json")},
     )
+
+
+def error_info(result: CallToolResult) -> ErrorInfo | None:
+    """The :class:`ErrorInfo` an error result carries (``None`` for a success)."""
+    raw = (result.meta or {}).get(ERROR_META_KEY) if result.is_error else None
+    return ErrorInfo.model_validate(raw) if isinstance(raw, dict) else None
 
 
 def success_result(model: _M, render: Callable[[_M], str], max_chars: int) -> CallToolResult:
@@ -101,7 +128,8 @@ def guarded(
             with anyio.fail_after(timeout):
                 return await fn(*args, **kwargs)
         except SignaldeskError as exc:
-            _log.info("tool %s refused: %s", fn.__name__, exc.message)
+            # The message may quote what the client sent (a path, a query): scrubbed.
+            _log.info("tool %s refused: %s", fn.__name__, scrub_text(exc.message))
             return error_result(exc)
         except TimeoutError:
             _log.warning("tool %s timed out", fn.__name__)

@@ -170,7 +170,7 @@ async def run_http(
         app = build_http_app(server, host=host, port=port, settings=settings, token=token)
         async with anyio.create_task_group() as tg:
             endpoint: HttpEndpoint = await tg.start(
-                functools.partial(serve_http, app, host=host, port=port, path=settings.path)
+                functools.partial(serve_http, app, host=host, port=port, settings=settings)
             )
             if on_ready is not None:
                 on_ready(endpoint)

@@ -3,22 +3,31 @@
 
 from __future__ import annotations
 
+import inspect
+import logging
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
-from mcp.server.mcpserver import MCPServer
-from mcp_types import ToolAnnotations
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp_types import CallToolResult, InputRequiredResult, ToolAnnotations
+from pydantic import ValidationError
 
 from signaldesk import __version__
+from signaldesk.mcp_server.arguments import invalid_arguments, unknown_arguments
 from signaldesk.mcp_server.backend import RetrieverLike, RetrieverOpener, RetrieverSlot
+from signaldesk.mcp_server.errors import UnknownToolError
 from signaldesk.mcp_server.instructions import build_instructions
 from signaldesk.mcp_server.paths import ExcludedPredicate
+from signaldesk.mcp_server.results import error_result
 from signaldesk.mcp_server.settings import McpSettings
 from signaldesk.mcp_server.tools import Toolbox
 from signaldesk.retrieval.errors import IndexUnavailableError
 from signaldesk.retrieval.ignore import LiveVaultFilter
 from signaldesk.retrieval.records import IndexStatus
 
-__all__ = ["SERVER_NAME", "TOOL_NAMES", "build_server"]
+__all__ = ["SERVER_NAME", "TOOL_NAMES", "build_server", "tool_description"]
 
 SERVER_NAME = "signaldesk"
 
@@ -32,6 +41,8 @@ TOOL_NAMES: tuple[str, ...] = (
     "index_status",
 )
 
+_log = logging.getLogger(__name__)
+
 _TITLES = {
     "search": "Search the vault",
     "get_context": "Context block for a topic",
@@ -41,6 +52,59 @@ _TITLES = {
     "latest_report": "Latest triage report",
     "index_status": "Index status",
 }
+
+
+def tool_description(fn: Callable[..., Any]) -> str:
+    """A tool's description from its docstring: no source indentation, one line per paragraph.
+
+    Clients show the description to the model as it is sent; the SDK sends the raw
+    docstring, with the eight spaces of method indentation and the source's line wraps.
+    """
+    paragraphs = inspect.cleandoc(inspect.getdoc(fn) or "").split("\n\n")
+    return "\n\n".join(" ".join(p.split()) for p in paragraphs if p.strip())
+
+
+class _Server(MCPServer):
+    """The SDK's server, with argument mistakes answered like every other tool error.
+
+    The SDK answers a call whose arguments fail validation, an unknown tool or (by
+    ignoring them) unknown argument names in its own way: pydantic's report, with no
+    advice. These become error results with a hint, like the tools' own errors.
+    """
+
+    _schemas: dict[str, dict[str, Any]] | None = None
+
+    async def _input_schemas(self) -> dict[str, dict[str, Any]]:
+        if self._schemas is None:
+            self._schemas = {tool.name: tool.input_schema for tool in await self.list_tools()}
+        return self._schemas
+
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
+    ) -> CallToolResult | InputRequiredResult:
+        schema = (await self._input_schemas()).get(name)
+        if schema is None:
+            _log.info("call of an unknown tool %r", name[:80])
+            return error_result(
+                UnknownToolError(
+                    f"there is no tool named {name!r}", hint=f"the tools: {', '.join(TOOL_NAMES)}"
+                )
+            )
+        unknown = unknown_arguments(name, arguments, schema)
+        if unknown is not None:
+            _log.info("tool %s: unknown arguments %s", name, sorted(arguments)[:20])
+            return error_result(unknown)
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as exc:
+            if not isinstance(exc.__cause__, ValidationError):
+                raise
+            errors = exc.__cause__.errors()
+            # Field names only: the rejected values are the caller's data.
+            _log.info(
+                "tool %s: invalid arguments %s", name, sorted({str(e["loc"]) for e in errors})
+            )
+            return error_result(invalid_arguments(name, errors, schema))
 
 
 def build_server(
@@ -69,7 +133,7 @@ def build_server(
         excluded = LiveVaultFilter(vault).excluded
     slot = RetrieverSlot(retriever, opener=opener, unavailable=unavailable)
     toolbox = Toolbox(slot, vault=vault, settings=settings, excluded=excluded)
-    server: MCPServer = MCPServer(
+    server: MCPServer = _Server(
         SERVER_NAME,
         title="signaldesk vault search",
         description="Hybrid (keyword + semantic) search over a markdown knowledge vault.",
@@ -93,6 +157,7 @@ def build_server(
             getattr(toolbox, name),
             name=name,
             title=_TITLES[name],
+            description=tool_description(getattr(toolbox, name)),
             annotations=annotations[name],
             structured_output=True,
         )

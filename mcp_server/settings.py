@@ -39,6 +39,33 @@ class McpSettings(SettingsModel):
             '("https://example.org", or "http://name:*"). Requests without Origin are allowed.'
         ),
     )
+    http_request_timeout_seconds: float = Field(
+        default=10.0,
+        gt=0,
+        description=(
+            "Seconds an HTTP client has to send a whole request (headers and body), counted "
+            "from when it connects or gets its previous response; a connection whose request "
+            "is still incomplete then is closed (slow or stalled clients, slowloris). A "
+            "request that has arrived may take as long as the tool needs."
+        ),
+    )
+    http_max_sessions: int = Field(
+        default=100,
+        ge=1,
+        description=(
+            "Most MCP sessions the HTTP transport keeps. A new client beyond this closes the "
+            "session idle longest (its client gets 404 and starts a new session); only while "
+            "every session has a request in flight is a new client refused (503)."
+        ),
+    )
+    http_session_idle_seconds: float = Field(
+        default=1800.0,
+        gt=0,
+        description=(
+            "An HTTP session with no request in flight for this long is closed (its client "
+            "gets 404 and starts a new session)."
+        ),
+    )
     search_max_tokens: int = Field(
         default=8000,
         ge=100,

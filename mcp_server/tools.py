@@ -3,9 +3,9 @@ and returns a scrubbed, budgeted result.
 
 Every tool returns a ``CallToolResult``: on success the readable text plus the
 structured content (validated against the tool's output model); on failure an
-``isError`` result whose structured content is an :class:`~mcp_server.models.ErrorInfo`
-saying what to do (see :mod:`mcp_server.results`). Nothing a tool raises reaches the
-protocol layer.
+``isError`` result whose text says what went wrong and what to do, with the same
+:class:`~mcp_server.models.ErrorInfo` under ``_meta`` (see :mod:`mcp_server.results`).
+Nothing a tool raises reaches the protocol layer.
 """
 
 from __future__ import annotations

@@ -16,6 +16,7 @@ from typing import Any, Literal
 import yaml
 
 from signaldesk.retrieval.frontmatter import parse_note
+from signaldesk.retrieval.scrubber import scrub_text, scrub_value
 from signaldesk.vault import atomic_write_text
 
 logger = logging.getLogger(__name__)
@@ -45,7 +46,13 @@ def render_note(frontmatter: dict[str, Any], body: str) -> str:
 
 
 def write_generated_note(path: Path, frontmatter: dict[str, Any], body: str) -> GeneratedNote:
-    """Create or refresh a generated note, keeping it if a person has edited it since."""
+    """Create or refresh a generated note, keeping it if a person has edited it since.
+
+    The body and frontmatter are scrubbed first: a commit message or an item title may
+    carry a credential, and signaldesk does not copy one into the vault.
+    """
+    body = scrub_text(body)
+    frontmatter = scrub_value(frontmatter)
     if path.exists():
         current = parse_note(path.read_text(encoding="utf-8", errors="replace"))
         recorded = current.frontmatter.get(HASH_KEY)

@@ -52,6 +52,8 @@ from signaldesk.pipeline.ledger_records import (
     item_identity,
     item_to_json,
     location_identity,
+    stored_item,
+    stored_text,
     utcnow,
 )
 from signaldesk.pipeline.ledger_schema import (
@@ -252,8 +254,9 @@ class Ledger:
         """
         stamp = iso_utc(now)
         rows: dict[str, tuple[Any, ...]] = {}
-        for item in items:
-            item_id = item_identity(item)
+        for raw in items:
+            item_id = item_identity(raw)
+            item = stored_item(raw)
             rows.setdefault(
                 item_id,
                 (
@@ -325,7 +328,7 @@ class Ledger:
                     kind,
                     source_id,
                     location,
-                    reason,
+                    stored_text(reason),
                     item_to_json(placeholder),
                     stamp,
                     stamp,
@@ -338,7 +341,7 @@ class Ledger:
                 "UPDATE items SET last_error = ?, updated_at = ? WHERE id = ? AND status = "
                 "'parked' "
                 "AND last_error IS NOT ?",
-                (reason, stamp, item_id, reason),
+                (stored_text(reason), stamp, item_id, stored_text(reason)),
             )
             return item_id, False
 
@@ -371,6 +374,7 @@ class Ledger:
                     (status, stamp, item_id),
                 )
             else:
+                item = stored_item(item)
                 await conn.execute(
                     "UPDATE items SET status = ?, payload = ?, title = ?, url = ?, canonical_url "
                     "= ?, "
@@ -392,7 +396,7 @@ class Ledger:
             await conn.execute(
                 "UPDATE items SET attempts = attempts + 1, last_error = ?, updated_at = ? WHERE "
                 "id = ?",
-                (error, iso_utc(now or utcnow()), item_id),
+                (stored_text(error), iso_utc(now or utcnow()), item_id),
             )
             async with conn.execute(
                 "SELECT attempts FROM items WHERE id = ?", (item_id,)
@@ -407,7 +411,7 @@ class Ledger:
             await conn.execute(
                 "UPDATE items SET status = 'parked', last_error = ?, attempts = attempts + 1, "
                 "updated_at = ?, settled_at = ? WHERE id = ?",
-                (reason, stamp, stamp, item_id),
+                (stored_text(reason), stamp, stamp, item_id),
             )
 
     async def settle(
@@ -472,15 +476,19 @@ class Ledger:
             new_bands: list[tuple[int, str]] = []
             for item_id, item, guid, canon, fingerprint in prepared:
                 signed = to_signed64(fingerprint) if fingerprint is not None else None
+                item = stored_item(item)
                 payload = item_to_json(item)
+                stored_canon = stored_text(canon) if canon else canon
                 match = index.match(guid, canon, fingerprint)
                 if match is not None:
-                    duplicates.append((match[0], payload, canon, signed, stamp, stamp, item_id))
+                    duplicates.append(
+                        (match[0], payload, stored_canon, signed, stamp, stamp, item_id)
+                    )
                     verdicts.append(DedupeVerdict(item_id, "duplicate", match[0], match[1]))
                     continue
                 index.add(item_id, guid, canon, fingerprint)
                 uniques.append(
-                    (payload, item.title, item.url, canon, signed, stamp, stamp, item_id)
+                    (payload, item.title, item.url, stored_canon, signed, stamp, stamp, item_id)
                 )
                 if fingerprint is not None:
                     new_bands += [(band, item_id) for band in simhash_bands(fingerprint)]

@@ -16,6 +16,7 @@ from typing import Any, Literal, cast
 
 from signaldesk.items import Item, SourceKind
 from signaldesk.pipeline.dedupe import MatchKey, canonical_url
+from signaldesk.retrieval.scrubber import scrub_text, scrub_value
 
 __all__ = [
     "ENTRY_COLUMNS",
@@ -29,6 +30,8 @@ __all__ = [
     "item_identity",
     "item_to_json",
     "location_identity",
+    "stored_item",
+    "stored_text",
     "utcnow",
 ]
 
@@ -53,6 +56,31 @@ def item_to_json(item: Item) -> str:
     data["published"] = item.published.isoformat() if item.published else None
     data["tags"] = list(item.tags)
     return json.dumps(data, ensure_ascii=False, default=str)
+
+
+def stored_item(item: Item) -> Item:
+    """``item`` as the ledger stores it: credentials in its text fields scrubbed.
+
+    What signaldesk writes is scrubbed (issue 12): the payload feeds the notes triage
+    renders. Identities are computed from the item as read (:func:`item_identity`);
+    ``guid``, ``source_id`` and ``origin_path`` are identities and paths, kept as they are.
+    """
+    return dataclasses.replace(
+        item,
+        title=scrub_text(item.title),
+        text=scrub_text(item.text),
+        summary=scrub_text(item.summary) if item.summary else item.summary,
+        author=scrub_text(item.author) if item.author else item.author,
+        url=scrub_text(item.url) if item.url else item.url,
+        site_name=scrub_text(item.site_name) if item.site_name else item.site_name,
+        tags=tuple(scrub_text(tag) for tag in item.tags),
+        extra=scrub_value(item.extra),
+    )
+
+
+def stored_text(text: str) -> str:
+    """A reason or error message as the ledger stores it (scrubbed: it may quote input)."""
+    return scrub_text(text)
 
 
 def item_from_json(text: str) -> Item:

@@ -103,11 +103,26 @@ CREATE TABLE feeds (
 );
 """
 
-# v2: vault paths triage wrote, or moved a clipping away from, that no index run has
+# Corrections a person made to triage's decisions (pipeline.ledger_corrections): what they
+# did with one item, and when it was undone. Scoring learns from the rows not undone.
+_V2 = """
+CREATE TABLE corrections (
+    id           INTEGER PRIMARY KEY,
+    item_id      TEXT NOT NULL REFERENCES items(id) ON DELETE CASCADE,
+    accept       INTEGER,                 -- 1 kept, 0 thrown away, NULL only moved
+    domain       TEXT,                    -- the domain the person chose, if any
+    how          TEXT NOT NULL,           -- e.g. "moved the note", "`triage reject`"
+    recorded_at  TEXT NOT NULL,           -- ISO 8601 UTC
+    undone_at    TEXT                     -- set by undo / reset; such rows are ignored
+);
+CREATE INDEX corrections_item ON corrections(item_id, recorded_at);
+"""
+
+# v3: vault paths triage wrote, or moved a clipping away from, that no index run has
 # looked at yet. An item is "filed, not yet indexed" while its note's path is here.
 # Rows are written in the same transaction as the item's triage outcome, so a run
 # killed between filing and indexing leaves them for the next run to catch up on.
-_V2 = """
+_V3 = """
 CREATE TABLE index_queue (
     path       TEXT PRIMARY KEY,         -- vault-relative, '/'-separated
     item_id    TEXT,
@@ -115,5 +130,5 @@ CREATE TABLE index_queue (
 ) WITHOUT ROWID;
 """
 
-MIGRATIONS: Final[tuple[str, ...]] = (_V1, _V2)
+MIGRATIONS: Final[tuple[str, ...]] = (_V1, _V2, _V3)
 SCHEMA_VERSION: Final = len(MIGRATIONS)

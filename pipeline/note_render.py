@@ -23,12 +23,14 @@ import yaml
 
 from signaldesk.items import Item
 from signaldesk.pipeline.frontmatter_patch import Scalar
+from signaldesk.retrieval.scrubber import scrub_text, scrub_value
 from signaldesk.scoring.records import DIMENSIONS, ScoreCard
 
 __all__ = [
     "GENERATED_KEYS",
     "HASH_KEY",
     "ID_KEY",
+    "OPTIONAL_GENERATED_KEYS",
     "generated_fields",
     "generated_hash",
     "key_points",
@@ -53,7 +55,13 @@ GENERATED_KEYS: tuple[str, ...] = (
     "route_confidence",
     "route_reason",
     "scored_at",
+    "learned",
+    "learned_reason",
 )
+# Generated keys only a note whose score this vault's corrections moved has (see
+# generated_fields); the hash leaves out keys a note does not have.
+OPTIONAL_GENERATED_KEYS: tuple[str, ...] = ("learned", "learned_reason")
+_NO_LONGER_LEARNED = "none of your corrections applies any more"
 
 _SOURCE_KIND_LABEL = {
     "rss": "feed",
@@ -353,9 +361,17 @@ def render_body(
 
 
 def generated_fields(
-    card: ScoreCard, *, threshold: float, scored_at: datetime
+    card: ScoreCard,
+    *,
+    threshold: float,
+    scored_at: datetime,
+    previous: Mapping[str, Any] | None = None,
 ) -> dict[str, Scalar]:
-    """The triage-owned frontmatter fields for ``card`` (see :data:`GENERATED_KEYS`)."""
+    """The triage-owned frontmatter fields for ``card`` (see :data:`GENERATED_KEYS`).
+
+    :param previous: the note's frontmatter when re-scoring: a ``learned`` shift it shows
+        that the card no longer has (the corrections were undone) is set to 0, not left.
+    """
     fields: dict[str, Scalar] = {}
     for name in DIMENSIONS:
         score = card.dimension(name)
@@ -367,14 +383,23 @@ def generated_fields(
     fields["route_confidence"] = round(float(card.route.confidence), 3)
     fields["route_reason"] = _one_line(card.route.reason)
     fields["scored_at"] = scored_at.isoformat(timespec="seconds")
+    if card.learned is not None:
+        fields["learned"] = round(float(card.learned.value), 3)
+        fields["learned_reason"] = _one_line(card.learned.reason)
+    elif previous is not None and previous.get("learned") is not None:
+        fields["learned"] = 0.0
+        fields["learned_reason"] = _NO_LONGER_LEARNED
     return fields
 
 
 def generated_hash(values: Mapping[str, Any]) -> str:
     """A short hash of the generated fields as they read back from a note."""
+    # Keys a note does not have are left out, so a note written before a key existed
+    # (``learned``) keeps its hash.
     canonical = {
         key: round(float(v), 3) if isinstance(v, int | float) and not isinstance(v, bool) else v
         for key, v in ((k, values.get(k)) for k in GENERATED_KEYS)
+        if v is not None
     }
     blob = json.dumps(canonical, sort_keys=True, ensure_ascii=False, default=str)
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:16]
@@ -430,8 +455,16 @@ def signal_frontmatter(
 
 
 def render_signal_note(meta: Mapping[str, Any], body: str) -> str:
-    """Frontmatter and body as one note. The emitter quotes whatever needs it."""
+    """Frontmatter and body as one note. The emitter quotes whatever needs it.
+
+    Credentials in what the item carried (a tool's output, an article) are scrubbed:
+    signaldesk wrote this note, so it must not copy a secret into the vault.
+    """
     header = yaml.safe_dump(
-        dict(meta), sort_keys=False, allow_unicode=True, width=1_000_000, default_flow_style=False
+        scrub_value(dict(meta)),
+        sort_keys=False,
+        allow_unicode=True,
+        width=1_000_000,
+        default_flow_style=False,
     ).strip()
-    return f"---\n{header}\n---\n\n{body.strip()}\n"
+    return f"---\n{header}\n---\n\n{scrub_text(body.strip())}\n"

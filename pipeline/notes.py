@@ -366,7 +366,7 @@ class NoteWriter:
         current = {key: meta.get(key) for key in GENERATED_KEYS}
         if generated_hash(current) != meta.get(HASH_KEY):
             return NoteResult(rel, "kept_edited", message="scores edited by hand; kept")
-        fields = generated_fields(card, threshold=self.threshold, scored_at=now)
+        fields = generated_fields(card, threshold=self.threshold, scored_at=now, previous=meta)
         if generated_hash({**current, "scored_at": None}) == generated_hash(
             {**fields, "scored_at": None}
         ):

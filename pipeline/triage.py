@@ -24,9 +24,8 @@ from __future__ import annotations
 import enum
 import functools
 import logging
-import re
 import time
-from collections.abc import AsyncIterator, Callable, Collection, Sequence
+from collections.abc import AsyncIterator, Callable, Collection, Mapping, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -39,6 +38,7 @@ import anyio.to_thread
 from signaldesk.errors import SignaldeskError
 from signaldesk.items import Item
 from signaldesk.pipeline.config import Workspace
+from signaldesk.pipeline.corrections import notice_vault_corrections, scoring_corrections
 from signaldesk.pipeline.errors import PipelineError
 from signaldesk.pipeline.feeds import FeedRegistry
 from signaldesk.pipeline.intake import capture, ledger_path, open_ledger, run_scan
@@ -47,6 +47,7 @@ from signaldesk.pipeline.ledger import Ledger, LedgerEntry, item_identity, utcno
 from signaldesk.pipeline.ledger_clippings import resolve_clipping
 from signaldesk.pipeline.notes import FilingError, NoteResult, NoteWriter, read_note_id
 from signaldesk.pipeline.stages import normalise
+from signaldesk.pipeline.triage_decisions import as_decided, full_text_arrived, lookup_entry
 from signaldesk.pipeline.triage_lock import TriageBusyError, triage_lock
 from signaldesk.pipeline.triage_records import (
     WRITTEN_OUTCOMES,
@@ -57,6 +58,7 @@ from signaldesk.pipeline.triage_records import (
 )
 from signaldesk.retrieval.embedder import Embedder, LazyEmbedder
 from signaldesk.retrieval.indexer import Indexer
+from signaldesk.scoring.feedback import Correction
 from signaldesk.scoring.records import ScoreCard
 from signaldesk.scoring.scorer import Scorer
 from signaldesk.sources.clipper import scan_clippings
@@ -72,6 +74,7 @@ __all__ = [
     "Triager",
     "capture_and_triage",
     "card_to_json",
+    "lookup_entry",
     "scan_and_triage",
     "triage",
 ]
@@ -81,7 +84,6 @@ logger = logging.getLogger(__name__)
 
 # Statuses triage may (re)score; the others are in flight, duplicates or parked.
 _TRIAGEABLE = ("pending", "filed", "rejected")
-_HEX_PREFIX = re.compile(r"[0-9a-f]{6,63}")
 
 
 class _Default(enum.Enum):
@@ -118,6 +120,8 @@ class Triager:
         scoring, and nothing is indexed).
     :param dry_run: decide everything, write nothing (vault, ledger and index untouched).
     :param progress: called after each item.
+    :param decided: item id -> (file it?, domain): the person's own decision, which
+        overrides the score (``signaldesk triage accept`` / ``move``).
     """
 
     def __init__(
@@ -129,6 +133,7 @@ class Triager:
         dry_run: bool = False,
         progress: Callable[[TriageProgress], None] | None = None,
         now: Callable[[], datetime] | None = None,
+        decided: Mapping[str, tuple[bool, str | None]] | None = None,
     ) -> None:
         if ledger is None and not dry_run:
             raise TriageError("triage needs the ledger")
@@ -152,6 +157,8 @@ class Triager:
         self._total = 0
         self._started = time.monotonic()
         self._lock_path = _triage_lock_path(workspace)
+        self._decided = dict(decided or {})
+        self._corrections: list[Correction] = []
 
     # -- the hand-off -------------------------------------------------------------
 
@@ -211,21 +218,18 @@ class Triager:
                                 hold=status == "rejected",
                             )
                         )
+            if not rescore:
+                # Scored on a teaser, and the full text has arrived since: score again.
+                for item_id in await full_text_arrived(self.ledger):
+                    entry = await self.ledger.get(item_id)
+                    if entry is not None and entry.id not in self._seen:
+                        jobs.append(_Job(entry.id, entry.item, entry.status, entry.note_path))
         self._total += len(jobs)
         await self._process(jobs)
 
     async def _lookup(self, item_id: str) -> LedgerEntry | None:
-        """The entry with id ``item_id``, or with that unique id prefix (as `items` shows)."""
         assert self.ledger is not None
-        entry = await self.ledger.get(item_id)
-        if entry is None and _HEX_PREFIX.fullmatch(item_id):
-            async with self.ledger.connection.execute(
-                "SELECT id FROM items WHERE id LIKE ? LIMIT 2", (item_id + "%",)
-            ) as cursor:
-                rows = list(await cursor.fetchall())
-            if len(rows) == 1:
-                entry = await self.ledger.get(rows[0][0])
-        return entry
+        return await lookup_entry(self.ledger, item_id)
 
     async def preview_inbox(self) -> None:
         """Dry run only: also show what the clippings not yet in the ledger would become."""
@@ -249,8 +253,12 @@ class Triager:
 
     async def _scorer_for_run(self) -> Scorer:
         if self._scorer is None:
+            if self.ledger is not None:
+                self._corrections = await scoring_corrections(self.ledger)
             try:
-                self._scorer = Scorer(self.workspace.config.scoring, self.embedder)
+                self._scorer = Scorer(
+                    self.workspace.config.scoring, self.embedder, corrections=self._corrections
+                )
             except SignaldeskError as exc:
                 raise TriageError(f"cannot build the scorer: {exc.message}", hint=exc.hint) from exc
             self.report.scoring_mode = "keywords" if self.embedder is None else "embedding"
@@ -281,7 +289,9 @@ class Triager:
             logger.warning("embedding failed, scoring by keywords only: %s", exc, exc_info=True)
             self.report.errors.append(f"embedding failed, scored by keywords only: {exc}")
             self.embedder = None
-            self._scorer = Scorer(self.workspace.config.scoring, None)
+            self._scorer = Scorer(
+                self.workspace.config.scoring, None, corrections=self._corrections
+            )
             self.report.scoring_mode = "keywords"
             return await anyio.to_thread.run_sync(
                 functools.partial(self._scorer.score_many, items, priors=priors)
@@ -328,6 +338,8 @@ class Triager:
             return
         cards = await self._score(batch)
         for job, card in zip(batch, cards, strict=True):
+            if job.item_id in self._decided:
+                card = as_decided(card, *self._decided[job.item_id])
             self._seen.add(job.item_id)
             decision = await self._file(job, card)
             self.report.decisions.append(decision)
@@ -388,6 +400,10 @@ class Triager:
             self.report.errors.append(f"{job.item.title}: {text}")
             result = NoteResult(None, "failed", message=text)
         message = result.message
+        if card.teaser and message is None:
+            message = "scored on the feed's teaser; re-scored when the full text arrives"
+        if card.by_person and message is None:
+            message = "your decision, whatever the score"
         if result.outcome in ("created", "moved", "copied") or (
             result.outcome == "updated" and result.path
         ):
@@ -527,6 +543,7 @@ async def triage(
     inbox: bool = True,
     progress: Callable[[TriageProgress], None] | None = None,
     embedder: Embedder | _Default | None = CONFIGURED_MODEL,
+    decided: Mapping[str, tuple[bool, str | None]] | None = None,
 ) -> TriageReport:
     """Triage the inbox and the ledger's pending items: score, file, record, index.
 
@@ -537,6 +554,7 @@ async def triage(
     :param inbox: pick up new Web Clipper notes first (ignored with ``item_ids``).
     :param embedder: the embedding model the scorer and the indexer share (default: the
         configured one, loaded on first use; ``None``: keyword-only, nothing indexed).
+    :param decided: the person's decisions for some items (see :class:`Triager`).
     :raises TriageError: the scorer cannot be built.
     """
     if embedder is CONFIGURED_MODEL:
@@ -544,7 +562,17 @@ async def triage(
     if not dry_run:
         await _sweep_leftovers(workspace)
     async with _maybe_ledger(workspace, dry_run) as ledger:
-        triager = Triager(workspace, ledger, embedder=embedder, dry_run=dry_run, progress=progress)
+        triager = Triager(
+            workspace,
+            ledger,
+            embedder=embedder,
+            dry_run=dry_run,
+            progress=progress,
+            decided=decided,
+        )
+        if ledger is not None and not dry_run:
+            noticed = await notice_vault_corrections(ledger, triager.writer, triager.settings)
+            triager.report.corrections = [f"{r.how}: {r.item_id[:10]}" for r in noticed]
         if inbox and item_ids is None:
             if dry_run:
                 await triager.preview_inbox()

@@ -68,6 +68,8 @@ class TriageReport:
     errors: list[str] = field(default_factory=list)
     scoring_mode: str = "embedding"
     elapsed: float = 0.0
+    corrections: list[str] = field(default_factory=list)
+    """Corrections noticed in the vault at the start of the run (what, which item)."""
 
     @property
     def filed(self) -> list[TriageDecision]:
@@ -107,9 +109,17 @@ def card_to_json(card: ScoreCard, *, threshold: float) -> dict[str, Any]:
         }
         for name in DIMENSIONS
     }
+    if card.learned is not None:
+        data["learned"] = {
+            "value": card.learned.value,
+            "reason": card.learned.reason,
+            "features": card.learned.features,
+        }
     data["composite"] = card.composite
     data["threshold"] = threshold
     data["passed"] = card.passed
+    data["teaser"] = card.teaser
+    data["summary"] = card.summary(threshold)
     data["route"] = {
         "domain": card.route.domain,
         "confidence": card.route.confidence,

@@ -21,8 +21,10 @@ from signaldesk.pipeline.feeds import FeedRecord, FeedRegistry
 from signaldesk.pipeline.generated_notes import GeneratedNote, write_generated_note
 from signaldesk.pipeline.intake import open_ledger
 from signaldesk.pipeline.ledger import Ledger, LedgerEntry
+from signaldesk.pipeline.ledger_corrections import corrections_recorded
 from signaldesk.pipeline.triage_report_model import (
     DIMENSIONS,
+    CorrectionNote,
     FeedIssue,
     ReportItem,
     SourceCount,
@@ -35,6 +37,7 @@ from signaldesk.vault import STATE_DIR
 
 __all__ = [
     "DIMENSIONS",
+    "CorrectionNote",
     "FeedIssue",
     "ReportItem",
     "SourceCount",
@@ -172,6 +175,27 @@ def _list_waiting(vault: Path, listed: list[Path], skipped: list[Path]) -> list[
     return sorted(found.items())
 
 
+async def _day_corrections(ledger: Ledger, day: date, tz: tzinfo) -> list[CorrectionNote]:
+    start, end = _day_bounds(day, tz)
+    out = []
+    for row in await corrections_recorded(ledger, start, end):
+        entry = await ledger.get(row.item_id)
+        out.append(
+            CorrectionNote(
+                item_id=row.item_id,
+                title=entry.item.title if entry is not None else row.item_id[:10],
+                how=row.how,
+                accept=row.accept,
+                domain=row.domain,
+                recorded_at=row.recorded_at,
+                undone=row.undone_at is not None,
+                note_path=entry.note_path if entry is not None else None,
+                url=entry.item.url if entry is not None else None,
+            )
+        )
+    return out
+
+
 async def gather_triage_report(
     workspace: Workspace, ledger: Ledger, day: date, *, tz: tzinfo | None = None
 ) -> TriageReportNote:
@@ -218,6 +242,7 @@ async def gather_triage_report(
                 score=entry.score if entry else None,
             )
         )
+    report.corrections = await _day_corrections(ledger, day, zone)
     return report
 
 

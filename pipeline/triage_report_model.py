@@ -12,6 +12,7 @@ from datetime import date, datetime
 
 __all__ = [
     "DIMENSIONS",
+    "CorrectionNote",
     "FeedIssue",
     "ReportItem",
     "SourceCount",
@@ -80,6 +81,21 @@ class FeedIssue:
     last_success_at: datetime | None
 
 
+@dataclass(frozen=True, slots=True)
+class CorrectionNote:
+    """A correction the person made that day (``pipeline.corrections``)."""
+
+    item_id: str
+    title: str
+    how: str
+    accept: bool | None
+    domain: str | None
+    recorded_at: datetime
+    undone: bool = False
+    note_path: str | None = None
+    url: str | None = None
+
+
 @dataclass
 class TriageReportNote:
     """Everything the report shows for one day (tests and ``--json`` read this)."""
@@ -88,6 +104,8 @@ class TriageReportNote:
     threshold: float
     near_margin: float
     items: list[ReportItem] = field(default_factory=list)
+    corrections: list[CorrectionNote] = field(default_factory=list)
+    """What the person corrected that day (recorded then), oldest first."""
     waiting_notes: list[WaitingNote] = field(default_factory=list)
     pending_total: int = 0
     pending: list[ReportItem] = field(default_factory=list)

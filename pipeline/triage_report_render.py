@@ -10,6 +10,7 @@ from collections.abc import Iterable
 
 from signaldesk.pipeline.triage_report_model import (
     DIMENSIONS,
+    CorrectionNote,
     ReportItem,
     TriageReportNote,
     kind_rank,
@@ -25,12 +26,16 @@ def _cell(text: str | None) -> str:
 
 def _link(item: ReportItem) -> str:
     """A wiki-link to the item's note (pipe escaped for tables), else its URL or title."""
-    if item.note_path:
-        target = item.note_path[:-3] if item.note_path.endswith(".md") else item.note_path
-        return f"[[{target}\\|{_cell(item.title)}]]"
-    if item.url:
-        return f"[{_cell(item.title).replace(']', ')')}]({item.url.replace(')', '%29')})"
-    return _cell(item.title)
+    return _note_link(item.title, item.note_path, item.url)
+
+
+def _note_link(title: str, note_path: str | None, url: str | None) -> str:
+    if note_path:
+        target = note_path[:-3] if note_path.endswith(".md") else note_path
+        return f"[[{target}\\|{_cell(title)}]]"
+    if url:
+        return f"[{_cell(title).replace(']', ')')}]({url.replace(')', '%29')})"
+    return _cell(title)
 
 
 def _fmt(value: float | None) -> str:
@@ -172,6 +177,8 @@ def render_triage_report(
             )
         lines += _more(len(near), max_rows)
 
+    lines += _corrections_section(report.corrections, max_rows)
+
     lines += ["", "## Duplicates merged", ""]
     if not report.duplicates:
         lines.append("None.")
@@ -226,6 +233,26 @@ def render_triage_report(
             lines.append(f"| {_link(i)} | {_cell(i.source)} | {_cell(i.error)} |")
         lines += _more(len(report.parked), max_rows)
     return "\n".join(lines) + "\n"
+
+
+def _corrections_section(corrections: list[CorrectionNote], max_rows: int) -> list[str]:
+    """What the person corrected that day: triage learns from these."""
+    lines = ["", "## Your corrections", ""]
+    if not corrections:
+        return [*lines, "None."]
+    lines += [
+        "Triage learns from these (`signaldesk triage corrections` lists the ones in force; "
+        "`--undo N` or `--reset` takes them back).",
+        "",
+        "| item | what you did | kept | domain |",
+        "| --- | --- | --- | --- |",
+    ]
+    for c in corrections[:max_rows]:
+        kept = {True: "yes", False: "no", None: "-"}[c.accept]
+        how = _cell(c.how) + (" (undone since)" if c.undone else "")
+        link = _note_link(c.title, c.note_path, c.url)
+        lines.append(f"| {link} | {how} | {kept} | {c.domain or '-'} |")
+    return lines + _more(len(corrections), max_rows)
 
 
 def _more(total: int, shown: int) -> list[str]:

@@ -50,7 +50,14 @@ if typing.TYPE_CHECKING:
     )
     from signaldesk.retrieval.indexer import Indexer, IndexProgress
     from signaldesk.retrieval.retriever import Retriever
-    from signaldesk.retrieval.scrubber import PATTERN_NAMES, ScrubResult, scrub
+    from signaldesk.retrieval.scrub_logging import ScrubbingFilter
+    from signaldesk.retrieval.scrubber import (
+        PATTERN_NAMES,
+        ScrubResult,
+        scrub,
+        scrub_text,
+        scrub_value,
+    )
     from signaldesk.retrieval.status import index_status
     from signaldesk.retrieval.store import index_db_path
 
@@ -79,6 +86,7 @@ __all__ = [
     "RetrievalError",
     "Retriever",
     "ScrubResult",
+    "ScrubbingFilter",
     "SearchExplanation",
     "SearchFilters",
     "SearchMode",
@@ -97,6 +105,8 @@ __all__ = [
     "parse_note",
     "readable_text",
     "scrub",
+    "scrub_text",
+    "scrub_value",
 ]
 
 _EXPORTS = {
@@ -126,6 +136,9 @@ _EXPORTS = {
     "PATTERN_NAMES": "signaldesk.retrieval.scrubber",
     "ScrubResult": "signaldesk.retrieval.scrubber",
     "scrub": "signaldesk.retrieval.scrubber",
+    "scrub_text": "signaldesk.retrieval.scrubber",
+    "scrub_value": "signaldesk.retrieval.scrubber",
+    "ScrubbingFilter": "signaldesk.retrieval.scrub_logging",
     "index_status": "signaldesk.retrieval.status",
     "index_db_path": "signaldesk.retrieval.store",
 }

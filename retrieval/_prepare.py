@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
@@ -203,37 +204,26 @@ def prepare_note(
     text = data.decode("utf-8", errors="replace")
     if "\ufffd" in text and b"\xef\xbf\xbd" not in data:
         logger.info("%s is not valid UTF-8; undecodable bytes were replaced", path)
-    note = chunk_note(path, text, max_chars=options.max_chars, min_chars=options.min_chars)
-    if excluded_by_frontmatter(note.frontmatter):
-        return SkippedNote(path, mtime_ns, size, digest, "frontmatter")
-    # Trigger: every note. Why: one scrub of the whole file costs a fraction of one
-    # scrub per chunk, heading, tag and frontmatter value (the scrubber's cost is
-    # mostly per call), and a string found verbatim in a clean file is clean.
-    # Outcome: strings not in the file as-is (YAML-unescaped values, merged chunks,
-    # a title from the file name) are still scrubbed one by one; a file with a
-    # finding takes its metadata from the scrubbed text (so `password: x` in the
-    # frontmatter, which needs its key to be recognised, is caught) and scrubs its
-    # chunks one by one (so their line numbers stay those of the file).
+    # Trigger: every note. Why: a secret must be seen whole to be recognised, and
+    # chunking cuts (a 4096-bit key spans several chunks, and its middle chunks carry
+    # neither BEGIN nor END). So the whole file is scrubbed first and the scrubbed text
+    # is chunked; a redaction keeps the line count, so chunk start lines stay those of
+    # the file. Strings that are not in the scrubbed text as-is (YAML-unescaped values,
+    # merged chunks, a title from the file name) are scrubbed again one by one.
     whole = scrub(text)
     findings: dict[str, int] = dict(whole.findings)
-    meta = note
-    if findings:
-        meta = chunk_note(
-            path, whole.text, max_chars=options.max_chars, min_chars=options.min_chars
-        )
+    clean_text = whole.text
+    note = chunk_note(path, clean_text, max_chars=options.max_chars, min_chars=options.min_chars)
+    if excluded_by_frontmatter(note.frontmatter):
+        return SkippedNote(path, mtime_ns, size, digest, "frontmatter")
 
-        def clean(value: str) -> str:
-            return _scrubbed(value, findings)
+    def clean(value: str) -> str:
+        return value if not value or value in clean_text else _scrubbed(value, findings)
 
-    else:
-
-        def clean(value: str) -> str:
-            return value if not value or value in text else _scrubbed(value, findings)
-
-    title = clean(meta.title or Path(path).stem)
-    tags = [clean(str(tag)) for tag in meta.tags or ()]
-    aliases = [clean(str(alias)) for alias in meta.aliases or ()]
-    frontmatter = _clean_value(dict(meta.frontmatter or {}), clean)
+    title = clean(note.title or Path(path).stem)
+    tags = [clean(str(tag)) for tag in note.tags or ()]
+    aliases = [clean(str(alias)) for alias in note.aliases or ()]
+    frontmatter = _clean_value(dict(note.frontmatter or {}), clean)
     mtime_iso = _iso_from_ns(mtime_ns)
     prepared = PreparedNote(
         path=path,
@@ -241,18 +231,18 @@ def prepare_note(
         size=size,
         content_hash=digest,
         title=title,
-        note_type=_scalar(meta.note_type, clean),
-        domain=_scalar(meta.domain, clean),
-        status=_scalar(meta.status, clean),
+        note_type=_scalar(note.note_type, clean),
+        domain=_scalar(note.domain, clean),
+        status=_scalar(note.status, clean),
         tags=json.dumps(tags, ensure_ascii=False),
-        created=_date_text(meta.created) or mtime_iso,
-        updated=_date_text(meta.updated) or mtime_iso,
+        created=_date_text(note.created) or mtime_iso,
+        updated=_date_text(note.updated) or mtime_iso,
         frontmatter=json.dumps(frontmatter, ensure_ascii=False, default=str),
     )
     context_head = " ".join([title, *tags])
     context_tail = " ".join(aliases)
     for chunk in note.chunks:
-        chunk_text = clean(chunk.text)
+        chunk_text = _squeeze_padding(clean(chunk.text))
         headings = [clean(h) for h in chunk.heading_path]
         section = clean(chunk.section or "")
         embed_text = embedding_input(title, headings, chunk_text, max_chars=options.embed_chars)
@@ -276,6 +266,15 @@ def prepare_note(
         summary = ", ".join(f"{name} x{count}" for name, count in sorted(findings.items()))
         logger.info("%s: redacted %s", path, summary)
     return prepared
+
+
+# The line breaks a multi-line redaction keeps (for line numbers) are not worth
+# storing or showing: at most one blank line after a marker.
+_PADDING = re.compile(r"(\[REDACTED:[\w-]+\])\n{3,}")
+
+
+def _squeeze_padding(text: str) -> str:
+    return _PADDING.sub("\\1\n\n", text) if "[REDACTED:" in text else text
 
 
 def _scrubbed(text: str, findings: dict[str, int]) -> str:

@@ -1,12 +1,18 @@
-"""Sentence embeddings for chunks and queries: the configured Model2Vec model, or the bundled one.
+"""Sentence embeddings for chunks and queries: the configured model, or the bundled one.
 
 The configured model (``[index] model``, by default ``minishlab/potion-base-8M``)
-is a local folder or a Hugging Face hub name. A hub name is looked up in the
+is a Model2Vec model (a local folder or a Hugging Face hub name) or the
+transformer tier: ``minilm-l6-onnx`` (shipped with signaldesk) or a folder
+written by ``tools/export_onnx_model.py``, run by
+:mod:`~signaldesk.retrieval.onnx_embedder`. A Model2Vec hub name A hub name is looked up in the
 local Hugging Face cache only, unless ``allow_download`` is set: signaldesk
 makes no network calls of its own, and an offline machine must not wait on a
-hub. When the configured model cannot be loaded, the small model shipped in
+hub. When a configured Model2Vec model cannot be loaded, the small model shipped in
 ``retrieval/models/minilm-l6-distilled`` is used (see its README for where it
-comes from), so search works on first run with no network.
+comes from), so search works on first run with no network. The transformer tier
+has no such fallback: when it cannot be loaded that is a :class:`ModelError`,
+because replacing its vectors with the static model's would quietly make search
+worse (and rebuild the index).
 
 The embedder's :attr:`Embedder.fingerprint` changes whenever the vectors it
 produces could change; the indexer stores it and rebuilds when it differs.
@@ -25,6 +31,12 @@ import numpy as np
 import numpy.typing as npt
 
 from signaldesk.retrieval.errors import ModelError
+from signaldesk.retrieval.onnx_embedder import (
+    ONNX_MODEL_NAME,
+    bundled_onnx_path,
+    is_onnx_folder,
+    load_onnx_embedder,
+)
 from signaldesk.retrieval.settings import IndexSettings
 
 if TYPE_CHECKING:
@@ -219,10 +231,22 @@ class _NotAvailable(Exception):
 def load_embedder(settings: IndexSettings) -> Embedder:
     """Load the configured embedding model, or the bundled one when it cannot be loaded.
 
-    :param settings: ``model`` (folder or hub name), ``allow_download`` and ``batch_size``.
-    :raises ModelError: when neither the configured nor the bundled model loads.
+    :param settings: ``model`` (folder or hub name), ``allow_download``, ``batch_size``
+        and ``embed_threads``.
+    :raises ModelError: when neither the configured nor the bundled model loads, or
+        when the configured model is the transformer tier and it does not load.
     """
-    if settings.model.strip() != BUNDLED_MODEL_NAME:
+    configured = settings.model.strip()
+    if configured == ONNX_MODEL_NAME:
+        return load_onnx_embedder(
+            bundled_onnx_path(), ONNX_MODEL_NAME, threads=settings.embed_threads
+        )
+    folder = Path(configured).expanduser()
+    if folder.is_dir() and is_onnx_folder(folder):
+        return load_onnx_embedder(
+            folder.resolve(), str(folder.resolve()), threads=settings.embed_threads
+        )
+    if configured != BUNDLED_MODEL_NAME:
         try:
             model, name = _load_configured(settings)
         except _NotAvailable as exc:

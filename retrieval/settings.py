@@ -15,8 +15,13 @@ class IndexSettings(SettingsModel):
     model: str = Field(
         "minishlab/potion-base-8M",
         description=(
-            "Model2Vec model name or local folder. When it cannot be loaded (offline, not "
-            "cached) the model bundled with signaldesk is used; the index records which."
+            "Embedding model: a Model2Vec model name or local folder (when it cannot be "
+            "loaded, offline or not cached, the static model bundled with signaldesk is "
+            "used), or `minilm-l6-onnx`: the transformer tier shipped with signaldesk "
+            "(all-MiniLM-L6-v2 on ONNX Runtime; better search, slower indexing, needs "
+            "`pip install 'signaldesk[onnx]'`; see docs/ranking.md). A transformer that "
+            "cannot be loaded is an error, never a silent switch. The index records which "
+            "model built its vectors and rebuilds when it changes."
         ),
     )
     allow_download: bool = Field(
@@ -27,6 +32,14 @@ class IndexSettings(SettingsModel):
         ),
     )
     batch_size: int = Field(64, ge=1, description="Chunks embedded per batch.")
+    embed_threads: int = Field(
+        0,
+        ge=0,
+        description=(
+            "Threads the transformer tier (`minilm-l6-onnx`) uses to embed chunks while "
+            "indexing (0: every core). A query is always embedded on one thread."
+        ),
+    )
     chunk_max_chars: int = Field(
         1800,
         ge=200,

@@ -12,7 +12,13 @@ import typing
 
 from signaldesk.lazy import lazy_attributes as _lazy_attributes
 from signaldesk.scoring.errors import DataFileError, EmbeddingFailed, ScoringError
-from signaldesk.scoring.records import DIMENSIONS, DimensionScore, RouteDecision, ScoreCard
+from signaldesk.scoring.records import (
+    DIMENSIONS,
+    DimensionScore,
+    LearnedShift,
+    RouteDecision,
+    ScoreCard,
+)
 
 if typing.TYPE_CHECKING:
     from signaldesk.scoring.routing import FALLBACK_DOMAIN
@@ -31,6 +37,7 @@ __all__ = [
     "DimensionScore",
     "DomainRuleSettings",
     "EmbeddingFailed",
+    "LearnedShift",
     "RouteDecision",
     "ScoreCard",
     "ScoreWeights",

@@ -14,7 +14,7 @@ from urllib.parse import urlsplit
 from signaldesk.scoring._calc import clamp
 from signaldesk.scoring.catalogue import Reputation
 from signaldesk.scoring.records import DimensionScore
-from signaldesk.scoring.text import TextView
+from signaldesk.scoring.text import TextView, host_of
 
 __all__ = ["AuthorityModel"]
 
@@ -23,6 +23,23 @@ _AUTHOR_SHARE = 0.12
 _REFERENCE_SHARE = 0.18
 # A linked host at or above this reputation counts as a primary source.
 PRIMARY_SOURCE_REPUTATION = 0.7
+
+
+# Hosts no list names that still say what they are.
+_INSTITUTION_SUFFIXES = (".gov", ".gov.uk", ".edu", ".ac.uk", ".mil", ".europa.eu", ".gouv.fr")
+_DOCS_PREFIXES = ("docs.", "doc.", "developer.", "developers.", "dev.", "learn.", "api.")
+_INSTITUTION = 0.8
+_DOCS_SITE = 0.75
+# A paper, on whatever host, is its authors' primary account of their work.
+_PAPER_SOURCE = 0.7
+
+
+def _by_shape_of_host(host: str, unknown: float) -> tuple[float, str]:
+    if host.endswith(_INSTITUTION_SUFFIXES):
+        return _INSTITUTION, f"public institution: {host}"
+    if host.startswith(_DOCS_PREFIXES):
+        return _DOCS_SITE, f"documentation site: {host}"
+    return unknown, "unknown site"
 
 
 class AuthorityModel:
@@ -36,26 +53,38 @@ class AuthorityModel:
         found = self.reputation.lookup(host)
         return found is not None and found[0] >= PRIMARY_SOURCE_REPUTATION
 
-    def site(self, url: str | None, site_name: str | None) -> tuple[float, str]:
-        """The reputation of the item's site and a few words saying where it came from."""
-        if url:
-            try:
-                parts = urlsplit(url.strip())
-                host = (parts.hostname or "").removeprefix("www.")
-                path = parts.path
-            except ValueError:
-                host, path = "", ""
-            found = self.reputation.lookup(host, path)
+    def site(
+        self, url: str | None, site_name: str | None, feed_url: str | None = None
+    ) -> tuple[float, str]:
+        """The reputation of the item's site and a few words saying where it came from.
+
+        :param feed_url: the feed the item came from: when the item's own link names no
+            known site (a feed-proxy redirect, a link shortener), the feed's host does.
+        """
+        for candidate in (url, feed_url):
+            found = self._lookup_url(candidate)
             if found is not None:
-                return found[0], f"{found[2]}: {found[1]}"
+                return found
         if site_name:
             # A feed's title or a newsletter's sender sometimes names the site
             # ("heise.de", "GitHub Blog") when the URL is a redirect or missing.
             key = site_name.strip().lower().removeprefix("www.")
-            found = self.reputation.lookup(key) if "." in key else None
-            if found is not None:
-                return found[0], f"{found[2]}: {found[1]}"
-        return self.reputation.unknown, "unknown site"
+            named = self.reputation.lookup(key) if "." in key else None
+            if named is not None:
+                return named[0], f"{named[2]}: {named[1]}"
+        return _by_shape_of_host(host_of(url), self.reputation.unknown)
+
+    def _lookup_url(self, url: str | None) -> tuple[float, str] | None:
+        if not url:
+            return None
+        try:
+            parts = urlsplit(url.strip())
+            host = (parts.hostname or "").removeprefix("www.")
+            path = parts.path
+        except ValueError:
+            return None
+        found = self.reputation.lookup(host, path)
+        return None if found is None else (found[0], f"{found[2]}: {found[1]}")
 
     def score(
         self,
@@ -65,9 +94,12 @@ class AuthorityModel:
         site_name: str | None,
         author: str | None,
         prior: float | None,
+        feed_url: str | None = None,
     ) -> DimensionScore:
         """Authority of one item; ``prior`` is the user's own prior for its source, 0..1."""
-        site_value, site_reason = self.site(url, site_name)
+        site_value, site_reason = self.site(url, site_name, feed_url)
+        if view.prose.paper_shaped and site_value < _PAPER_SOURCE:
+            site_value, site_reason = _PAPER_SOURCE, "a paper (its authors' own account)"
         if prior is not None:
             source, source_reason = prior, f"your prior for this source {prior:.2f}"
         else:

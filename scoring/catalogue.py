@@ -38,7 +38,8 @@ def load_data_file(name: str) -> dict[str, Any]:
     :raises DataFileError: the file is missing or is not valid TOML (a broken install).
     """
     try:
-        text = resources.files("scoring").joinpath("data", name).read_text(encoding="utf-8")
+        data = resources.files("signaldesk.scoring").joinpath("data", name)
+        text = data.read_text(encoding="utf-8")
         return tomllib.loads(text)
     except (OSError, tomllib.TOMLDecodeError) as exc:
         raise DataFileError(

@@ -5,10 +5,23 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["DIMENSIONS", "DimensionScore", "RouteDecision", "ScoreCard"]
+__all__ = [
+    "DIMENSIONS",
+    "TEASER_NOTE",
+    "DimensionScore",
+    "LearnedShift",
+    "RouteDecision",
+    "ScoreCard",
+]
 
 DIMENSIONS: tuple[str, ...] = ("relevance", "actionability", "depth", "authority")
 """The four dimensions, in the order the composite formula lists them."""
+
+TEASER_NOTE = (
+    "scored on the feed's teaser (the page could not be fetched); "
+    "re-scored when the full text arrives"
+)
+"""What a card scored on a teaser says, in its depth reason and its summary."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -18,6 +31,21 @@ class DimensionScore:
     :param value: the score in [0, 1].
     :param reason: one line a person can read ("steps: 5, code blocks: 2, ...").
     :param features: the measured features that produced ``value`` (names are stable).
+    """
+
+    value: float
+    reason: str
+    features: dict[str, float]
+
+
+@dataclass(frozen=True, slots=True)
+class LearnedShift:
+    """What this vault's corrections add to the composite (:mod:`scoring.feedback`).
+
+    :param value: the signed amount added to the weighted sum of the four dimensions.
+    :param reason: one line naming the corrections behind it ("you kept 2 similar items
+        and 1 other paper (+0.09)").
+    :param features: the votes behind ``value`` (names are stable).
     """
 
     value: float
@@ -46,8 +74,15 @@ class RouteDecision:
 class ScoreCard:
     """Everything triage decides about one item.
 
-    :param composite: the weighted sum of the four dimensions, in [0, 1].
+    :param composite: the weighted sum of the four dimensions, plus ``learned`` when this
+        vault's corrections moved it, in [0, 1].
     :param passed: ``composite > threshold``: the item is filed under ``route.domain``.
+    :param teaser: scored on a feed's teaser, not the full text (``Item.teaser``): the
+        decision is provisional, and the item is scored again when the full text arrives.
+    :param by_person: ``passed`` and the route are the person's own decision
+        (``signaldesk triage accept`` / ``move``), not the threshold's.
+    :param learned: what this vault's corrections added to the composite (``None``: nothing,
+        the shipped formula alone).
     """
 
     relevance: DimensionScore
@@ -57,6 +92,9 @@ class ScoreCard:
     composite: float
     passed: bool
     route: RouteDecision
+    teaser: bool = False
+    by_person: bool = False
+    learned: LearnedShift | None = None
 
     def dimension(self, name: str) -> DimensionScore:
         """The score of dimension ``name`` (one of :data:`DIMENSIONS`)."""
@@ -65,16 +103,34 @@ class ScoreCard:
         score: DimensionScore = getattr(self, name)
         return score
 
+    def summary(self, threshold: float) -> str:
+        """One line on the decision, agreeing with ``passed`` and the numbers."""
+        sign = ">" if self.composite > threshold else "<="
+        numbers = f"composite {self.composite:.3f} {sign} {threshold:.2f}"
+        if self.learned is not None:
+            numbers += f" ({self.learned.value:+.2f} learned from your corrections)"
+        line = (
+            f"filed under {self.route.domain}: {numbers}"
+            if self.passed
+            else f"not filed: {numbers}"
+        )
+        if self.by_person:
+            line += "; your decision"
+        if self.teaser:
+            line += f"; {TEASER_NOTE}"
+        return line
+
     def as_frontmatter(self) -> dict[str, Any]:
         """The fields a signal note's frontmatter records (SPEC section 5), rounded for people."""
         scores: dict[str, Any] = {name: round(self.dimension(name).value, 3) for name in DIMENSIONS}
+        why = {name: self.dimension(name).reason for name in DIMENSIONS}
+        if self.learned is not None:
+            scores["learned"] = round(self.learned.value, 3)
+            why["learned"] = self.learned.reason
         return {
             "scores": scores,
             "composite": round(self.composite, 3),
             "domain": self.route.domain,
             "route_confidence": round(self.route.confidence, 3),
-            "why": {
-                **{name: self.dimension(name).reason for name in DIMENSIONS},
-                "route": self.route.reason,
-            },
+            "why": {**why, "route": self.route.reason},
         }

@@ -97,6 +97,10 @@ class RelevanceModel:
         muted_topic, muted_name = 0.0, ""
         for j, topic in enumerate(self.profile.muted_topics):
             raw, _ = keyword_evidence(self._muted_terms[j], title, tags, body, view.words)
+            if raw <= 0:
+                # Similarity alone does not mute: a salary negotiation reads "like" shopping
+                # deals to a small embedding model. A muted word of the topic must be there.
+                continue
             semantic = similarities[n_topics + j] if similarities is not None else 0.0
             pull = topic.weight * noisy_or(saturate(raw, _KEYWORD_SCALE), share * semantic)
             if pull > muted_topic:

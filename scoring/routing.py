@@ -2,14 +2,15 @@
 
 Each domain (except ``other``) has weighted keyword rules and a description. The
 keyword evidence for a domain is saturated into [0, 1]; with an embedder, it is
-blended with the item's similarity to the domain description. The best domain's
-blended score is the confidence; below ``route_min_confidence`` the item goes to
-``other``.
+blended with the item's similarity to the domain description. The item's shape adds
+keyword-equivalent evidence where it says more than words (a paper's abstract is research
+whatever its topic; an advisory id is security). The best domain's blended score is the
+confidence; below ``route_min_confidence`` the item goes to ``other``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from signaldesk.scoring._calc import clamp, keyword_evidence, saturate, shown_terms
 from signaldesk.scoring.catalogue import DomainRule
@@ -24,6 +25,8 @@ FALLBACK_DOMAIN = "other"
 # keyword plus a mention or two in the body).
 _KEYWORD_SCALE = 7.0
 _CANDIDATES = 3
+# How shape evidence is named among the keywords in a route's reason.
+_SHAPE_NAMES = {"research": "shaped like a paper", "security": "advisory id"}
 
 
 class Router:
@@ -47,19 +50,30 @@ class Router:
         return [f"{r.domain}: {r.description}" if r.description else r.domain for r in self.rules]
 
     def route(
-        self, view: TextView, counts: FieldCounts, similarities: Sequence[float] | None
+        self,
+        view: TextView,
+        counts: FieldCounts,
+        similarities: Sequence[float] | None,
+        *,
+        shape: Mapping[str, float] | None = None,
     ) -> RouteDecision:
         """Route ``view``.
 
         :param counts: counts of :attr:`terms` in the item's fields.
         :param similarities: 0..1 similarities to :attr:`anchors`, or None (keyword-only).
+        :param shape: extra keyword-equivalent evidence per domain from the item's shape
+            (a paper's abstract for ``research``, an advisory id for ``security``).
         """
         title, tags, body = counts.title, counts.tags, counts.body
         share = self._share if similarities is not None else 0.0
+        shape = shape or {}
         scored: list[tuple[float, str, list[str], float, float]] = []
         for i, rule in enumerate(self.rules):
             raw, found = keyword_evidence(rule.keywords, title, tags, body, view.words)
-            keyword = saturate(raw, _KEYWORD_SCALE)
+            bonus = shape.get(rule.domain, 0.0)
+            if bonus:
+                found = [_SHAPE_NAMES[rule.domain], *found]
+            keyword = saturate(raw + bonus, _KEYWORD_SCALE)
             semantic = similarities[i] if similarities is not None else 0.0
             combined = clamp((1.0 - share) * keyword + share * semantic)
             scored.append((combined, rule.domain, found, keyword, semantic))
@@ -67,11 +81,17 @@ class Router:
         candidates = tuple((domain, round(value, 4)) for value, domain, *_ in scored[:_CANDIDATES])
         if not scored or scored[0][0] < self._min_confidence:
             best = scored[0] if scored else None
-            near = f"; nearest {best[1]} ({best[0]:.2f})" if best and best[0] > 0 else ""
+            best_value = best[0] if best is not None else 0.0
+            confidence = round(1.0 - best_value, 4)
+            # The fallback's confidence is how clearly nothing fits: one minus the best.
+            near = f"; the best, {best[1]}, has {best_value:.2f}" if best and best_value else ""
             return RouteDecision(
                 domain=FALLBACK_DOMAIN,
-                confidence=round(1.0 - (best[0] if best else 0.0), 4),
-                reason=f"no domain reached confidence {self._min_confidence:.2f}{near}",
+                confidence=confidence,
+                reason=(
+                    f"{FALLBACK_DOMAIN} ({confidence:.2f}): no domain reached "
+                    f"{self._min_confidence:.2f}{near}"
+                ),
                 candidates=candidates,
             )
         value, domain, found, keyword, semantic = scored[0]
@@ -84,6 +104,6 @@ class Router:
         return RouteDecision(
             domain=domain,
             confidence=round(value, 4),
-            reason=f"{domain}: {', '.join(detail) or 'weak match'}{runner_up}",
+            reason=f"{domain} ({value:.2f}): {', '.join(detail) or 'weak match'}{runner_up}",
             candidates=candidates,
         )

@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -19,16 +20,18 @@ import numpy.typing as npt
 
 from signaldesk.errors import SignaldeskError
 from signaldesk.items import Item
-from signaldesk.scoring._calc import noisy_or
+from signaldesk.scoring._calc import clamp, noisy_or
+from signaldesk.scoring.actionability import is_advisory, score_actionability
 from signaldesk.scoring.authority import AuthorityModel
 from signaldesk.scoring.catalogue import build_domain_rules, build_profile, build_reputation
+from signaldesk.scoring.depth import score_depth
 from signaldesk.scoring.errors import EmbeddingFailed
+from signaldesk.scoring.feedback import Correction, Feedback, item_kind, text_vector
 from signaldesk.scoring.keywords import FieldCounts, KeywordMatcher
-from signaldesk.scoring.records import DIMENSIONS, DimensionScore, ScoreCard
+from signaldesk.scoring.records import DIMENSIONS, TEASER_NOTE, DimensionScore, ScoreCard
 from signaldesk.scoring.relevance import RelevanceModel
 from signaldesk.scoring.routing import Router
 from signaldesk.scoring.settings import ScoringSettings
-from signaldesk.scoring.substance import score_actionability, score_depth
 from signaldesk.scoring.text import TextView, analyse
 
 if TYPE_CHECKING:
@@ -49,10 +52,19 @@ class Scorer:
     :param settings: the ``[scoring]`` section.
     :param embedder: an embedding model (``retrieval.LazyEmbedder``), or ``None`` for
         keyword-only mode: relevance and routing then use keyword evidence alone.
+    :param corrections: this vault's corrections (:mod:`scoring.feedback`): the composite
+        and the route follow what the person did with related items (the card's
+        ``learned``). Empty: the shipped behaviour.
     :raises DataFileError: a shipped default list is missing or malformed.
     """
 
-    def __init__(self, settings: ScoringSettings, embedder: Embedder | None) -> None:
+    def __init__(
+        self,
+        settings: ScoringSettings,
+        embedder: Embedder | None,
+        *,
+        corrections: Sequence[Correction] = (),
+    ) -> None:
         self.settings = settings
         self._embedder = embedder
         self._relevance = RelevanceModel(
@@ -71,6 +83,8 @@ class Scorer:
         self._weights = {name: getattr(weights, name) / total for name in DIMENSIONS}
         self._anchors: npt.NDArray[np.float32] | None = None
         self._anchor_lock = threading.Lock()
+        self._corrections = tuple(corrections)
+        self._feedback: Feedback | None = None
 
     @property
     def keyword_only(self) -> bool:
@@ -104,21 +118,85 @@ class Scorer:
         if not items:
             return []
         views = [analyse(item, max_chars=self.settings.max_chars) for item in items]
-        similarities = self._similarities(items)
+        vectors = self._item_vectors(items)
+        similarities = self._similarities(vectors)
+        feedback = self._feedback_model()
         n_topics = len(self._relevance.anchors)
         cards = []
         for i, (item, view, prior) in enumerate(zip(items, views, priors, strict=True)):
             row = similarities[i] if similarities is not None else None
-            cards.append(
-                self._card(
-                    item,
-                    view,
-                    prior,
-                    None if row is None else row[:n_topics].tolist(),
-                    None if row is None else row[n_topics:].tolist(),
-                )
+            card = self._card(
+                item,
+                view,
+                prior,
+                None if row is None else row[:n_topics].tolist(),
+                None if row is None else row[n_topics:].tolist(),
             )
+            if feedback is not None:
+                vector = vectors[i] if vectors is not None else text_vector(item)
+                card = self._with_feedback(card, feedback, vector, item.url, item_kind(view))
+            cards.append(card)
         return cards
+
+    @property
+    def embedder(self) -> Embedder | None:
+        """The embedding model (None: keyword-only)."""
+        return self._embedder
+
+    @property
+    def corrections(self) -> tuple[Correction, ...]:
+        """The corrections this scorer learns from."""
+        return self._corrections
+
+    def _item_vectors(self, items: Sequence[Item]) -> npt.NDArray[np.float32] | None:
+        """Unit embeddings of the items' opening text (None in keyword-only mode)."""
+        if self._embedder is None:
+            return None
+        vectors = self._encode([_embedding_text(item) for item in items])
+        norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+        unit: npt.NDArray[np.float32] = np.divide(
+            vectors, norms, out=np.zeros_like(vectors), where=norms > 0
+        )
+        return unit
+
+    def _feedback_model(self) -> Feedback | None:
+        """The corrections as a :class:`Feedback` (their items embedded once per scorer)."""
+        if not self._corrections:
+            return None
+        if self._feedback is None:
+            items = [c.item for c in self._corrections]
+            vectors = self._item_vectors(items)
+            background = None
+            if vectors is None:
+                vectors = np.stack([text_vector(item) for item in items])
+            else:
+                background = self._anchor_matrix().mean(axis=0)
+            kinds = [item_kind(analyse(item, max_chars=self.settings.max_chars)) for item in items]
+            self._feedback = Feedback(self._corrections, vectors, background, kinds)
+        return self._feedback
+
+    def _with_feedback(
+        self,
+        card: ScoreCard,
+        feedback: Feedback,
+        vector: npt.NDArray[np.float32],
+        url: str | None,
+        kind: str | None,
+    ) -> ScoreCard:
+        learned, route = feedback.adjust(card.route, vector, url, kind)
+        if learned is None and route is card.route:
+            return card
+        composite = card.composite
+        if learned is not None:
+            weighted = sum(self._weights[name] * card.dimension(name).value for name in DIMENSIONS)
+            composite = round(clamp(weighted + learned.value), 4)
+        return replace(
+            card,
+            composite=composite,
+            passed=composite > self.settings.threshold,
+            route=route,
+            learned=learned,
+        )
 
     def _card(
         self,
@@ -141,18 +219,31 @@ class Scorer:
             "actionability": score_actionability(view),
             "depth": score_depth(view, self._authority.is_primary),
             "authority": self._authority.score(
-                view, url=item.url, site_name=item.site_name, author=item.author, prior=prior
+                view,
+                url=item.url,
+                site_name=item.site_name,
+                author=item.author,
+                prior=prior,
+                feed_url=item.source_id if item.source_kind == "rss" else None,
             ),
         }
+        if item.teaser:
+            depth = dims["depth"]
+            dims["depth"] = DimensionScore(
+                value=depth.value,
+                reason=f"{depth.reason}; {TEASER_NOTE}",
+                features={**depth.features, "teaser": 1.0},
+            )
         composite = round(sum(self._weights[name] * dims[name].value for name in DIMENSIONS), 4)
         return ScoreCard(
+            teaser=item.teaser,
             relevance=dims["relevance"],
             actionability=dims["actionability"],
             depth=dims["depth"],
             authority=dims["authority"],
             composite=composite,
             passed=composite > self.settings.threshold,
-            route=self._router.route(view, counts, domain_similarities),
+            route=self._router.route(view, counts, domain_similarities, shape=_shape(view)),
         )
 
     def _encode(self, texts: list[str]) -> npt.NDArray[np.float32]:
@@ -175,7 +266,9 @@ class Scorer:
                     anchors = self._anchors = self._encode(texts)
         return anchors
 
-    def _similarities(self, items: Sequence[Item]) -> npt.NDArray[np.float64] | None:
+    def _similarities(
+        self, vectors: npt.NDArray[np.float32] | None
+    ) -> npt.NDArray[np.float64] | None:
         """Per item, 0..1 similarities to every anchor (topics, muted topics, domains).
 
         Trigger: small static embedding models give every pair of English texts a
@@ -185,11 +278,10 @@ class Scorer:
         item's mean cosine within its group (the profile's anchors, the domains'
         anchors) before ``similarity_range`` maps it onto 0..1.
         """
-        if self._embedder is None:
+        if vectors is None:
             return None
         anchors = self._anchor_matrix()
-        texts = [_embedding_text(item) for item in items]
-        cosines = (self._encode(texts) @ anchors.T).astype(np.float64)
+        cosines = (vectors @ anchors.T).astype(np.float64)
         split = len(self._relevance.anchors)
         for group in (slice(0, split), slice(split, cosines.shape[1])):
             block = cosines[:, group]
@@ -198,6 +290,20 @@ class Scorer:
         low, high = self.settings.similarity_range
         mapped = np.clip((cosines - low) / (high - low), 0.0, 1.0)
         return np.round(mapped, 4)
+
+
+# Keyword-equivalent routing evidence from an item's shape (one title keyword is ~2.5-7.5).
+_PAPER_EVIDENCE = 8.0
+_ADVISORY_EVIDENCE = 6.0
+
+
+def _shape(view: TextView) -> dict[str, float]:
+    shape = {}
+    if view.prose.paper_shaped:
+        shape["research"] = _PAPER_EVIDENCE
+    if is_advisory(view):
+        shape["security"] = _ADVISORY_EVIDENCE
+    return shape
 
 
 def _with_clipping_intent(score: DimensionScore, intent: float) -> DimensionScore:

@@ -160,7 +160,7 @@ class ScoringSettings(SettingsModel):
         ),
     )
     clipping_intent: float = Field(
-        0.5,
+        0.4,
         ge=0.0,
         le=1.0,
         description=(

@@ -20,6 +20,7 @@ from urllib.parse import urlsplit
 
 from signaldesk.items import Item
 from signaldesk.scoring.keywords import tokens
+from signaldesk.scoring.prose import ProseView, analyse_prose
 
 __all__ = ["TextView", "analyse", "host_of"]
 
@@ -141,8 +142,10 @@ _BARE_URL = re.compile(r"https?://[^\s)>\]\"'`]+")
 _ANY_URL = re.compile(r"https?://[^\s)>\]\"'`]+|www\.[^\s)>\]\"'`]+")
 _NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
 _VERSION = re.compile(r"\d+\.\d+(?:\.\d+){0,2}")
+# An arXiv id (2406.13249) or a year-and-number is not a version.
+_NOT_VERSION = re.compile(r"\d{4}\.\d{4,5}|\d{5,}|\d+\.\d{5,}")
 _V_VERSION = re.compile(r"v\d")
-_CVE = re.compile(r"cve-\d{4}-\d{4,}|ghsa(?:-[0-9a-z]{4}){3}")
+_CVE = re.compile(r"cve-\d{4}-\d{4,}|ghsa(?:-[0-9a-z]{4}){3}|rustsec-\d{4}-\d{4}")
 # One literal-led pattern per phrase: a fix or patched version named in words.
 _FIX_PATTERNS = tuple(
     re.compile(p)
@@ -151,9 +154,31 @@ _FIX_PATTERNS = tuple(
         r"(?:upgrade|update|bump)\s+(?:\S+\s+){0,4}?to\s+(?:version\s+|release\s+|v)?\d",
         r"(?:patched|fixed)\s+versions?\b",
         r"fix(?:es)?\s+(?:is\s+)?available\b",
+        r"patched\s*[|:]?\s*[<>=^~]+\s*v?\d",
+        r"(?:downgrade|revert|roll\s+back)\s+(?:\S+\s+){0,4}?to\s+(?:version\s+|v)?\d",
+        r"(?:released|available|included)\s+in\s+(?:version\s+|release\s+|v)?\d",
+        r"(?:versions?|release)\s+v?\d[\w.]*\s+(?:and|or)\s+(?:later|above|newer)",
     )
 )
-_FIX_HINTS = ("fixed", "patched", "resolved", "addressed", "corrected", "upgrade", "update", "bump")
+_FIX_HINTS = (
+    "fixed",
+    "patched",
+    "resolved",
+    "addressed",
+    "corrected",
+    "upgrade",
+    "update",
+    "bump",
+    "downgrade",
+    "revert",
+    "roll back",
+    "released in",
+    "available in",
+    "included in",
+    "later",
+    "newer",
+    "above",
+)
 _CITATIONS = tuple(
     re.compile(p)
     for p in (
@@ -168,6 +193,13 @@ _REFERENCE_HEADINGS = frozenset(
     ("references", "sources", "bibliography", "citations", "further reading")
 )
 _CAPS_WORD = re.compile(r"\b[A-Z]{4,}\b")
+_TITLE_WORD = re.compile(r"\b[^\W\d_]{2,}\b")
+# Hosts where a link to owner/name means "the code (or model, or data) is there to run".
+_CODE_HOSTS = ("github.com", "gitlab.com", "codeberg.org", "huggingface.co")
+_PACKAGE_HOSTS = ("pypi.org", "crates.io", "npmjs.com")
+_NOT_REPOS = frozenset(
+    ("orgs", "users", "sponsors", "settings", "features", "about", "login", "topics", "marketplace")
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -199,7 +231,10 @@ class TextView:
     references_section: bool
     title_exclamations: int
     title_caps_words: int
+    title_words: int
     url_host: str
+    code_links: int
+    prose: ProseView
 
     @property
     def log_words(self) -> float:
@@ -228,6 +263,23 @@ class _Lines:
     commands: int = 0
     table_rows: int = 0
     references: bool = False
+
+
+def _code_link_count(urls: list[str]) -> int:
+    """Links to a repository (``host/owner/name``) or a package page: code to run."""
+    found = set()
+    for url in urls:
+        try:
+            parts = urlsplit(url)
+        except ValueError:
+            continue
+        host = (parts.hostname or "").removeprefix("www.")
+        segments = [s for s in parts.path.split("/") if s]
+        if host in _CODE_HOSTS and len(segments) >= 2 and segments[0] not in _NOT_REPOS:
+            found.add((host, segments[0].lower(), segments[1].lower()))
+        elif host in _PACKAGE_HOSTS and segments:
+            found.add((host, segments[0], segments[1] if len(segments) > 1 else ""))
+    return len(found)
 
 
 def _first_word(text: str) -> str:
@@ -309,13 +361,14 @@ def analyse(item: Item, *, max_chars: int) -> TextView:
     v_versions = sum(
         1 for m in _V_VERSION.finditer(both) if m.start() == 0 or not both[m.start() - 1].isalnum()
     )
-    versions = len(_VERSION.findall(both)) + v_versions
+    versions = sum(1 for v in _VERSION.findall(both) if not _NOT_VERSION.fullmatch(v)) + v_versions
+    body_tokens = tuple(tokens(_ANY_URL.sub(" ", body)))
     return TextView(
         title=lowered_title,
         body=body,
         tags=tags,
         title_tokens=tuple(tokens(lowered_title)),
-        body_tokens=tuple(tokens(_ANY_URL.sub(" ", body))),
+        body_tokens=body_tokens,
         tag_tokens=tuple(tokens(tags)),
         words=len(full_body.split()),
         headings=lines.headings,
@@ -336,5 +389,8 @@ def analyse(item: Item, *, max_chars: int) -> TextView:
         references_section=lines.references,
         title_exclamations=title.count("!"),
         title_caps_words=len(_CAPS_WORD.findall(title)),
+        title_words=len(_TITLE_WORD.findall(title)),
         url_host=host_of(item.url),
+        code_links=_code_link_count(list(dict.fromkeys(urls))),
+        prose=analyse_prose(raw_body, title, body_tokens),
     )

@@ -29,6 +29,9 @@ class Item:
     :param tags: tags the source carried.
     :param site_name: the publishing site's name, if known.
     :param origin_path: vault-relative path of the note it came from (clippings, inbox).
+    :param teaser: ``text`` is only the feed's own teaser: the linked page's full text
+        could not be had (yet). Triage marks such a card "scored on the feed's teaser" and
+        scores the item again once an item with the full text replaces it.
     :param extra: adapter-specific metadata that later stages may show but never need.
     """
 
@@ -44,4 +47,5 @@ class Item:
     tags: tuple[str, ...] = ()
     site_name: str | None = None
     origin_path: str | None = None
+    teaser: bool = False
     extra: dict[str, Any] = field(default_factory=dict)

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import importlib.abc
+import importlib.machinery
 import os
-from collections.abc import Iterator
+import sys
+from collections.abc import Iterator, Sequence
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
@@ -14,6 +18,28 @@ SHARED_DATA = REPO_ROOT.parent / "shared" / "data"
 # A closed loopback port: any request that slips past NO_PROXY towards a public
 # host fails at once instead of reaching the network.
 _CLOSED_PROXY = "http://127.0.0.1:9"
+
+
+# The layers' folders. Installed, they are `signaldesk.<folder>`; from the checkout's
+# root the bare folder names would import as well (a second copy of every module), which
+# hides a wrong name such as `resources.files("scoring")` until a user runs the installed
+# script. Refuse them in the test process.
+_LAYER_FOLDERS = frozenset({"pipeline", "sources", "scoring", "retrieval", "mcp_server"})
+
+
+class _RefuseBareLayerNames(importlib.abc.MetaPathFinder):
+    def find_spec(
+        self,
+        fullname: str,
+        path: Sequence[str] | None,
+        target: ModuleType | None = None,
+    ) -> importlib.machinery.ModuleSpec | None:
+        if path is None and fullname in _LAYER_FOLDERS:
+            raise ImportError(f"import signaldesk.{fullname}, not the bare folder name {fullname}")
+        return None
+
+
+sys.meta_path.insert(0, _RefuseBareLayerNames())
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -318,7 +318,7 @@ def test_paths_named_in_the_docs_exist() -> None:
     assert not missing, (
         f"paths named in README.md / docs/architecture.md that do not exist: {missing}"
     )
-    for module in set(re.findall(r"python -m (bench\.\w+)", _readme())):
+    for module in set(re.findall(r"python -m (bench(?:\.\w+)+)", _readme())):
         parts = module.split(".")
         assert (REPO_ROOT.joinpath(*parts).with_suffix(".py")).is_file() or (
             REPO_ROOT.joinpath(*parts) / "__main__.py"

@@ -7,7 +7,14 @@ import inspect
 
 import pytest
 
-PACKAGES = ["signaldesk", "pipeline", "sources", "scoring", "retrieval", "mcp_server"]
+PACKAGES = [
+    "signaldesk",
+    "signaldesk.pipeline",
+    "signaldesk.sources",
+    "signaldesk.scoring",
+    "signaldesk.retrieval",
+    "signaldesk.mcp_server",
+]
 
 
 @pytest.mark.parametrize("name", PACKAGES)

@@ -16,6 +16,7 @@ from mcp_types import CallToolResult
 from mcp_vault import REPO_ROOT, build_vault, cli_args, http_server, index_vault, server_env
 
 from signaldesk.mcp_server.models import SearchOutput
+from signaldesk.mcp_server.results import error_info
 from signaldesk.retrieval.settings import IndexSettings
 from signaldesk.retrieval.store import index_db_path
 
@@ -69,10 +70,10 @@ async def _search(client: Client) -> CallToolResult:
 
 async def _degraded_then_recovered(client: Client, vault: Path) -> None:
     first = await _search(client)
-    assert first.is_error
-    error = (first.structured_content or {}).get("error", {})
-    assert error.get("code") == "index_unavailable"
-    assert "signaldesk index" in error.get("hint", "")
+    error = error_info(first)
+    assert first.is_error and error is not None
+    assert error.code == "index_unavailable"
+    assert "signaldesk index" in (error.hint or "")
     status = await client.call_tool("index_status", {})
     assert isinstance(status, CallToolResult) and not status.is_error
     assert "signaldesk index" in str(status.structured_content)

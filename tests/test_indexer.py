@@ -548,7 +548,7 @@ async def test_secrets_never_reach_the_database_or_the_model(
         ).fetchone()[0]
     finally:
         conn.close()
-    assert "[REDACTED:aws-access-key-id]" in text and "[REDACTED:github-pat]" in text
+    assert "[REDACTED:aws-access-token]" in text and "[REDACTED:github-pat]" in text
     assert "REDACTED" in fm[0] and "ops" in fm[0]
     assert start_line == 6  # line numbers are the file's
     raw = b"".join(p.read_bytes() for p in db_path.parent.glob("index.db*"))

@@ -32,6 +32,7 @@ from signaldesk.mcp_server.models import (
     SearchOutput,
     SignalListOutput,
 )
+from signaldesk.mcp_server.results import error_info
 from signaldesk.retrieval.embedder import LazyEmbedder
 from signaldesk.retrieval.errors import IndexUnavailableError
 from signaldesk.retrieval.records import (
@@ -84,11 +85,15 @@ def everything(result: CallToolResult) -> str:
 
 
 def error_of(result: CallToolResult) -> dict[str, Any]:
+    """An error result's code, message and hint, checked to be what every client accepts:
+    no structured content (clients check it against the tool's success schema), and the
+    message and the hint in the text the model reads."""
     assert result.is_error, everything(result)
-    assert result.structured_content is not None
-    error = result.structured_content["error"]
-    assert isinstance(error, dict)
-    return error
+    assert result.structured_content is None, everything(result)
+    info = error_info(result)
+    assert info is not None, everything(result)
+    assert info.message in text_of(result) and (info.hint or "") in text_of(result)
+    return info.model_dump()
 
 
 async def call(client: Client, name: str, args: dict[str, Any] | None = None) -> CallToolResult:
@@ -114,6 +119,9 @@ async def test_tools_are_listed_read_only_with_schemas(
     assert set(tools) == set(TOOL_NAMES)
     for tool in tools.values():
         assert tool.description and len(tool.description) > 40
+        # What the model reads: prose, not the docstring's source indentation and wraps.
+        for paragraph in tool.description.split("\n\n"):
+            assert paragraph == " ".join(paragraph.split()), repr(tool.description)
         assert tool.annotations is not None
         assert tool.annotations.read_only_hint is True
         assert tool.annotations.destructive_hint is False
@@ -205,10 +213,30 @@ async def test_search_arguments_are_validated(indexed_vault: Path, embedder: Laz
         reversed_days = await call(
             client, "search", {"query": "x", "since": "2026-11-30", "until": "2026-01-01"}
         )
-    assert too_many.is_error
+    assert error_of(too_many)["code"] == "invalid_argument"
     assert error_of(bad_day)["code"] == "invalid_argument"
     assert "YYYY-MM-DD" in error_of(bad_day)["hint"]
     assert error_of(reversed_days)["code"] == "invalid_argument"
+
+
+async def test_argument_mistakes_say_what_the_argument_takes(
+    indexed_vault: Path, embedder: LazyEmbedder
+) -> None:
+    """The SDK's own answer to these is pydantic's report with no advice (or, for an
+    unknown name, silence): each is an error result whose hint says what to send."""
+    async with connected(indexed_vault, embedder) as client:
+        too_many = error_of(await call(client, "search", {"query": "x", "limit": 500}))
+        missing = error_of(await call(client, "search", {"limit": 3}))
+        wrong_type = error_of(await call(client, "read_note", {"path": ["a.md"]}))
+        misspelt = error_of(await call(client, "search", {"query": "x", "max_token": 100}))
+        no_tool = error_of(await call(client, "delete_note", {"path": "a.md"}))
+    assert too_many["code"] == "invalid_argument"
+    assert "limit" in too_many["message"] and "500" in too_many["message"]
+    assert "(1-50)" in too_many["hint"] and "pydantic" not in too_many["message"]
+    assert "query" in missing["message"] and "What to look for" in missing["hint"]
+    assert "path" in wrong_type["message"] and "Vault-relative path" in wrong_type["hint"]
+    assert "'max_token'" in misspelt["message"] and "max_tokens" in misspelt["hint"]
+    assert no_tool["code"] == "unknown_tool" and "read_note" in no_tool["hint"]
 
 
 async def test_read_note_whole_and_by_lines(indexed_vault: Path, embedder: LazyEmbedder) -> None:

@@ -18,7 +18,13 @@ from signaldesk.pipeline.frontmatter_patch import (
     split_raw,
     yaml_scalar,
 )
-from signaldesk.pipeline.note_render import GENERATED_KEYS, key_points, render_body, slugify
+from signaldesk.pipeline.note_render import (
+    GENERATED_KEYS,
+    OPTIONAL_GENERATED_KEYS,
+    key_points,
+    render_body,
+    slugify,
+)
 from signaldesk.pipeline.notes import NoteWriter, read_note_id
 from signaldesk.pipeline.settings import TriageSettings
 from signaldesk.retrieval.frontmatter import parse_note
@@ -115,9 +121,10 @@ def test_frontmatter_has_the_documented_fields(vault: Path) -> None:
         "status",
         "composite",
         "signaldesk_id",
-        *GENERATED_KEYS,
+        *(k for k in GENERATED_KEYS if k not in OPTIONAL_GENERATED_KEYS),
     ):
         assert key in meta, key
+    assert not set(OPTIONAL_GENERATED_KEYS) & set(meta)  # no corrections: no learned shift
     assert meta["status"] == "active" and meta["domain"] == "security"
     assert meta["source"] == "https://www.openssh.com/txt/release-1.9p2"
     assert meta["composite"] == 0.712 and meta["relevance"] == 0.8

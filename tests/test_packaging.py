@@ -70,6 +70,9 @@ def test_the_wheel_adds_one_top_level_package(tmp_path: Path) -> None:
     # Dev tools stay in the checkout.
     assert not [name for name in names if "gendocs" in name or "build_bundled_model" in name]
     assert "signaldesk/retrieval/models/minilm-l6-distilled/model.safetensors" in names
+    for name in ("model.onnx", "tokenizer.json", "config.json", "SHA256SUMS", "LICENSE"):
+        assert f"signaldesk/retrieval/models/minilm-l6-onnx/{name}" in names
+    assert not [name for name in names if "export_onnx_model" in name]
     assert "signaldesk/py.typed" in names
 
 
@@ -108,7 +111,10 @@ def _normalise(name: str) -> str:
 
 
 def test_every_imported_distribution_is_declared() -> None:
-    declared = {_normalise(_requirement_name(r)) for r in PYPROJECT["project"]["dependencies"]}
+    # An extra counts: its imports are lazy and say which extra to install when missing.
+    extras = PYPROJECT["project"]["optional-dependencies"]
+    requirements = [*PYPROJECT["project"]["dependencies"], *extras["onnx"]]
+    declared = {_normalise(_requirement_name(r)) for r in requirements}
     missing = {
         dist: where
         for dist, where in _imported_distributions().items()

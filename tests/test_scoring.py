@@ -335,7 +335,7 @@ def test_a_clipping_carries_the_intent_of_clipping_it() -> None:
     clip = Item(source_kind="clipper", source_id="Clippings", title="Weekend garden", text=text)
     scorer = Scorer(ScoringSettings(), None)
     as_feed, as_clip = scorer.score(feed), scorer.score(clip)
-    assert as_clip.relevance.value >= 0.5 > as_feed.relevance.value
+    assert as_clip.relevance.value >= ScoringSettings().clipping_intent > as_feed.relevance.value
     assert "clipped by you" in as_clip.relevance.reason
     assert as_clip.actionability == as_feed.actionability
     off = Scorer(ScoringSettings(clipping_intent=0.0), None).score(clip)

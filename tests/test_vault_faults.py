@@ -19,6 +19,7 @@ from unprivileged import can_drop_privileges, hand_over, run_signaldesk, user_fo
 
 from signaldesk.mcp_server import McpSettings, build_server
 from signaldesk.mcp_server.models import ReportOutput
+from signaldesk.mcp_server.results import error_info
 from signaldesk.pipeline.vault_setup import init_vault
 from signaldesk.retrieval.embedder import LazyEmbedder
 from signaldesk.retrieval.ignore import IndexIgnoreError, VaultFilter
@@ -121,7 +122,8 @@ async def test_a_running_server_stops_serving_a_note_once_it_is_ignored(tmp_path
             ignore = vault / ".indexignore"
             ignore.write_text(ignore.read_text() + f"\n{note}\n")
             refused = await _read(client, note)
-            assert refused.is_error and ".indexignore" in str(refused.structured_content)
+            info = error_info(refused)
+            assert refused.is_error and info is not None and ".indexignore" in info.message
             found = await client.call_tool("search", {"query": "sqlite wal checkpoint"})
             assert note not in json.dumps(found.model_dump(mode="json"))
             # Unreadable rules: fail closed, every path refused.

@@ -21,6 +21,7 @@ from signaldesk import __version__
 from signaldesk.errors import SignaldeskError
 from signaldesk.faults import is_corruption_error, is_disk_full_error, is_read_only_error
 from signaldesk.pipeline.cli._context import AppContext
+from signaldesk.retrieval.scrub_logging import ScrubbingFilter
 
 __all__ = ["cli", "explain_fault", "main"]
 
@@ -82,11 +83,12 @@ class _LazyGroup(click.Group):
 def cli(ctx: click.Context, vault: Path | None, config_path: Path | None, verbose: int) -> None:
     """signaldesk: intake, triage and hybrid search for a markdown vault."""
     level = logging.WARNING - 10 * min(verbose, 2)
-    logging.basicConfig(
-        level=level,
-        format="%(message)s",
-        handlers=[RichHandler(console=Console(stderr=True), show_path=False)],
-    )
+    handler = RichHandler(console=Console(stderr=True), show_path=False)
+    # What signaldesk logs is scrubbed (issue 12): every record, whoever logged it.
+    handler.addFilter(ScrubbingFilter())
+    logging.basicConfig(level=level, format="%(message)s", handlers=[handler])
+    # aiosqlite logs every statement with its parameters at DEBUG: values, not news.
+    logging.getLogger("aiosqlite").setLevel(max(level, logging.INFO))
     ctx.obj = AppContext(vault_option=vault, config_option=config_path)
 
 

@@ -15,12 +15,15 @@ from rich.table import Table
 from signaldesk.items import Item
 from signaldesk.pipeline.cli._context import AppContext
 from signaldesk.pipeline.cli._output import print_json
+from signaldesk.pipeline.corrections import Action
 from signaldesk.pipeline.score_input import is_url, item_from_file, item_from_url
 from signaldesk.pipeline.triage import TriageProgress, TriageReport, card_to_json
 from signaldesk.pipeline.triage import triage as run_triage
+from signaldesk.pipeline.triage_corrections import correct, list_corrections, undo
 from signaldesk.retrieval.embedder import LazyEmbedder
-from signaldesk.scoring.records import DIMENSIONS, ScoreCard
+from signaldesk.scoring.records import DIMENSIONS, TEASER_NOTE, ScoreCard
 from signaldesk.scoring.scorer import Scorer
+from signaldesk.vault import DOMAINS
 
 __all__ = [
     "COMMANDS",
@@ -60,6 +63,7 @@ def triage_json(report: TriageReport) -> dict[str, Any]:
         "indexed": report.indexed,
         "index_error": report.index_error,
         "errors": report.errors,
+        "corrections_noticed": report.corrections,
         "elapsed": round(report.elapsed, 3),
     }
 
@@ -98,6 +102,12 @@ def print_triage_report(console: Console, report: TriageReport) -> None:
             "nothing: `signaldesk triage --item ID` files one",
             highlight=False,
         )
+    if report.corrections:
+        console.print(
+            f"learned from {len(report.corrections)} correction(s) you made in the vault "
+            "(`signaldesk triage corrections` lists them)",
+            highlight=False,
+        )
     if report.inbox_waiting:
         console.print(
             f"{len(report.inbox_waiting)} clipping(s) below the threshold stay in the inbox",
@@ -118,7 +128,7 @@ def print_triage_report(console: Console, report: TriageReport) -> None:
         console.print("[dim]scored by keywords only (no embedding model)[/]", highlight=False)
 
 
-@click.command()
+@click.group(invoke_without_command=True)
 @click.option(
     "--dry-run", is_flag=True, help="Decide everything and write nothing; show what would happen."
 )
@@ -135,11 +145,18 @@ def print_triage_report(console: Console, report: TriageReport) -> None:
     help="Triage only this ledger item (id from `signaldesk items`; repeatable).",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
-@click.pass_obj
+@click.pass_context
 def triage(
-    app: AppContext, dry_run: bool, rescore: bool, item_ids: tuple[str, ...], as_json: bool
+    ctx: click.Context, dry_run: bool, rescore: bool, item_ids: tuple[str, ...], as_json: bool
 ) -> None:
-    """Score the inbox and pending items, file those above the threshold, index the notes."""
+    """Score the inbox and pending items, file those above the threshold, index the notes.
+
+    With a subcommand, correct triage instead: `accept`, `reject` or `move` one item, or
+    list, undo and reset the corrections it learns from.
+    """
+    if ctx.invoked_subcommand is not None:
+        return
+    app: AppContext = ctx.obj
     workspace = app.workspace()
     ids = list(item_ids) or None
     if as_json:
@@ -185,6 +202,85 @@ def exit_if_not_indexed(report: TriageReport | None) -> None:
         raise SystemExit(1)
 
 
+def _correct(app: AppContext, item_id: str, action: Action, domain: str | None) -> None:
+    workspace = app.workspace()
+    result, report = anyio.run(
+        lambda: correct(
+            workspace, item_id, action, domain, embedder=LazyEmbedder(workspace.config.index)
+        )
+    )
+    app.console.print(f"{action} {result.item_id[:10]}: {result.message}", highlight=False)
+    if report is not None:
+        print_triage_report(app.console, report)
+
+
+@triage.command("accept")
+@click.argument("item_id")
+@click.pass_obj
+def accept(app: AppContext, item_id: str) -> None:
+    """Keep ITEM_ID: file it if triage left it out; scoring learns from it."""
+    _correct(app, item_id, "accept", None)
+
+
+@triage.command("reject")
+@click.argument("item_id")
+@click.pass_obj
+def reject(app: AppContext, item_id: str) -> None:
+    """Throw ITEM_ID away: its note is marked `status: archived` (never deleted)."""
+    _correct(app, item_id, "reject", None)
+
+
+@triage.command("move")
+@click.argument("item_id")
+@click.argument("domain", type=click.Choice(DOMAINS))
+@click.pass_obj
+def move(app: AppContext, item_id: str, domain: str) -> None:
+    """File ITEM_ID under DOMAIN (its note moves there); routing learns from it."""
+    _correct(app, item_id, "move", domain)
+
+
+@triage.command("corrections")
+@click.option("--undo", "undo_last", type=click.IntRange(min=1), help="Undo the last N.")
+@click.option("--reset", is_flag=True, help="Undo every correction (scoring forgets them).")
+@click.option("--json", "as_json", is_flag=True, help="Print them as JSON.")
+@click.pass_obj
+def corrections(app: AppContext, undo_last: int | None, reset: bool, as_json: bool) -> None:
+    """List the corrections triage learns from; `--undo N` or `--reset` takes them back."""
+    workspace = app.workspace()
+    if reset or undo_last is not None:
+        n = anyio.run(lambda: undo(workspace, None if reset else undo_last))
+        app.console.print(f"undid {n} correction(s)", highlight=False)
+        return
+    rows = anyio.run(lambda: list_corrections(workspace))
+    if as_json:
+        print_json(
+            [
+                {
+                    "item_id": row.item_id,
+                    "title": title,
+                    "accept": row.accept,
+                    "domain": row.domain,
+                    "how": row.how,
+                    "recorded_at": row.recorded_at.isoformat(),
+                }
+                for row, title in rows
+            ]
+        )
+        return
+    if not rows:
+        app.console.print("no corrections: triage scores with the shipped rules only")
+        return
+    table = Table(title=f"{len(rows)} correction(s) triage learns from")
+    for column in ("item", "title", "kept", "domain", "how", "when"):
+        table.add_column(column, overflow="fold")
+    for row, title in rows:
+        kept = {True: "yes", False: "no", None: "-"}[row.accept]
+        table.add_row(
+            row.item_id[:10], title, kept, row.domain or "-", row.how, row.recorded_at.isoformat()
+        )
+    app.console.print(table)
+
+
 def _card_table(card: ScoreCard, *, explain: bool) -> Table:
     table = Table(title="Scores")
     table.add_column("dimension")
@@ -197,6 +293,11 @@ def _card_table(card: ScoreCard, *, explain: bool) -> Table:
         row = [name, f"{dim.value:.3f}", dim.reason]
         if explain:
             row.append(", ".join(f"{k}={v:g}" for k, v in dim.features.items()))
+        table.add_row(*row)
+    if card.learned is not None:
+        row = ["learned", f"{card.learned.value:+.3f}", card.learned.reason]
+        if explain:
+            row.append(", ".join(f"{k}={v:g}" for k, v in card.learned.features.items()))
         table.add_row(*row)
     return table
 
@@ -260,6 +361,8 @@ def score(app: AppContext, target: str, explain: bool, as_json: bool) -> None:
     if route.candidates:
         shown = ", ".join(f"{domain} {value:.2f}" for domain, value in route.candidates)
         console.print(f"candidates: {shown}", highlight=False)
+    if card.teaser:
+        console.print(f"[yellow]{TEASER_NOTE}[/]", highlight=False)
 
 
 COMMANDS: list[click.Command] = [triage, score]

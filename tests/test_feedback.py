@@ -1,0 +1,194 @@
+"""Learning from corrections: the composite and the route follow what the person did."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from signaldesk.items import Item
+from signaldesk.scoring import DIMENSIONS, Scorer, ScoringSettings
+from signaldesk.scoring.feedback import Correction, Feedback, text_vector
+from tests.index_helpers import real_embedder
+
+_SQLITE = (
+    "SQLite WAL mode lets readers and a writer work at once. Turn it on with "
+    "`PRAGMA journal_mode=wal;` on the database file; the setting sticks to the file. "
+    "Checkpoints move pages from the WAL back into the database; `PRAGMA wal_checkpoint` "
+    "runs one by hand. Busy timeouts still matter when two writers meet."
+)
+_SQLITE_2 = (
+    "Fixing 'database is locked' in SQLite: switch the file to WAL mode with "
+    "`PRAGMA journal_mode=wal;` so that readers and the writer stop blocking each other. "
+    "The WAL setting is stored in the database file. Run `PRAGMA wal_checkpoint` to fold "
+    "the WAL back in, and set a busy timeout for the rare case of two writers."
+)
+_GARDEN = (
+    "My tomatoes did well this year: I planted them in May, watered every evening and "
+    "picked the first ones in July. Next year I will try beans along the fence."
+)
+_ABSTRACT = (
+    "Abstract. We propose {name}, a method for {task}. We evaluate it on three benchmarks "
+    "and show that it outperforms strong baselines by 4.1 points of accuracy. Our results "
+    "suggest that {task} benefits from the proposed objective. Code and data are released."
+)
+
+
+def _item(title: str, text: str, url: str | None = None) -> Item:
+    return Item(
+        source_kind="rss", source_id="https://feeds.example/x", title=title, text=text, url=url
+    )
+
+
+def _weighted(card: object) -> float:
+    settings = ScoringSettings()
+    return sum(
+        getattr(settings.weights, name) * card.dimension(name).value  # type: ignore[attr-defined]
+        for name in DIMENSIONS
+    )
+
+
+def test_no_corrections_change_nothing() -> None:
+    item = _item("Fixing database is locked in SQLite", _SQLITE_2)
+    plain = Scorer(ScoringSettings(), None).score(item)
+    empty = Scorer(ScoringSettings(), None, corrections=()).score(item)
+    assert plain == empty and plain.learned is None
+
+
+def test_kept_and_rejected_similar_items_move_the_composite_with_a_reason() -> None:
+    item = _item("Fixing database is locked in SQLite", _SQLITE_2)
+    kept = [Correction(_item("SQLite WAL mode", _SQLITE), True, "data", "`triage accept`")]
+    thrown = [Correction(_item("SQLite WAL mode", _SQLITE), False, None, "`triage reject`")]
+    embedder = real_embedder()
+    plain = Scorer(ScoringSettings(), embedder).score(item)
+    up = Scorer(ScoringSettings(), embedder, corrections=kept).score(item)
+    down = Scorer(ScoringSettings(), embedder, corrections=thrown).score(item)
+    assert up.learned is not None and down.learned is not None
+    assert up.learned.value > 0 > down.learned.value
+    assert up.learned.reason.startswith("you kept 1 similar item")
+    assert down.learned.reason.startswith("you rejected 1 similar item")
+    assert up.learned.reason.endswith(f"({up.learned.value:+.2f})")
+    assert up.composite > plain.composite > down.composite
+    assert up.composite == pytest.approx(_weighted(up) + up.learned.value, abs=1e-3)
+    assert f"{up.learned.value:+.2f} learned from your corrections" in up.summary(0.55)
+    # The four scores are still what the text says; the shift is its own part of the card.
+    for name in DIMENSIONS:
+        assert up.dimension(name) == plain.dimension(name) == down.dimension(name)
+    front = up.as_frontmatter()
+    assert front["scores"]["learned"] == round(up.learned.value, 3)
+    assert front["why"]["learned"] == up.learned.reason
+
+
+def test_the_shift_is_not_capped_by_relevance() -> None:
+    # Relevance near 1 cannot rise much; a correction must still carry a similar item over.
+    item = _item(
+        "Sparse retrieval with learned term weights",
+        _ABSTRACT.format(name="SpladeX", task="sparse retrieval with learned term weights"),
+    )
+    other = _item(
+        "Dense retrieval with hard negatives",
+        _ABSTRACT.format(name="DenseHN", task="dense retrieval with hard negatives"),
+    )
+    embedder = real_embedder()
+    plain = Scorer(ScoringSettings(), embedder).score(item)
+    up = Scorer(
+        ScoringSettings(), embedder, corrections=[Correction(other, True, "research", "x")]
+    ).score(item)
+    assert up.learned is not None and "you kept 1 similar item" in up.learned.reason
+    # More than moving relevance to 1 could have given.
+    headroom = 0.35 * (1.0 - plain.relevance.value)
+    assert up.composite - plain.composite > headroom + 0.02
+    assert up.composite - plain.composite == pytest.approx(up.learned.value, abs=1e-3)
+
+
+def test_an_unrelated_correction_does_not_vote() -> None:
+    item = _item("Fixing database is locked in SQLite", _SQLITE_2)
+    garden = [Correction(_item("Tomatoes", _GARDEN), False, None, "deleted the note")]
+    embedder = real_embedder()
+    plain = Scorer(ScoringSettings(), embedder).score(item)
+    after = Scorer(ScoringSettings(), embedder, corrections=garden).score(item)
+    assert after == plain
+
+
+def test_same_site_votes_a_little_and_says_so() -> None:
+    url = "https://blog.example.org/a"
+    item = _item("Gardening notes", _GARDEN, url="https://blog.example.org/b")
+    other = _item("Something else entirely", _SQLITE, url=url)
+    card = Scorer(ScoringSettings(), None, corrections=[Correction(other, False, None, "x")]).score(
+        item
+    )
+    assert card.learned is not None
+    shift = card.learned.value
+    assert card.learned.reason == f"you rejected 1 other item from this site ({shift:+.2f})"
+    assert -0.06 < card.learned.value < 0
+    assert card.learned.features["same_site"] == 1.0
+
+
+def test_both_sides_are_named_when_votes_disagree() -> None:
+    url = "https://blog.example.org/a"
+    item = _item("Fixing database is locked in SQLite", _SQLITE_2, url="https://blog.example.org/b")
+    kept = Correction(_item("SQLite WAL mode", _SQLITE), True, "data", "x")
+    thrown = Correction(_item("Tomatoes", _GARDEN, url=url), False, None, "x")
+    card = Scorer(ScoringSettings(), real_embedder(), corrections=[kept, thrown]).score(item)
+    assert card.learned is not None and card.learned.value > 0
+    assert card.learned.reason.startswith("you kept 1 similar item; ")
+    assert "; you rejected 1 other item from this site (" in card.learned.reason
+    assert card.learned.features["kept"] == 1.0 and card.learned.features["rejected"] == 1.0
+
+
+_DOCKER = (
+    "Running SQLite inside a Docker container: mount the database file on a volume, switch "
+    "it to WAL mode with `PRAGMA journal_mode=wal;`, and give the container a health check. "
+    "Kubernetes pods need the same volume claim; do not share one file between replicas."
+)
+_DOCKER_2 = (
+    "SQLite in containers: keep the database file on a mounted volume, turn on WAL with "
+    "`PRAGMA journal_mode=wal;`, add a Docker health check, and never let two Kubernetes "
+    "replicas open the same file."
+)
+
+
+def test_moves_of_similar_items_reroute_and_undo_restores() -> None:
+    item = _item("SQLite in a Docker container", _DOCKER)
+    embedder = real_embedder()
+    plain = Scorer(ScoringSettings(), embedder).score(item)
+    assert plain.route.domain == "devops"
+    assert "data" in dict(plain.route.candidates)  # the rules' runner-up
+    moves = [
+        Correction(_item("SQLite in containers", _DOCKER_2), True, "data", "moved the note"),
+        Correction(_item("SQLite in pods", _DOCKER_2), True, "data", "moved the note"),
+    ]
+    moved = Scorer(ScoringSettings(), embedder, corrections=moves).score(item)
+    assert moved.route.domain == "data"
+    assert moved.route.reason.startswith("data (")
+    assert "you filed 2 similar items under data" in moved.route.reason
+    assert f"({moved.route.confidence:.2f})" in moved.route.reason
+    undone = Scorer(ScoringSettings(), embedder).score(item)
+    assert undone == plain
+
+
+def test_moves_do_not_send_an_item_where_the_rules_see_nothing_of_it() -> None:
+    # The person moved two similar notes to `other` (or to a domain the rules give 0):
+    # that decides nothing for this one, whose rules name devops and data only.
+    item = _item("SQLite in a Docker container", _DOCKER)
+    embedder = real_embedder()
+    plain = Scorer(ScoringSettings(), embedder).score(item)
+    for target in ("other", "career"):
+        moves = [
+            Correction(_item("SQLite in containers", _DOCKER_2), True, target, "moved the note"),
+            Correction(_item("SQLite in pods", _DOCKER_2), True, target, "moved the note"),
+        ]
+        card = Scorer(ScoringSettings(), embedder, corrections=moves).score(item)
+        assert card.route == plain.route
+
+
+def test_feedback_checks_its_inputs() -> None:
+    correction = Correction(_item("a", _SQLITE), True, None, "x")
+    with pytest.raises(ValueError, match="vectors"):
+        Feedback([correction], np.zeros((2, 4), dtype=np.float32))
+    with pytest.raises(ValueError, match="kinds"):
+        Feedback([correction], np.zeros((1, 4), dtype=np.float32), kinds=[None, None])
+    vector = text_vector(correction.item)
+    assert abs(float(np.linalg.norm(vector)) - 1.0) < 1e-5
+    assert dataclasses.is_dataclass(correction)

@@ -1,0 +1,157 @@
+"""Scores that measure quality, not topic: the misfires seen on real pages, one test each."""
+
+from __future__ import annotations
+
+from signaldesk.items import Item
+from signaldesk.scoring import Scorer, ScoringSettings
+from signaldesk.scoring.catalogue import build_profile
+from signaldesk.vault import DOMAINS
+from tests.index_helpers import real_embedder
+
+
+def _score(title: str, text: str, *, url: str | None = None, embed: bool = False) -> object:
+    item = Item(
+        source_kind="rss", source_id="https://feeds.example/f", title=title, text=text, url=url
+    )
+    return Scorer(ScoringSettings(), real_embedder() if embed else None).score(item)
+
+
+NGINX = """Hardening nginx: a checklist for a public server.
+
+Turn off the version banner with `server_tokens off;` and set strict TLS:
+
+    ssl_protocols TLSv1.2 TLSv1.3;
+    ssl_prefer_server_ciphers on;
+
+Limit request bodies with `client_max_body_size 10m;`. Add security headers such as
+`add_header X-Content-Type-Options nosniff;`. Reload with `sudo systemctl reload nginx`.
+Attackers scan for default pages, so remove them. This guide is not about any one
+vulnerability: it lowers the chance that the next one matters.
+"""
+
+ADVISORY = """CVE-2026-4101: heap overflow in libfoo's PNG decoder (CVSS 8.1, high).
+
+Affected versions: libfoo 2.0.0 to 2.3.4. A crafted image overflows a heap buffer in
+png_read_rows and can run code in any process that decodes untrusted images.
+Fixed in version 2.3.5, released 2026-03-02: upgrade with `pip install -U libfoo==2.3.5`.
+No workaround exists; rejecting PNG input stops the attack until you upgrade.
+"""
+
+XZ = """xz-utils 5.6.0 and 5.6.1 contain a backdoor (CVE-2024-3094) in liblzma that targets
+sshd through systemd on some Linux distributions. Downgrade xz-utils to 5.4.6 now, as
+Debian and Fedora did; check with `xz --version`.
+"""
+
+POSTMORTEM = """Postmortem: 47 minutes of failed checkouts on 2026-02-11.
+
+At 14:02 UTC a config push lowered the payment pool to 8 connections; p99 latency rose
+from 180 ms to 9.4 s and 31% of checkouts failed. We rolled back at 14:49. The fix: the
+pool size is now checked in CI, and an alert fires when p99 stays above 2 s for 5 minutes.
+"""
+
+ABSTRACT = """arXiv:2406.13249v1. Abstract: We propose R2AG, a retrieval-augmented generation
+framework that feeds retriever features to the LLM. Experiments on five datasets show it
+outperforms strong baselines by 3.1 points on average; we release code and data.
+"""
+
+SQL = """Upserts in PostgreSQL 15 with MERGE
+
+Create the tables first.
+
+CREATE TABLE stock (sku text PRIMARY KEY, qty int);
+MERGE INTO stock s USING incoming i ON s.sku = i.sku
+WHEN MATCHED THEN UPDATE SET qty = s.qty + i.qty
+WHEN NOT MATCHED THEN INSERT VALUES (i.sku, i.qty);
+
+Then call it from Python:
+
+def load(conn, rows):
+    conn.executemany("INSERT INTO incoming VALUES (%s, %s)", rows)
+"""
+
+SALARY = """Negotiating your salary: the chapter on offers.
+
+Never give the first number. When a recruiter asks for your expectations, say you want to
+learn more about the role first. Get every offer in writing, with base, equity and bonus.
+Ask for time to decide, and use a competing offer to raise the base by 10-15%.
+"""
+
+
+def test_a_hardening_guide_is_not_an_advisory_without_a_fix() -> None:
+    card = _score("Hardening nginx for a public server", NGINX)
+    assert "advisory" not in card.actionability.reason
+    assert card.actionability.features["advisory"] == 0
+    assert card.actionability.value > 0.5  # directives, commands and guidance count
+
+
+def test_a_short_dense_advisory_passes_and_names_its_fix() -> None:
+    card = _score("CVE-2026-4101: heap overflow in libfoo", ADVISORY)
+    assert "advisory naming a fix" in card.actionability.reason
+    assert card.passed, card
+    assert card.route.domain == "security"
+
+
+def test_an_advisory_that_names_a_downgrade_names_a_fix() -> None:
+    card = _score("Backdoor in xz-utils 5.6.0 and 5.6.1", XZ)
+    assert "advisory naming a fix" in card.actionability.reason
+
+
+def test_a_short_postmortem_with_numbers_is_dense() -> None:
+    card = _score("Postmortem: 47 minutes of failed checkouts", POSTMORTEM)
+    assert card.depth.features["measurements"] >= 4
+    assert "dense" in card.depth.reason
+    assert "thin" not in card.depth.reason
+
+
+def test_an_arxiv_abstract_is_a_paper_not_release_notes() -> None:
+    card = _score("R2AG: Incorporating Retrieval Information into RAG", ABSTRACT)
+    assert "release notes" not in card.actionability.reason
+    assert "shaped like a paper" in card.depth.reason
+    assert card.route.domain == "research"
+    # Its method and result are something to build on, though it has no steps or code.
+    assert "a paper's method and result to build on" in card.actionability.reason
+    assert card.actionability.features["paper_result"] == 1.0
+
+
+def test_a_paper_without_a_stated_result_gets_no_result_credit() -> None:
+    text = (
+        "Abstract. In this paper we propose a framework for thinking about retrieval in "
+        "assistants, and discuss what it would take to build one."
+    )
+    card = _score("Towards a framework for retrieval in assistants", text)
+    assert "shaped like a paper" in card.depth.reason  # a paper, but it states no result
+    assert card.actionability.features["paper_result"] == 0.0
+    assert "method and result" not in card.actionability.reason
+
+
+def test_code_outside_fences_is_seen() -> None:
+    card = _score("Upserts in PostgreSQL 15 with MERGE", SQL)
+    features = card.actionability.features
+    assert features["code_lines"] >= 4 and features["fenced_code_lines"] >= 1  # indented
+    assert "nothing to act on" not in card.actionability.reason
+
+
+def test_sql_keywords_in_a_title_are_not_shouting() -> None:
+    card = _score("Reading Query Plans: EXPLAIN and EXPLAIN (ANALYZE, BUFFERS)", SQL)
+    assert "shouting" not in card.depth.reason
+    shout = _score("SHOCKING NEW TRICK EVERY DEVELOPER NEEDS!!", SQL)
+    assert "shouting title" in shout.depth.reason
+
+
+def test_a_salary_chapter_is_not_a_shopping_deal() -> None:
+    card = _score("Negotiating your salary", SALARY, embed=True)
+    assert "muted topic" not in card.relevance.reason
+    assert card.relevance.features["muted_topic"] == 0
+
+
+def test_the_default_profile_covers_every_domain() -> None:
+    names = {t.name for t in build_profile(ScoringSettings()).topics}
+    assert set(DOMAINS) - {"other"} <= names
+    assert "craft" not in names
+
+
+def test_the_fallback_route_states_its_own_confidence() -> None:
+    card = _score("Untitled", "Lorem ipsum dolor sit amet, consectetur adipiscing elit.")
+    route = card.route
+    assert route.domain == "other"
+    assert route.reason.startswith(f"other ({route.confidence:.2f}): no domain reached")

@@ -1,0 +1,148 @@
+"""The triage evaluation set, its split, and the reasons on every held-out card.
+
+The set lives in ``bench/triage/`` (``labels.jsonl``, labelled by ``LABELLING.md``). The
+items whose text comes from ``shared/data`` load everywhere (CI included); the others are
+read from the local page cache when it is there (``python -m bench.triage.build_cache``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from functools import cache
+from pathlib import Path
+
+import pytest
+
+from bench.triage.corpus import LABELS, MODES, Example, load_examples
+from bench.triage.metrics import auc, measure
+from bench.triage.reasons import contradictions
+from bench.triage.replay import choose_corrections, replay_corrections
+from bench.triage.split import assign
+from signaldesk.scoring import ScoreCard, Scorer, ScoringSettings
+from signaldesk.vault import DOMAINS
+from tests.index_helpers import real_embedder
+
+
+def _rows() -> list[dict[str, object]]:
+    return [json.loads(x) for x in LABELS.read_text(encoding="utf-8").splitlines() if x]
+
+
+@cache
+def _examples(shared: Path) -> tuple[Example, ...]:
+    examples, _ = load_examples(shared=shared)
+    return tuple(examples)
+
+
+def _score(scorer: Scorer, examples: list[Example], mode: str) -> list[ScoreCard]:
+    cards: list[ScoreCard] = []
+    for start in range(0, len(examples), 64):
+        cards += scorer.score_many([x.item(mode) for x in examples[start : start + 64]])
+    return cards
+
+
+def test_the_set_is_labelled_by_a_written_rule_and_split_once() -> None:
+    rows = _rows()
+    assert len(rows) >= 150
+    assert (LABELS.parent / "LABELLING.md").is_file()
+    assert {r["domain"] for r in rows} == set(DOMAINS)
+    assert len({r["id"] for r in rows}) == len(rows)
+    assert all(r["why"] and r["licence"] and r["split"] in ("tuning", "heldout") for r in rows)
+    for half in ("tuning", "heldout"):
+        labels = Counter(bool(r["file"]) for r in rows if r["split"] == half)
+        assert labels[True] >= 40 and labels[False] >= 40
+    groups: Counter[tuple[str, bool, str]] = Counter(
+        (str(r["domain"]), bool(r["file"]), str(r["split"])) for r in rows
+    )
+    for domain in DOMAINS:
+        for label in (True, False):
+            assert abs(groups[(domain, label, "tuning")] - groups[(domain, label, "heldout")]) <= 1
+    # The split is fixed: assigning again moves nothing.
+    again = assign([dict(r) for r in rows])
+    assert [r["split"] for r in again] == [r["split"] for r in rows]
+
+
+def test_the_committed_part_loads_as_the_pipeline_presents_items(shared_data: Path) -> None:
+    examples = _examples(shared_data)
+    shared = [x for x in examples if x.source in ("articles", "feeds")]
+    assert len(shared) >= 90
+    for x in shared:
+        assert x.item("feed").source_kind == "rss" and x.item("clipper").source_kind == "clipper"
+        assert x.item("clipper").origin_path == f"Clippings/{x.id}.md"
+    pages = [x for x in shared if x.source == "articles"]
+    # A page's full text came through trafilatura and the full-text merge, like intake.
+    assert all(x.item("feed").extra.get("full_text") == "fetched" for x in pages)
+
+
+def test_metrics_arithmetic() -> None:
+    assert auc([True, False], [0.9, 0.1]) == 1.0
+    assert auc([True, False], [0.5, 0.5]) == 0.5
+    a = measure(
+        [True, True, False, False],
+        [True, False, True, False],
+        [0.9, 0.4, 0.6, 0.1],
+        domains=["data", "web", "data", "web"],
+        routes=["data", "web", "web", "web"],
+    )
+    assert (a.agreement, a.precision, a.recall) == (0.5, 0.5, 0.5)
+    assert a.both_filed == 1 and a.routing == 1.0 and a.domain_recall("web") == 0.0
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_no_reason_contradicts_its_score_or_decision(shared_data: Path, mode: str) -> None:
+    examples = list(_examples(shared_data))
+    heldout = [x for x in examples if x.split == "heldout"]
+    tuning = [x for x in examples if x.split == "tuning"]
+    settings = ScoringSettings()
+    plain = Scorer(settings, real_embedder())
+    corrections = choose_corrections(tuning, _score(plain, tuning, mode), mode)
+    learned = Scorer(settings, real_embedder(), corrections=corrections)
+    problems = []
+    checked = 0
+    for scorer in (plain, learned):
+        for x, card in zip(heldout, _score(scorer, heldout, mode), strict=True):
+            checked += 1
+            problems += [f"{x.id}: {p}" for p in contradictions(card, x.item(mode), 0.55)]
+    assert checked >= 2 * 45
+    assert not problems, "\n".join(problems)
+
+
+def test_triage_agrees_with_the_curator_on_the_readable_heldout_half(shared_data: Path) -> None:
+    examples = list(_examples(shared_data))
+    heldout = [x for x in examples if x.split == "heldout"]
+    cards = _score(Scorer(ScoringSettings(), real_embedder()), heldout, "feed")
+    a = measure([x.file for x in heldout], [c.passed for c in cards], [c.composite for c in cards])
+    # Floors well under the figures `python -m bench.scoring` prints, so that a regression,
+    # not noise, fails this.
+    assert a.agreement >= 0.85 and a.auc >= 0.85, a
+
+
+def test_undoing_replayed_corrections_restores_every_decision(shared_data: Path) -> None:
+    examples = list(_examples(shared_data))
+    result = replay_corrections(examples, Scorer(ScoringSettings(), None), "clipper")
+    assert result.corrections > 0 and result.restored
+
+
+def test_the_reason_checker_catches_a_learned_shift_that_lies() -> None:
+    import dataclasses
+
+    from signaldesk.items import Item
+    from signaldesk.scoring.feedback import Correction
+
+    def item(title: str, url: str) -> Item:
+        return Item(source_kind="rss", source_id="f", title=title, text="Some text " * 30, url=url)
+
+    thrown = Correction(item("Other post", "https://blog.example.org/a"), False, None, "x")
+    new = item("A post", "https://blog.example.org/b")
+    card = Scorer(ScoringSettings(), None, corrections=[thrown]).score(new)
+    assert card.learned is not None and not contradictions(card, new, 0.55)
+    learned = card.learned
+    lies = [
+        dataclasses.replace(learned, reason=learned.reason.replace("(-", "(+")),
+        dataclasses.replace(learned, reason=learned.reason.replace("rejected", "kept")),
+        dataclasses.replace(learned, features={**learned.features, "rejected": 2.0}),
+    ]
+    for wrong in lies:
+        assert contradictions(dataclasses.replace(card, learned=wrong), new, 0.55)
+    # A composite that is not the weighted sum plus the shift is caught too.
+    assert contradictions(dataclasses.replace(card, composite=card.composite + 0.05), new, 0.55)
