@@ -40,6 +40,7 @@ import anyio
 import anyio.from_thread
 import anyio.to_thread
 
+from signaldesk.retrieval._model_plan import ModelPlan, plan_model
 from signaldesk.retrieval._pool import default_workers, prepared
 from signaldesk.retrieval._prepare import (
     FileJob,
@@ -58,9 +59,8 @@ from signaldesk.retrieval._scan import (
     plan_paths,
     plan_vault,
 )
-from signaldesk.retrieval._writer import IndexWriter, ModelMeta, quantize
-from signaldesk.retrieval.embedder import BUNDLED_MODEL_NAME, Embedder
-from signaldesk.retrieval.errors import ModelError, StoreError
+from signaldesk.retrieval._writer import IndexWriter, quantize
+from signaldesk.retrieval.embedder import Embedder
 from signaldesk.retrieval.generations import (
     discard,
     new_generation,
@@ -75,9 +75,8 @@ from signaldesk.retrieval.settings import IndexSettings
 from signaldesk.retrieval.store import (
     index_base_path,
     is_corruption_error,
-    is_disk_full_error,
-    is_read_only_error,
     sqlite_module,
+    store_error,
 )
 
 __all__ = ["INDEX_FORMAT", "VECTOR_TYPE", "IndexProgress", "Indexer"]
@@ -129,48 +128,6 @@ class _Counters:
 
 class _Stopped(Exception):
     """Internal: a stop was requested between two transactions."""
-
-
-@dataclass(frozen=True, slots=True)
-class _Plan:
-    """What a run embeds with and whether it rebuilds (``reason``)."""
-
-    model: ModelMeta
-    model_error: str | None
-    index_format: str
-    reason: str | None
-    stored: ModelMeta | None
-
-
-def _store_error(
-    exc: BaseException,
-    action: str,
-    path: Path,
-    *,
-    kept: bool = False,
-    rolled_back: bool = False,
-) -> StoreError:
-    """A message a person can act on for a failed database or file operation."""
-    if kept:
-        after = "; the previous index is kept and still answers searches"
-    elif rolled_back:
-        after = "; the transaction in flight was rolled back, the index is consistent"
-    else:
-        after = ""
-    again = "`signaldesk index --full`" if kept else "`signaldesk index`"
-    if is_disk_full_error(exc):
-        return StoreError(
-            f"{action}: the disk is full or a file size limit (ulimit -f) was reached "
-            f"({exc}){after}",
-            hint=f"free space on the disk holding {path.parent}, then run {again} again",
-        )
-    if is_read_only_error(exc):
-        return StoreError(
-            f"{action}: {path.parent} cannot be written ({exc}){after}",
-            hint="make the vault's .signaldesk folder writable, or point `[index] db_path` "
-            "at a writable place",
-        )
-    return StoreError(f"{action}: {exc}{after}")
 
 
 class Indexer:
@@ -279,7 +236,7 @@ class Indexer:
         except LockWaitAborted:
             return IndexReport(seconds=round(time.perf_counter() - started, 3), interrupted=True)
         except OSError as exc:
-            raise _store_error(exc, "cannot take the index lock", self.base_path) from exc
+            raise store_error(exc, "cannot take the index lock", self.base_path) from exc
         try:
             remove_stale(self.base_path)
             return self._run_locked(full, paths, progress, started)
@@ -299,10 +256,10 @@ class Indexer:
             writer = IndexWriter.open(current)
         except db_error as exc:
             if not is_corruption_error(exc):
-                raise _store_error(exc, f"cannot open the index {current}", current) from exc
+                raise store_error(exc, f"cannot open the index {current}", current) from exc
             return self._rebuild(f"index was unreadable ({exc})", None, progress, started)
         except OSError as exc:
-            raise _store_error(exc, f"cannot open the index {current}", current) from exc
+            raise store_error(exc, f"cannot open the index {current}", current) from exc
         try:
             if self.verify and paths is None:
                 problem = writer.quick_check()
@@ -314,22 +271,20 @@ class Indexer:
             return self._run_open(writer, full, paths, progress, started)
         except db_error as exc:
             if not is_corruption_error(exc):
-                raise _store_error(
+                raise store_error(
                     exc, f"cannot write the index {current}", current, rolled_back=True
                 ) from exc
             # A malformed page found mid-run: the vault is the source of truth.
             writer.close()
             return self._rebuild(f"index was unreadable ({exc})", None, progress, started)
         except OSError as exc:
-            raise _store_error(
+            raise store_error(
                 exc, f"cannot write the index {current}", current, rolled_back=True
             ) from exc
         finally:
             writer.close()
 
-    def _plan(self, writer: IndexWriter, full: bool) -> _Plan:
-        """Which model this run embeds with, and whether (and why) it must rebuild."""
-        model, model_error = self._current_model(writer)
+    def _plan(self, writer: IndexWriter, full: bool) -> ModelPlan:
         # A change to how notes are chunked or embedded re-prepares every file; only
         # chunks whose embedding input changed are re-embedded.
         index_format = ":".join(
@@ -341,35 +296,14 @@ class Indexer:
                 self.settings.embed_max_chars,
             )
         )
-        reason = "full rebuild requested" if full else None
-        stored = writer.model_meta()
-        if model_error and stored is not None and stored.vector_type != "none":
-            # Rebuilding without vectors would throw away every stored vector over
-            # what may be a passing problem; leave the index as it is instead.
-            raise ModelError(
-                f"{model_error}; the index has vectors from {stored.name}, so it was left as is",
-                hint="run `signaldesk doctor` to see why the model does not load",
-            )
-        if reason is None and stored is not None and _differs(stored, model):
-            if self._fell_back(model) and stored.vector_type != "none":
-                # The configured model did not load (a folder missing for a moment, a
-                # cleared cache) and the bundled one stood in: that is a problem to
-                # report, not a reason to re-embed the whole vault with a stand-in.
-                raise ModelError(
-                    f"the configured embedding model {self.settings.model!r} did not load "
-                    f"(the bundled model stood in); the index has vectors from "
-                    f"{stored.name or '?'}, so it was left as is",
-                    hint="restore the model (or fix `[index] model`), or run "
-                    "`signaldesk index --full` to rebuild with the bundled model",
-                )
-            reason = f"embedding model changed ({_describe(stored)} -> {_describe(model)})"
-        if reason is None and stored is None and writer.note_count() > 0:
-            reason = "index has no model record"
-        return _Plan(model, model_error, index_format, reason, stored)
-
-    def _fell_back(self, model: ModelMeta) -> bool:
-        configured = self.settings.model.strip()
-        return model.name == BUNDLED_MODEL_NAME and configured != BUNDLED_MODEL_NAME
+        return plan_model(
+            writer,
+            self.embedder,
+            self.settings,
+            full=full,
+            index_format=index_format,
+            vector_type=VECTOR_TYPE,
+        )
 
     def _run_open(
         self,
@@ -418,7 +352,7 @@ class Indexer:
         previous: int | None,
         progress: Callable[[IndexProgress], None] | None,
         started: float,
-        plan_: _Plan | None = None,
+        plan_: ModelPlan | None = None,
     ) -> IndexReport:
         """Build a new generation beside the live one and publish it once it is complete.
 
@@ -456,7 +390,7 @@ class Indexer:
                 writer.close()
             discard(new)
             if isinstance(exc, db_error | OSError):
-                raise _store_error(exc, "the index rebuild failed", new, kept=True) from exc
+                raise store_error(exc, "the index rebuild failed", new, kept=True) from exc
             raise
         if interrupted:
             writer.close()
@@ -504,24 +438,6 @@ class Indexer:
             " (interrupted)" if interrupted else "",
         )
         return report
-
-    def _current_model(self, writer: IndexWriter) -> tuple[ModelMeta, str | None]:
-        """The model this run embeds with; ``vector_type="none"`` when vectors are off."""
-        if not writer.has_vec:
-            return ModelMeta("", "", 0, "none"), None
-        try:
-            return (
-                ModelMeta(
-                    name=self.embedder.name,
-                    fingerprint=self.embedder.fingerprint,
-                    dimensions=int(self.embedder.dimensions),
-                    vector_type=VECTOR_TYPE,
-                ),
-                None,
-            )
-        except ModelError as exc:
-            logger.warning("no embedding model, indexing for keyword search only: %s", exc)
-            return ModelMeta("", "", 0, "none"), f"embedding model unavailable: {exc.message}"
 
     def _apply(
         self,
@@ -677,20 +593,6 @@ class _Batch:
     skipped: list[SkippedNote] = field(default_factory=list)
     touched: list[tuple[str, int, int, bool]] = field(default_factory=list)
     deleted: list[str] = field(default_factory=list)
-
-
-def _differs(stored: ModelMeta, current: ModelMeta) -> bool:
-    return (stored.fingerprint, stored.dimensions, stored.vector_type) != (
-        current.fingerprint,
-        current.dimensions,
-        current.vector_type,
-    )
-
-
-def _describe(model: ModelMeta) -> str:
-    if model.vector_type == "none":
-        return "no vectors"
-    return f"{model.name or '?'} {model.dimensions}d {model.vector_type} [{model.fingerprint[:12]}]"
 
 
 def _threadsafe(

@@ -38,6 +38,7 @@ __all__ = [
     "migrate",
     "set_meta",
     "sqlite_module",
+    "store_error",
 ]
 
 logger = logging.getLogger(__name__)
@@ -140,6 +141,41 @@ def connect(path: Path, readonly: bool = False) -> Any:
     if error:
         logger.warning("sqlite-vec unavailable, vector search disabled: %s", error)
     return conn
+
+
+def store_error(
+    exc: BaseException,
+    action: str,
+    path: Path,
+    *,
+    kept: bool = False,
+    rolled_back: bool = False,
+) -> StoreError:
+    """A :class:`StoreError` a person can act on for a failed database or file operation.
+
+    :param kept: a rebuild failed and the previous index is kept.
+    :param rolled_back: an incremental run failed; its transaction was rolled back.
+    """
+    if kept:
+        after = "; the previous index is kept and still answers searches"
+    elif rolled_back:
+        after = "; the transaction in flight was rolled back, the index is consistent"
+    else:
+        after = ""
+    again = "`signaldesk index --full`" if kept else "`signaldesk index`"
+    if is_disk_full_error(exc):
+        return StoreError(
+            f"{action}: the disk is full or a file size limit (ulimit -f) was reached "
+            f"({exc}){after}",
+            hint=f"free space on the disk holding {path.parent}, then run {again} again",
+        )
+    if is_read_only_error(exc):
+        return StoreError(
+            f"{action}: {path.parent} cannot be written ({exc}){after}",
+            hint="make the vault's .signaldesk folder writable, or point `[index] db_path` "
+            "at a writable place",
+        )
+    return StoreError(f"{action}: {exc}{after}")
 
 
 def _open_reader(module: ModuleType, path: Path) -> Any:
