@@ -69,6 +69,7 @@ def prepared(
         max_workers=workers,
         mp_context=multiprocessing.get_context("spawn"),
         initializer=_worker_init,
+        initargs=(os.getpid(),),
     )
     try:
         yield _with_fallback(
@@ -129,7 +130,7 @@ def _ordered(
         yield from outcomes
 
 
-def _worker_init() -> None:
+def _worker_init(parent: int) -> None:
     # Ctrl-C reaches the whole process group; the parent decides how to stop
     # (finish the transaction in flight), so the workers must not die first.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -137,8 +138,9 @@ def _worker_init() -> None:
     # Why: an idle spawned worker blocks on its task queue forever (the queue's
     # pipe stays open in the worker itself), and so does multiprocessing's resource
     # tracker; measured, they were still there 11 minutes after the kill.
-    # Outcome: each worker exits within a second of its parent's death.
-    parent = os.getppid()
+    # Outcome: each worker exits within a second of its parent's death. The parent's
+    # pid comes from the parent: a worker still starting up when the parent died
+    # would otherwise take its new parent (init) for the one to watch.
     threading.Thread(target=_exit_with, args=(parent,), name="parent-watch", daemon=True).start()
 
 
