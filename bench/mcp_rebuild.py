@@ -2,9 +2,10 @@
 
 The bar: 8 MCP clients x 100 searches during ``signaldesk index --full`` give 0 errors
 and 0 empty answers for queries that had results before the rebuild, on both
-transports. Each client searches ``--queries`` fixed queries in turn (each with results
-before the rebuild, checked first) while ``signaldesk index --full`` runs over and over
-in a separate process, so the searches span whole rebuilds and their swaps.
+transports. Each client searches fixed queries in turn (each with results before the
+rebuild, checked first) while ``signaldesk index --full`` runs over and over in a
+separate process; each client does at least ``--calls`` searches and goes on until
+``--swaps`` rebuilds were published, so the searches span whole rebuilds and swaps.
 
 * stdio: 8 ``signaldesk mcp`` subprocesses, one per client (that is how stdio clients
   start servers);
@@ -118,10 +119,19 @@ async def _search(client: Client, query: str) -> tuple[str | None, int, float]:
 
 
 async def _client_loop(
-    client: Client, n: int, queries: list[str], calls: int, out: dict[str, list[object]]
+    client: Client,
+    n: int,
+    queries: list[str],
+    calls: int,
+    out: dict[str, list[object]],
+    rebuilder: Rebuilder,
+    swaps: int,
 ) -> None:
-    for i in range(calls):
+    """At least ``calls`` searches, and on until ``swaps`` rebuilds were published."""
+    i = 0
+    while i < calls or rebuilder.completed < swaps:
         query = queries[(n + i) % len(queries)]
+        i += 1
         error, count, elapsed = await _search(client, query)
         out["latency"].append(elapsed)
         if error is not None:
@@ -139,7 +149,7 @@ async def _usable_queries(client: Client) -> list[str]:
     return found
 
 
-async def run_stdio(vault: Path, clients: int, calls: int) -> dict[str, list[object]]:
+async def run_stdio(vault: Path, clients: int, calls: int, swaps: int) -> dict[str, list[object]]:
     out: dict[str, list[object]] = {"latency": [], "errors": [], "empty": []}
     params = StdioServerParameters(
         command=sys.executable, args=_cli(vault, "mcp")[1:], env=_env(), cwd=REPO
@@ -148,11 +158,15 @@ async def run_stdio(vault: Path, clients: int, calls: int) -> dict[str, list[obj
         queries = await _usable_queries(probe)
     out["queries"] = list(queries)
 
+    rebuilder = Rebuilder(vault)
+    done = [0]
+
     async def one(n: int, ready: anyio.Event, go: anyio.Event) -> None:
         async with Client(params) as client:
             ready.set()
             await go.wait()
-            await _client_loop(client, n, queries, calls, out)
+            await _client_loop(client, n, queries, calls, out, rebuilder, swaps)
+        done[0] += 1
 
     go = anyio.Event()
     readies = [anyio.Event() for _ in range(clients)]
@@ -161,18 +175,18 @@ async def run_stdio(vault: Path, clients: int, calls: int) -> dict[str, list[obj
             tg.start_soon(one, n, readies[n], go)
         for ready in readies:
             await ready.wait()
-        with Rebuilder(vault) as rebuilder:
+        with rebuilder:
             go.set()
             # The clients run inside the task group; wait for them with the rebuilder on.
-            while len(out["latency"]) < clients * calls:
+            while done[0] < clients:
                 await anyio.sleep(0.2)
-        out["rebuilds"] = [rebuilder.completed]
-        out["generations"] = sorted(rebuilder.generations)
-        out["rebuild_failures"] = rebuilder.failed
+    out["rebuilds"] = [rebuilder.completed]
+    out["generations"] = sorted(rebuilder.generations)
+    out["rebuild_failures"] = rebuilder.failed
     return out
 
 
-async def run_http(vault: Path, clients: int, calls: int) -> dict[str, list[object]]:
+async def run_http(vault: Path, clients: int, calls: int, swaps: int) -> dict[str, list[object]]:
     out: dict[str, list[object]] = {"latency": [], "errors": [], "empty": []}
     proc = subprocess.Popen(
         _cli(vault, "mcp", "--http", "--port", "0"),
@@ -203,7 +217,7 @@ async def run_http(vault: Path, clients: int, calls: int) -> dict[str, list[obje
 
                     async def one(n: int = n) -> None:
                         async with Client(url) as client:
-                            await _client_loop(client, n, queries, calls, out)
+                            await _client_loop(client, n, queries, calls, out, rebuilder, swaps)
 
                     tg.start_soon(one)
         out["rebuilds"] = [rebuilder.completed]
@@ -220,7 +234,7 @@ def _print(name: str, out: dict[str, list[object]], clients: int, calls: int) ->
     p50 = statistics.median(latency) * 1000
     p95 = latency[int(0.95 * (len(latency) - 1))] * 1000
     print(
-        f"{name}: {len(latency)} searches from {clients} clients x {calls}, "
+        f"{name}: {len(latency)} searches from {clients} clients (at least {calls} each), "
         f"{len(out['errors'])} errors, {len(out['empty'])} empty answers "
         f"(queries with results before: {len(out['queries'])}); "
         f"{out['rebuilds'][0]} full rebuild(s) completed meanwhile, generations "
@@ -238,9 +252,15 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--clients", type=int, default=8)
     parser.add_argument("--calls", type=int, default=100)
     parser.add_argument("--transports", default="stdio,http")
+    parser.add_argument(
+        "--swaps", type=int, default=2, help="Keep searching until this many rebuilds landed."
+    )
     args = parser.parse_args(argv)
     print(f"load average at start: {os.getloadavg()}")
-    print(f"command: python -m bench.mcp_rebuild --clients {args.clients} --calls {args.calls}")
+    print(
+        f"command: python -m bench.mcp_rebuild --clients {args.clients} --calls {args.calls} "
+        f"--swaps {args.swaps}"
+    )
     with tempfile.TemporaryDirectory(prefix="mcp-rebuild-") as tmp:
         vault = Path(tmp) / "vault"
         if args.vault:
@@ -252,7 +272,7 @@ def main(argv: list[str] | None = None) -> None:
         ok = True
         for transport in args.transports.split(","):
             runner = run_stdio if transport == "stdio" else run_http
-            out = anyio.run(runner, vault, args.clients, args.calls)
+            out = anyio.run(runner, vault, args.clients, args.calls, args.swaps)
             ok = _print(transport, out, args.clients, args.calls) and ok
     print(f"load average at end: {os.getloadavg()}")
     raise SystemExit(0 if ok else 1)
