@@ -21,7 +21,8 @@ left in flight, the index queue empty); every filed note exists once, carries it
 item id and is indexed; no temporary file anywhere (``.signaldesk-*.tmp``, atomic-write
 temporaries, old index generations, pointer temporaries, orphan leases); the user's
 own notes byte-identical, and each clipping either untouched in ``Clippings/`` or filed
-with its body byte-identical. A native crash (a negative exit status other than the
+with its body byte-identical; no process of the killed run (index worker processes)
+outlives it by 20 s. A native crash (a negative exit status other than the
 kill) of any run is counted and its stderr kept.
 
 Each trial starts from a fresh copy of a prepared vault (``--work`` keeps them).
@@ -466,6 +467,7 @@ def trial_index(template: Path, work: Path, rng: random.Random, tally: Tally, sp
     when = rng.uniform(0.05, 0.95) * span
     killed = run_cli(vault, ["index", "--full"], kill_after=when)
     tally.crash("index --full", killed)
+    assert not killed.orphans, f"{killed.orphans} process(es) of the killed run lived on"
     if killed.killed:
         tally.killed_mid_run += 1
         # Before any rerun: the previous index answers, whole.
@@ -495,6 +497,7 @@ def trial_scan(
     users = user_hashes(vault)
     killed = run_cli(vault, ["scan"], kill_after=rng.uniform(0.05, 0.95) * span)
     tally.crash("scan", killed)
+    assert not killed.orphans, f"{killed.orphans} process(es) of the killed run lived on"
     if killed.killed:
         tally.killed_mid_run += 1
     else:
@@ -528,6 +531,7 @@ def trial_triage(template: Path, work: Path, rng: random.Random, tally: Tally, s
     clippings = {p.name: p.read_bytes() for p in (vault / "Clippings").iterdir()}
     killed = run_cli(vault, ["triage"], kill_after=rng.uniform(0.05, 0.95) * span)
     tally.crash("triage", killed)
+    assert not killed.orphans, f"{killed.orphans} process(es) of the killed run lived on"
     if killed.killed:
         tally.killed_mid_run += 1
     else:
