@@ -23,7 +23,7 @@ import feedparser
 import lxml.html
 import trafilatura
 
-from signaldesk.sources.feed_markdown import feed_html_to_markdown
+from signaldesk.sources.html_markdown import FEED, html_to_markdown
 
 __all__ = ["main"]
 
@@ -68,7 +68,7 @@ def _trafilatura(html: str) -> str:
 
 
 def _ours(html: str) -> str:
-    return feed_html_to_markdown(html)
+    return html_to_markdown(html, profile=FEED)
 
 
 def _visible_words(html: str) -> Counter[str]:

@@ -23,6 +23,7 @@ from signaldesk.pipeline.gitlog import (
     is_repository,
 )
 from signaldesk.pipeline.settings import CaptainsLogSettings
+from signaldesk.pipeline.wording import plural
 from signaldesk.retrieval.frontmatter import parse_note
 from signaldesk.retrieval.ignore import VaultFilter, iter_vault_notes
 
@@ -36,6 +37,8 @@ _DECISION = re.compile(
     re.IGNORECASE,
 )
 _UNCHECKED = re.compile(r"^\s*[-*+] \[ \] (.+)$")
+# A numbered step ("1. Switch to the new client") is an instruction, not a decision.
+_NUMBERED_STEP = re.compile(r"^\s*\d+[.)]\s")
 _GENERATED_SUFFIXES = ("-captains-log.md", "-triage.md")
 
 
@@ -141,13 +144,15 @@ def _gather_notes(vault: Path, log: CaptainsLog, top_signals: int) -> None:
         parsed = parse_note((vault / rel).read_text(encoding="utf-8", errors="replace"))
         meta = parsed.frontmatter
         created = str(meta.get("created", ""))[:10]
-        if rel.startswith("05-signals/") and meta.get("type") == "signal":
+        # A signal is a note of type signal wherever it lives (the signals folder is
+        # configurable, and a person may move a note).
+        if meta.get("type") == "signal":
             if created in days:
                 signals.append(
                     SignalEntry(
                         path=rel,
                         title=str(meta.get("title") or Path(rel).stem),
-                        domain=str(meta.get("domain") or rel.split("/")[1]),
+                        domain=str(meta.get("domain") or "other"),
                         composite=_as_float(meta.get("composite")),
                     )
                 )
@@ -158,10 +163,24 @@ def _gather_notes(vault: Path, log: CaptainsLog, top_signals: int) -> None:
             unchecked = _UNCHECKED.match(line)
             if unchecked:
                 log.unchecked.append(NoteLine(rel, unchecked.group(1).strip()))
-            elif _DECISION.search(line) and len(line.strip()) > 12:
+            elif (
+                _DECISION.search(line) and len(line.strip()) > 12 and not _NUMBERED_STEP.match(line)
+            ):
                 log.decisions.append(f"{line.strip(' -*#>')} ([[{rel[:-3]}]])")
     signals.sort(key=lambda s: (-s.composite, s.path))
     log.signals = signals[:top_signals]
+
+
+def summary_line(log: CaptainsLog) -> str:
+    """What the log holds, in one line (``signaldesk log`` prints it)."""
+    commits = sum(len(c) for c in log.commits.values())
+    return (
+        f"{plural(commits, 'commit')} in "
+        f"{plural(len(log.commits), 'repository', 'repositories')}, "
+        f"{plural(len(log.decisions), 'decision')}, "
+        f"{plural(len(log.todos) + len(log.unchecked), 'open loop')}, "
+        f"{plural(len(log.signals), 'signal')}"
+    )
 
 
 def _as_float(value: object) -> float:
@@ -178,16 +197,18 @@ def render(log: CaptainsLog) -> str:
     span = first.isoformat() if first == last else f"{first.isoformat()} to {last.isoformat()}"
     lines = [f"# Captain's log {log.day.isoformat()}", ""]
     lines.append(
-        f"Covers {span}: {len(total)} commits in {len(log.commits)} repositories "
+        f"Covers {span}: {plural(len(total), 'commit')} in "
+        f"{plural(len(log.commits), 'repository', 'repositories')} "
         f"(+{sum(c.insertions for c in total)} / -{sum(c.deletions for c in total)} lines), "
-        f"{len(log.signals)} top signals, {len(log.todos) + len(log.unchecked)} open loops."
+        f"{plural(len(log.signals), 'top signal')}, "
+        f"{plural(len(log.todos) + len(log.unchecked), 'open loop')}."
     )
     lines += ["", "## Commits", ""]
     if not log.commits:
         lines.append("No commits in the configured repositories.")
     for repo, commits in sorted(log.commits.items()):
         ins, dels = sum(c.insertions for c in commits), sum(c.deletions for c in commits)
-        lines += [f"### {repo} ({len(commits)} commits, +{ins} / -{dels})", ""]
+        lines += [f"### {repo} ({plural(len(commits), 'commit')}, +{ins} / -{dels})", ""]
         lines += ["| when | author | subject | files | +/- |", "| --- | --- | --- | --- | --- |"]
         for c in commits:
             subject = c.subject.replace("|", "\\|")
@@ -212,12 +233,17 @@ def render(log: CaptainsLog) -> str:
     return "\n".join(lines) + "\n"
 
 
+def log_path(vault: Path, settings: CaptainsLogSettings, day: date) -> Path:
+    """Where the log dated ``day`` is written."""
+    return vault / settings.path.format(date=day.isoformat())
+
+
 def write_captains_log(
     vault: Path, settings: CaptainsLogSettings, day: date, *, tz: tzinfo | None = None
 ) -> tuple[CaptainsLog, GeneratedNote]:
     """Gather, render and write the log dated ``day``."""
     log = gather(vault, settings, day, tz=tz)
-    path = vault / settings.path.format(date=day.isoformat())
+    path = log_path(vault, settings, day)
     frontmatter = {
         "title": f"Captain's log {day.isoformat()}",
         "type": "daily",

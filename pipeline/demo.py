@@ -119,6 +119,12 @@ class DemoResult:
     log: GeneratedNote | None = None
     query: str = DEMO_QUERY
     results: list[SearchResult] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        """Whether the demo showed what it should (its sample feeds could be read)."""
+        return not self.problems
 
 
 def _copy_tree(source: Traversable, target: Path, rel: str, added: list[str]) -> None:
@@ -209,6 +215,9 @@ def prepare_vault(target: Path, *, now: datetime) -> DemoVault:
         overrides: dict[str, dict[str, Any]] = {
             "vault": {"path": str(target)},
             "captains_log": {"repos": [str(repo)], "covers": "same_day"},
+            # The sample site is served by a thread of this very process, which a busy
+            # machine can slow down for seconds: no reason to give up on a page early.
+            "http": {"page_first_byte_timeout": 30.0, "page_total_timeout": 60.0},
         }
         atomic_write_text(config, render_default_config(overrides))
     result = DemoVault(init=init_vault(target))
@@ -247,7 +256,8 @@ def prepare_vault(target: Path, *, now: datetime) -> DemoVault:
             result.repo = repo
         except (OSError, subprocess.SubprocessError) as exc:
             result.repo_problem = f"could not create the demo git repository: {exc}"
-            logger.warning("%s", result.repo_problem, exc_info=True)
+            logger.warning("%s", result.repo_problem)
+            logger.debug("demo repository not made", exc_info=True)
     return result
 
 
@@ -308,6 +318,14 @@ async def run_demo(
         step("feeds", f"Sample site on {server.base_url}", added)
         scan, triaged = await scan_and_triage(workspace, force=True, embedder=embedder)
     result.scan, result.triage = scan, triaged
+    if scan.feeds_polled and scan.feeds_polled == scan.feeds_failed:
+        # Trigger: a proxy or firewall between this process and 127.0.0.1, or the port
+        # taken. Why: without its feeds the demo shows little, and "Done" would hide it.
+        causes = sorted({f"{g.cause} at {g.host}" for g in scan.problems.values()})
+        result.problems.append(
+            f"none of the {scan.feeds_polled} sample feeds could be read from "
+            f"{result.server} ({'; '.join(causes) or 'see `signaldesk feeds list`'})"
+        )
     step("scan", "Scan and triage: feeds, clippings, newsletter, tool output", scan)
     step("triage", "Triage decisions (made during the scan)", triaged)
 

@@ -20,10 +20,19 @@ import aiosqlite
 from signaldesk.pipeline.errors import FeedRegistryError
 from signaldesk.pipeline.ledger import Ledger, utcnow
 from signaldesk.sources.errors import OpmlError
+from signaldesk.sources.http import build_client
 from signaldesk.sources.opml import OpmlFeed, export_opml, parse_opml
-from signaldesk.sources.rss import FeedState
+from signaldesk.sources.rss import FeedState, poll_feed
+from signaldesk.sources.settings import HttpSettings, RssSettings
 
-__all__ = ["FeedRecord", "FeedRegistry", "ImportReport", "validate_feed_url"]
+__all__ = [
+    "FeedCheck",
+    "FeedRecord",
+    "FeedRegistry",
+    "ImportReport",
+    "check_feed",
+    "validate_feed_url",
+]
 
 # FeedState fields stored as ISO 8601 text.
 _TIME_FIELDS = ("next_check_at", "first_error_at", "last_success_at")
@@ -70,6 +79,35 @@ def validate_feed_url(url: str) -> str:
             f"not a feed URL: {url!r}", hint="give an absolute http:// or https:// URL"
         )
     return url
+
+
+@dataclass(frozen=True, slots=True)
+class FeedCheck:
+    """What one fetch of a feed found: its title and how many entries it holds."""
+
+    url: str
+    title: str | None
+    entries: int
+
+
+async def check_feed(url: str, *, http: HttpSettings, rss: RssSettings) -> FeedCheck:
+    """Fetch ``url`` once and read it as a feed (what `feeds add` does before subscribing).
+
+    :raises FeedRegistryError: not an http(s) URL, or the answer is not a feed: a 404,
+        an HTML page, a host that refuses or does not answer, ... (the message says which).
+    """
+    url = validate_feed_url(url)
+    async with build_client(http) as client:
+        result = await poll_feed(
+            client, FeedState(url=url), http=http, rss=rss, now=utcnow(), force=True
+        )
+    if result.outcome != "updated":
+        raise FeedRegistryError(
+            f"not subscribed: {url} is not a readable feed ({result.error or result.outcome})",
+            hint="check the URL (the feed's own, not the site's page), or add it anyway "
+            "with --no-check",
+        )
+    return FeedCheck(url=url, title=result.state.title, entries=len(result.items))
 
 
 def _to_db(name: str, value: Any) -> Any:

@@ -30,6 +30,7 @@ from signaldesk.items import SourceKind
 from signaldesk.pipeline.config import Workspace
 from signaldesk.pipeline.errors import IntakeError
 from signaldesk.pipeline.feeds import FeedRecord, FeedRegistry
+from signaldesk.pipeline.full_text import discover_refetch, extract_worker
 from signaldesk.pipeline.index_queue import ledger_file
 from signaldesk.pipeline.intake_report import SOURCE_KINDS, FeedProblem, Handoff, ScanStats
 from signaldesk.pipeline.ledger import Ledger, utcnow
@@ -38,7 +39,6 @@ from signaldesk.pipeline.stages import (
     Work,
     discover_feeds,
     discover_local,
-    extract_worker,
     fetch_worker,
     resume,
     settle_worker,
@@ -89,7 +89,8 @@ async def run_scan(
     """Run one scan through every stage and return what it did.
 
     Items left mid-stage by an earlier run are finished first. Feeds are polled
-    when due (``force``: all enabled feeds); the drop folders are read whole.
+    when due (``force``: all enabled feeds); the drop folders are read whole; then
+    the article pages of earlier teasers that are due another try are fetched.
 
     :param client: the shared HTTP client; may be ``None`` when no feed is scanned.
     :param sources: the source kinds to scan (default all).
@@ -138,6 +139,9 @@ async def run_scan(
                 await discover_feeds(ctx, send_feeds)
             await send_feeds.aclose()  # feeds are all out: fetch workers may finish
             await discover_local(ctx, [k for k in kinds if k != "rss"], send_work)
+            if "rss" in kinds:
+                # Last: pages of earlier teasers, after this scan's own entries.
+                await discover_refetch(ctx, send_work)
 
     # Each worker gets its own clone of the streams it uses; the originals close when
     # the block is left, so a stream ends exactly when its last producer is done.

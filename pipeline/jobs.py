@@ -168,9 +168,10 @@ async def report_job(services: JobServices) -> str:
 
 
 async def captains_log_job(services: JobServices) -> str:
-    """Write the daily captain's log."""
+    """Write the daily captain's log (each morning: yesterday's, when a log covers its own day)."""
     workspace = services.workspace
-    day = services.today()
+    covers_own_day = workspace.config.captains_log.covers == "same_day"
+    day = services.today() - timedelta(days=1) if covers_own_day else services.today()
     log, note = await anyio.to_thread.run_sync(
         lambda: write_captains_log(
             workspace.vault, workspace.config.captains_log, day, tz=services.tz

@@ -390,6 +390,34 @@ class Ledger:
                     ),
                 )
 
+    async def replace_payload(
+        self, item_id: str, item: Item, *, status: ItemStatus, now: datetime | None = None
+    ) -> bool:
+        """Store a new payload for an item that is still in ``status`` (a teaser whose page
+        arrived later); returns whether it was. Its status and scores are left alone."""
+        async with self.transaction() as conn:
+            cursor = await conn.execute(
+                "UPDATE items SET payload = ?, updated_at = ? WHERE id = ? AND status = ?",
+                (item_to_json(stored_item(item)), iso_utc(now or utcnow()), item_id, status),
+            )
+            return bool(cursor.rowcount)
+
+    async def teasers_due(
+        self, *, now: datetime, max_attempts: int, limit: int
+    ) -> list[LedgerEntry]:
+        """Feed entries settled on their teaser whose article page is due another try
+        (``extra.full_text_after`` passed, fewer than ``max_attempts`` tries), oldest first."""
+        async with self._conn.execute(
+            f"SELECT {ENTRY_COLUMNS} FROM items WHERE source_kind = 'rss' "
+            "AND status IN ('pending', 'filed', 'rejected') "
+            "AND json_extract(payload, '$.teaser') "
+            "AND json_extract(payload, '$.extra.full_text_after') <= ? "
+            "AND COALESCE(json_extract(payload, '$.extra.full_text_attempts'), 0) < ? "
+            "ORDER BY updated_at LIMIT ?",
+            (iso_utc(now), max_attempts, limit),
+        ) as cursor:
+            return [entry_from_row(row) async for row in cursor]
+
     async def record_failure(self, item_id: str, error: str, *, now: datetime | None = None) -> int:
         """Count a failed attempt (the item stays where it is); returns the attempt count."""
         async with self.transaction() as conn:

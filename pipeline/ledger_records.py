@@ -51,11 +51,32 @@ def iso_utc(value: datetime) -> str:
 
 
 def item_to_json(item: Item) -> str:
-    """Serialise an :class:`Item` for the ledger's payload column."""
+    """Serialise an :class:`Item` for the ledger's payload column.
+
+    Text with lone surrogates (undecodable bytes an adapter let through) cannot be
+    stored as UTF-8; such a payload is written with ``\\u`` escapes instead, which
+    :func:`item_from_json` reads back to the same item.
+    """
     data = dataclasses.asdict(item)
     data["published"] = item.published.isoformat() if item.published else None
     data["tags"] = list(item.tags)
-    return json.dumps(data, ensure_ascii=False, default=str)
+    text = json.dumps(data, ensure_ascii=False, default=str)
+    if _has_surrogates(text):
+        return json.dumps(data, ensure_ascii=True, default=str)
+    return text
+
+
+def _has_surrogates(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+def _utf8(text: str) -> bytes:
+    # surrogatepass: an id must be computable for any string an adapter produced.
+    return text.encode("utf-8", "surrogatepass")
 
 
 def stored_item(item: Item) -> Item:
@@ -118,14 +139,14 @@ def item_identity(item: Item) -> str:
     elif (canon := canonical_url(item.url)) is not None:
         key = f"url:{canon}"
     else:
-        key = "text:" + hashlib.sha256(f"{item.title}\n{item.text}".encode()).hexdigest()
+        key = "text:" + hashlib.sha256(_utf8(f"{item.title}\n{item.text}")).hexdigest()
     raw = f"{item.source_kind}\x1f{item.source_id}\x1f{key}"
-    return hashlib.sha256(raw.encode("utf-8")).hexdigest()
+    return hashlib.sha256(_utf8(raw)).hexdigest()
 
 
 def location_identity(kind: str, source_id: str, location: str) -> str:
     raw = f"{kind}\x1f{source_id}\x1flocation:{location}"
-    return hashlib.sha256(raw.encode("utf-8")).hexdigest()
+    return hashlib.sha256(_utf8(raw)).hexdigest()
 
 
 @dataclass(frozen=True, slots=True)

@@ -153,7 +153,12 @@ _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'“(\[]?[A-Z0-9])|(?<=[\u3002\u
 _WORD = re.compile(r"[^\W\d_]{3,}|\d+(?:\.\d+)+", re.UNICODE)
 _WIDE_RUN = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]+")
 _MD_LINK = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")
-_MD_NOISE = re.compile(r"(\*\*|__|`|\*(?=\S)|(?<=\S)\*)")
+_MD_NOISE = re.compile(r"(?<!\\)(\*\*|__|`|\*(?=\S)|(?<=[^\s\\])\*)")
+_MD_ESCAPE = re.compile(r"\\([\\`*_{}\[\]()#+\-.!<>|~])")
+# A line inside a paragraph that reads as a title, not a sentence: bold all through, or
+# a short first line with no closing punctuation and a capitalised line below it.
+_BOLD_LINE = re.compile(r"^(\*\*|__)[^*_].*\1$")
+_SENTENCE_CLOSE = re.compile(r"[.!?:;,…)\]\"'\u201d\u2019]$")
 _LIST_MARK = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+(\[[ xX]\]\s+)?")
 _STOPWORDS = """
     the and for that this with from have has had are was were will would could should
@@ -177,7 +182,8 @@ def _prose_units(text: str) -> list[str]:
             units.extend(s.strip() for s in _SENTENCE_END.split(joined) if s.strip())
             paragraph.clear()
 
-    for line in text.splitlines():
+    lines = text.splitlines()
+    for number, line in enumerate(lines):
         if _FENCE.match(line):
             flush()
             in_code = not in_code
@@ -193,11 +199,23 @@ def _prose_units(text: str) -> list[str]:
             flush()
             units.append(_LIST_MARK.sub("", line).strip())
             continue
+        following = lines[number + 1].strip() if number + 1 < len(lines) else ""
+        if (
+            _BOLD_LINE.match(stripped)
+            or (
+                not paragraph  # the first line of a block: hard-wrapped prose never qualifies
+                and len(stripped) <= 80
+                and following[:1].isupper()
+                and not _SENTENCE_CLOSE.search(_MD_LINK.sub(r"\1", stripped))
+            )
+        ):
+            flush()  # a title inside a paragraph: never run into the text below it
+            continue
         paragraph.append(stripped)
     flush()
     cleaned = []
     for unit in units:
-        plain = _MD_NOISE.sub("", _MD_LINK.sub(r"\1", unit)).strip()
+        plain = _MD_ESCAPE.sub(r"\1", _MD_NOISE.sub("", _MD_LINK.sub(r"\1", unit))).strip()
         plain = " ".join(plain.split())
         # CJK packs a word into one or two characters: count them double.
         width = len(plain) + sum(len(run) for run in _WIDE_RUN.findall(plain))
@@ -270,7 +288,21 @@ def _one_line(text: str) -> str:
 
 
 def _first_paragraph(text: str) -> str:
-    units = _prose_units(text)
+    """The opening prose, up to about 200 characters, never past the first heading that
+    follows it (so "... and higher. Why this change is happening ..." cannot happen)."""
+    head: list[str] = []
+    in_code = seen_prose = False
+    for line in text.splitlines():
+        if _FENCE.match(line):
+            in_code = not in_code
+        elif not in_code and _HEADING.match(line.strip()):
+            if seen_prose:
+                break
+            continue
+        elif not in_code and line.strip():
+            seen_prose = True
+        head.append(line)
+    units = _prose_units("\n".join(head))
     paragraph: list[str] = []
     for unit in units:
         paragraph.append(unit)

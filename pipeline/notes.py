@@ -44,7 +44,7 @@ from signaldesk.pipeline.note_render import (
 from signaldesk.pipeline.settings import TriageSettings
 from signaldesk.retrieval.frontmatter import parse_note
 from signaldesk.scoring.records import ScoreCard
-from signaldesk.vault import DOMAINS, atomic_write_bytes, write_new_file
+from signaldesk.vault import DOMAINS, atomic_write_bytes, file_mode, write_new_file
 
 __all__ = ["FilingError", "NoteOutcome", "NoteResult", "NoteWriter", "read_note_id"]
 
@@ -115,9 +115,9 @@ def read_note_id(path: Path) -> str | None:
     return match.group(1).decode("ascii") if match else None
 
 
-def _link_new(folder: Path, stem: str, suffix: str, data: bytes) -> Path:
+def _link_new(folder: Path, stem: str, suffix: str, data: bytes, mode: int | None = None) -> Path:
     try:
-        return write_new_file(folder, stem, suffix, data, tries=_MAX_NAME_TRIES)
+        return write_new_file(folder, stem, suffix, data, tries=_MAX_NAME_TRIES, mode=mode)
     except FileExistsError as exc:
         raise FilingError(str(exc)) from exc
 
@@ -307,6 +307,7 @@ class NoteWriter:
             return NoteResult(planned, "moved", previous_path=origin)
         try:
             original = source.read_bytes()
+            mode = file_mode(source)  # a moved clipping keeps its permissions
         except OSError as exc:
             raise FilingError(f"cannot read the clipping {origin}: {exc}") from exc
         fields, keep = self._clipping_fields(card, item_id, domain, now)
@@ -318,7 +319,9 @@ class NoteWriter:
             return NoteResult(origin, "left", message=f"left in place: {exc.message}")
         name = PurePosixPath(origin)
         try:
-            target = _link_new(self.folder_for(domain), name.stem, name.suffix or ".md", patched)
+            target = _link_new(
+                self.folder_for(domain), name.stem, name.suffix or ".md", patched, mode=mode
+            )
         except OSError as exc:
             raise FilingError(f"cannot file the clipping {origin}: {exc}") from exc
         rel = self._rel(target)

@@ -18,6 +18,14 @@ class VaultSettings(SettingsModel):
             "fills this in."
         ),
     )
+    inbox_folder: str = Field(
+        "00-inbox",
+        description=(
+            "Vault-relative folder of unsorted captures awaiting triage (the triage report "
+            "lists its notes as waiting). Point it at an inbox folder you already have; "
+            "the drop folders of [newsletter] and [tool_output] usually sit inside it."
+        ),
+    )
 
 
 class PipelineSettings(SettingsModel):
@@ -51,8 +59,9 @@ class PipelineSettings(SettingsModel):
         5,
         ge=1,
         description=(
-            "Scans an item may fail transiently before intake gives up on its full text "
-            "(it keeps the feed's content, or is parked when there is none)."
+            "Scans in which an entry's article page is tried before intake stops asking "
+            "(the entry goes on with the feed's text at once, marked as a teaser; later "
+            "tries wait as a failing feed does, see [rss] backoff_base)."
         ),
     )
     stage_timeout: float = Field(
@@ -75,11 +84,13 @@ class CaptainsLogSettings(SettingsModel):
         description="Where the log is written, relative to the vault; {date} is YYYY-MM-DD.",
     )
     covers: str = Field(
-        "previous_day",
+        "same_day",
         pattern="^(previous_day|same_day)$",
         description=(
-            "`previous_day`: the log dated D covers D-1 (a morning log), and Monday's covers "
-            "Friday to Sunday. `same_day`: it covers D itself, and Monday's covers Saturday too."
+            "`same_day`: the log dated D covers D itself (Monday's also the weekend before), "
+            "so `signaldesk log` shows today's work, and `serve` writes each day's log the "
+            "next morning. `previous_day`: the log dated D covers D-1 (a morning log), and "
+            "Monday's covers Friday to Sunday."
         ),
     )
     top_signals: int = Field(5, ge=0, description="How many of the period's top signals to list.")

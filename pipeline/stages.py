@@ -3,11 +3,19 @@
 Each stage is a set of workers reading one bounded memory object stream and
 writing the next, so a slow stage holds the ones before it back (memory stays
 flat however many feeds there are). :func:`pipeline.intake.run_scan` wires them
-up; this module holds what each stage does to one unit of work.
+up; this module holds what each stage does to one unit of work (the extract stage,
+article pages for teaser entries, is :mod:`pipeline.full_text`).
 
-Error policy: only the listed transient errors (``FetchError.transient``,
-``TimeoutError``) are retried, with exponential backoff and jitter, and logged
-with ``exc_info``; a permanent error parks the item with its reason.
+Error policy: a feed or page that fails is one grouped line in the scan's
+``problems`` (by what, host and cause), never a traceback at the default log level
+(tracebacks go to debug, ``-vv``). Only transient answers of a host that did answer
+(5xx, 429, a dropped connection) are retried within a scan, with exponential backoff
+and jitter; a host that refused, timed out or is unknown is skipped for the rest of
+the scan (:class:`sources.http.HostBreaker`). An entry whose article page cannot be
+fetched goes on with the feed's own text, marked ``teaser``, and its page is tried
+again in later scans; when it arrives, the entry is handed to triage again. Anything
+else that goes wrong with one item or one source parks that item (or counts an error
+for that source) and the scan goes on.
 """
 
 from __future__ import annotations
@@ -19,6 +27,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 import anyio
 import httpx
@@ -26,6 +35,7 @@ from anyio.abc import ObjectReceiveStream, ObjectSendStream
 from anyio.streams.memory import MemoryObjectReceiveStream
 
 from signaldesk.errors import SignaldeskError
+from signaldesk.faults import is_machine_fault
 from signaldesk.items import Item, SourceKind
 from signaldesk.pipeline.config import Workspace
 from signaldesk.pipeline.feeds import FeedRecord, FeedRegistry
@@ -33,29 +43,45 @@ from signaldesk.pipeline.intake_report import FeedProblem, Handoff, ScanStats
 from signaldesk.pipeline.ledger import Ledger, LedgerEntry, item_identity
 from signaldesk.pipeline.ledger_clippings import resolve_clipping
 from signaldesk.sources.clipper import scan_clippings
-from signaldesk.sources.errors import FetchError
-from signaldesk.sources.fulltext import fetch_article, merge_article
-from signaldesk.sources.http import HostLimiter
+from signaldesk.sources.http import HostBreaker, HostLimiter, host_of
 from signaldesk.sources.newsletter import fetch_imap, read_mail_sources
-from signaldesk.sources.rss import PollResult, is_teaser, poll_feed
+from signaldesk.sources.rss import PollResult, poll_feed
 from signaldesk.sources.tool_output import scan_drop_folder
 from signaldesk.sources.tracking import strip_tracking_params
 
-__all__ = ["ScanContext", "Work", "normalise"]
+__all__ = [
+    "SETTLED",
+    "ScanContext",
+    "Work",
+    "backoff",
+    "normalise",
+    "park_broken",
+    "safe_item",
+]
 
 logger = logging.getLogger(__name__)
 
 _BLANK_RUNS = re.compile(r"\n{3,}")
 _SPACES = re.compile(r"[ \t\u00a0]+")
+# Statuses of settled items: an entry in one of them met in the extract stage is the
+# re-fetch of a teaser's article page.
+SETTLED = frozenset({"pending", "filed", "rejected"})
+# What a local source's unit is called in the scan's problem lines.
+_WHAT = {"clipper": "clipping", "newsletter": "mail", "tool_output": "tool output", "rss": "feed"}
 
 
 @dataclass(frozen=True, slots=True)
 class Work:
-    """One item travelling through the stages, with the status it has in the ledger."""
+    """One item travelling through the stages, with the status it has in the ledger.
+
+    ``rescore``: a settled teaser whose page arrived in this scan; it skips dedupe and
+    goes straight to the hand-off, so triage scores it again.
+    """
 
     id: str
     item: Item
     status: str
+    rescore: bool = False
 
 
 @dataclass(slots=True)
@@ -75,6 +101,8 @@ class ScanContext:
     full_text_by_feed: dict[str, bool]
     # Shared by every fetch worker: bounds the feed parses running in threads at once.
     parse_limiter: anyio.CapacityLimiter | None = None
+    # Hosts that did not answer in this scan are not asked again (feeds and pages).
+    breaker: HostBreaker = dataclasses.field(default_factory=HostBreaker)
 
     def progress(self) -> None:
         if self.on_progress is not None:
@@ -85,13 +113,43 @@ class ScanContext:
         return self.workspace.config.rss.full_text and self.full_text_by_feed.get(feed_url, True)
 
 
-def _backoff(ctx: ScanContext, attempt: int) -> float:
+def backoff(ctx: ScanContext, attempt: int) -> float:
     base: float = ctx.workspace.config.pipeline.retry_backoff * 2.0 ** (attempt - 1)
     return base * (0.5 + random.random() / 2)  # jitter keeps retries from marching in step
 
 
-def _is_transient(exc: BaseException) -> bool:
-    return isinstance(exc, TimeoutError) or bool(getattr(exc, "transient", False))
+def _debug_traceback(message: str, *args: object) -> None:
+    """The traceback of the exception being handled, for ``-vv`` only."""
+    logger.debug(message, *args, exc_info=True)
+
+
+def _clean(text: str) -> str:
+    # Lone surrogates (undecodable bytes an adapter let through) cannot be stored.
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "replace").decode("utf-8")
+    return text
+
+
+def _clean_value(value: Any) -> Any:
+    if isinstance(value, str):
+        return _clean(value)
+    if isinstance(value, list | tuple):
+        return type(value)(_clean_value(v) for v in value)
+    if isinstance(value, dict):
+        return {_clean(str(k)): _clean_value(v) for k, v in value.items()}
+    return value
+
+
+def safe_item(item: Item) -> Item:
+    """``item`` with every text field storable as UTF-8 (one bad byte must not stop a scan)."""
+    changes = {
+        f.name: _clean_value(getattr(item, f.name))
+        for f in dataclasses.fields(item)
+        if isinstance(getattr(item, f.name), str | tuple | dict)
+    }
+    return dataclasses.replace(item, **changes)
 
 
 # -- discover ---------------------------------------------------------------------
@@ -107,30 +165,54 @@ async def discover_local(
     that still fails does not count them again). Mail that is readable but not a
     newsletter is skipped without a trace, as the adapter decides.
     """
-    config = ctx.workspace.config
-    vault = ctx.workspace.vault
     for kind in kinds:
-        found: list[tuple[str, Item | None, str | None]]
-        if kind == "clipper":
-            found = await _read_clippings(ctx)
-            source_id = config.clipper.folder
-        elif kind == "newsletter":
-            found = await anyio.to_thread.run_sync(
-                lambda: [
-                    (r.location, r.item, r.error)
-                    for r in read_mail_sources(config.newsletter, vault)
-                    if r.item is not None or r.error is not None
-                ]
-            )
-            source_id = config.newsletter.drop_folder
-            if config.newsletter.imap_host:
-                found += await _imap(ctx)
-        elif kind == "tool_output":
-            found = await anyio.to_thread.run_sync(_read_drop_folder, ctx)
-            source_id = config.tool_output.drop_folder
-        else:
-            continue
-        await _record_local(ctx, kind, source_id, found, send)
+        try:
+            await _discover_kind(ctx, kind, send)
+        except anyio.get_cancelled_exc_class():
+            raise
+        except Exception as exc:  # one broken source must not stop the others
+            if is_machine_fault(exc):
+                raise  # a full disk, say: the other sources would fail the same way
+            logger.warning("%s not read: %r", kind, exc)
+            _debug_traceback("%s not read", kind)
+            ctx.stats.tally(kind).errors += 1
+            ctx.stats.problem(kind.replace("_", " "), "drop folder", type(exc).__name__, str(exc))
+
+
+async def _discover_kind(ctx: ScanContext, kind: SourceKind, send: ObjectSendStream[Work]) -> None:
+    config = ctx.workspace.config
+    found: list[tuple[str, Item | None, str | None]]
+    if kind == "clipper":
+        found = await _read_clippings(ctx)
+        source_id = config.clipper.folder
+    elif kind == "newsletter":
+        found = await anyio.to_thread.run_sync(_read_mail, ctx)
+        source_id = config.newsletter.drop_folder
+        if config.newsletter.imap_host:
+            found += await _imap(ctx)
+    elif kind == "tool_output":
+        found = await anyio.to_thread.run_sync(_read_drop_folder, ctx)
+        source_id = config.tool_output.drop_folder
+    else:
+        return
+    await _record_local(ctx, kind, source_id, found, send)
+
+
+def _read_mail(ctx: ScanContext) -> list[tuple[str, Item | None, str | None]]:
+    """The drop folder's mail: newsletters, unreadable files, and the messages skipped
+    (no newsletter headers, bounces), which are recorded once so a person hears why."""
+    settings = ctx.workspace.config.newsletter
+    found: list[tuple[str, Item | None, str | None]] = []
+    for r in read_mail_sources(settings, ctx.workspace.vault):
+        if r.item is not None or r.error is not None:
+            found.append((r.location, r.item, r.error))
+        elif r.skipped:
+            how = "" if settings.accept_all else "; set [newsletter] accept_all = true to take it"
+            if r.skipped.startswith("no newsletter headers"):
+                found.append((r.location, None, f"skipped: {r.skipped}{how}"))
+            else:
+                found.append((r.location, None, f"skipped: {r.skipped}"))
+    return found
 
 
 async def _read_clippings(ctx: ScanContext) -> list[tuple[str, Item | None, str | None]]:
@@ -163,8 +245,10 @@ async def _imap(ctx: ScanContext) -> list[tuple[str, Item | None, str | None]]:
         with anyio.fail_after(settings.imap_timeout * 10):
             items = await fetch_imap(settings, seen=seen)
     except (TimeoutError, SignaldeskError) as exc:
-        logger.warning("IMAP mailbox not read: %s", exc, exc_info=True)
+        logger.warning("IMAP mailbox not read: %s", exc)
+        _debug_traceback("IMAP mailbox not read")
         ctx.stats.tally("newsletter").errors += 1
+        ctx.stats.problem("mailbox", settings.imap_host, "not read", str(exc))
         return []
     return [(item.guid or "", item, None) for item in items]
 
@@ -185,13 +269,16 @@ async def _record_local(
     for location, item, error in found:
         ctx.stats.items_seen += 1
         if item is None:
+            reason = _clean(error or "unreadable")
             _, new = await ctx.ledger.park_location(
-                kind, source_id, location, error or "unreadable", now=ctx.now()
+                kind, source_id, _clean(location), reason, now=ctx.now()
             )
-            if new:
+            if new:  # told once: a later scan that finds it again stays quiet
                 tally.parked += 1
+                cause = reason.split(";")[0].strip()[:80]
+                ctx.stats.problem(_WHAT[kind], source_id, cause, _clean(location))
             continue
-        items.append(item)
+        items.append(safe_item(item))
     new_ids = await ctx.ledger.record(items, status="fetched", now=ctx.now())
     by_id = {i: None for i in new_ids}
     for item in items:
@@ -231,7 +318,19 @@ async def fetch_worker(
     """Poll feeds; store each poll's new state and its new items in one transaction."""
     async with receive, send:
         async for record in receive:
-            await _poll_one(ctx, record, send)
+            try:
+                await _poll_one(ctx, record, send)
+            except anyio.get_cancelled_exc_class():
+                raise
+            except Exception as exc:  # a bug or a hostile feed: this feed fails, not the scan
+                if is_machine_fault(exc):
+                    raise
+                logger.warning("feed %s not taken in: %r", record.url, exc)
+                _debug_traceback("feed %s not taken in", record.url)
+                ctx.stats.feeds_failed += 1
+                ctx.stats.tally("rss").errors += 1
+                ctx.stats.problem("feed", host_of(record.url), type(exc).__name__, record.url)
+                ctx.progress()
 
 
 async def _poll_one(ctx: ScanContext, record: FeedRecord, send: ObjectSendStream[Work]) -> None:
@@ -249,15 +348,18 @@ async def _poll_one(ctx: ScanContext, record: FeedRecord, send: ObjectSendStream
                 limiter=ctx.limiter,
                 force=ctx.force,
                 parse_limiter=ctx.parse_limiter,
+                breaker=ctx.breaker,
             )
     except (TimeoutError, SignaldeskError) as exc:
         # poll_feed reports its own failures in the result; reaching here means the
         # stage deadline hit or an adapter bug. The feed keeps its old state and is
         # due again next scan.
-        logger.warning("feed %s not polled: %s", record.url, exc, exc_info=True)
+        logger.warning("feed %s not polled: %s", record.url, exc or "stage timeout")
+        _debug_traceback("feed %s not polled", record.url)
         ctx.stats.feeds_polled += 1
         ctx.stats.feeds_failed += 1
         tally.errors += 1
+        ctx.stats.problem("feed", host_of(record.url), "not polled", record.url)
         ctx.stats.feed_problems.append(
             FeedProblem(
                 record.url, record.state.title, "error", str(exc), record.state.error_count, None
@@ -265,11 +367,10 @@ async def _poll_one(ctx: ScanContext, record: FeedRecord, send: ObjectSendStream
         )
         ctx.progress()
         return
+    items = [safe_item(item) for item in result.items]
     async with ctx.ledger.transaction() as conn:
         await ctx.registry.save_state(conn, record.url, result.state)
-        new_ids = await ctx.ledger.insert_items(
-            conn, result.items, status="discovered", now=ctx.now()
-        )
+        new_ids = await ctx.ledger.insert_items(conn, items, status="discovered", now=ctx.now())
     ctx.stats.feeds_polled += 1
     ctx.stats.items_seen += len(result.items)
     if result.outcome == "not_modified":
@@ -277,6 +378,7 @@ async def _poll_one(ctx: ScanContext, record: FeedRecord, send: ObjectSendStream
     if result.outcome in {"error", "gone", "disabled"} or result.state.disabled_reason:
         ctx.stats.feeds_failed += 1
         tally.errors += 1
+        ctx.stats.problem("feed", host_of(record.url), result.cause or result.outcome, record.url)
         ctx.stats.feed_problems.append(
             FeedProblem(
                 result.state.url,
@@ -293,93 +395,23 @@ async def _poll_one(ctx: ScanContext, record: FeedRecord, send: ObjectSendStream
     ctx.progress()
     if new_ids:
         wanted = set(new_ids)
-        for item in result.items:
+        for item in items:
             item_id = item_identity(item)
             if item_id in wanted:
                 wanted.discard(item_id)
                 await send.send(Work(item_id, item, "discovered"))
 
 
-# -- extract ----------------------------------------------------------------------
-
-
-async def extract_worker(
-    ctx: ScanContext, receive: ObjectReceiveStream[Work], send: ObjectSendStream[Work]
-) -> None:
-    """Fetch full text for teaser feed entries; everything else passes straight on."""
-    async with receive, send:
-        async for work in receive:
-            result = await _extract_one(ctx, work)
-            if result is not None:
-                await send.send(result)
-
-
-async def _extract_one(ctx: ScanContext, work: Work) -> Work | None:
-    item = work.item
-    if (
-        work.status != "discovered"
-        or item.source_kind != "rss"
-        or not item.url
-        or not ctx.wants_full_text(item.source_id)
-        or not is_teaser(item)
-    ):
-        return work
-    assert ctx.client is not None
-    config = ctx.workspace.config
-    tries = config.pipeline.retry_attempts
-    for attempt in range(1, tries + 1):
-        try:
-            with anyio.fail_after(config.pipeline.stage_timeout):
-                article = await fetch_article(
-                    ctx.client, item.url, http=config.http, limiter=ctx.limiter
-                )
-        except (TimeoutError, FetchError) as exc:
-            reason = f"full text from {item.url}: {exc}"
-            if _is_transient(exc) and attempt < tries:
-                delay = _backoff(ctx, attempt)
-                logger.info("retrying in %.1f s: %s", delay, reason, exc_info=True)
-                await anyio.sleep(delay)
-                continue
-            if _is_transient(exc):
-                attempts = await ctx.ledger.record_failure(work.id, reason, now=ctx.now())
-                logger.warning(
-                    "transient failure (%d/%d): %s",
-                    attempts,
-                    config.pipeline.max_attempts,
-                    reason,
-                    exc_info=True,
-                )
-                if attempts < config.pipeline.max_attempts:
-                    # Left in flight: the next scan tries again.
-                    ctx.stats.tally("rss").errors += 1
-                    ctx.progress()
-                    return None
-                reason = f"gave up after {attempts} attempts: {reason}"
-            return await _fall_back(ctx, work, reason)
-        extracted = merge_article(item, article) if article is not None else None
-        if extracted is None:
-            return await _fall_back(
-                ctx, work, f"no article text longer than the feed's at {item.url}"
-            )
-        await ctx.ledger.advance(work.id, "extracted", item=extracted, now=ctx.now())
-        return Work(work.id, extracted, "extracted")
-    raise AssertionError("unreachable: the last attempt returns")
-
-
-async def _fall_back(ctx: ScanContext, work: Work, reason: str) -> Work | None:
-    """Keep the feed's own content; park the item when the feed gave none."""
-    item = work.item
-    if not (item.text.strip() or (item.summary or "").strip()):
-        await ctx.ledger.park(
-            work.id, f"{reason}; the feed has no content to fall back to", now=ctx.now()
-        )
-        ctx.stats.tally(item.source_kind).parked += 1
-        ctx.progress()
-        return None
-    logger.info("keeping the feed's content: %s", reason)
-    kept = dataclasses.replace(item, extra={**item.extra, "full_text": f"failed: {reason}"})
-    await ctx.ledger.advance(work.id, "extracted", item=kept, now=ctx.now())
-    return Work(work.id, kept, "extracted")
+async def park_broken(ctx: ScanContext, work: Work, stage: str, exc: Exception) -> None:
+    """Park an item a stage could not handle (a settled one is left as it is)."""
+    reason = f"intake could not {stage} this item: {type(exc).__name__}: {exc}"
+    logger.warning("%s parked: %s", work.item.url or work.id[:10], reason)
+    _debug_traceback("item %s parked", work.id[:10])
+    ctx.stats.problem("item", host_of(work.item.url), f"{stage} failed", work.item.url or work.id)
+    if work.status not in SETTLED:
+        await ctx.ledger.park(work.id, _clean(reason), now=ctx.now())
+        ctx.stats.tally(work.item.source_kind).parked += 1
+    ctx.progress()
 
 
 # -- normalise + dedupe -------------------------------------------------------------
@@ -422,14 +454,43 @@ async def settle_worker(ctx: ScanContext, receive: MemoryObjectReceiveStream[Wor
 
 async def _settle_batch(ctx: ScanContext, batch: Sequence[Work]) -> None:
     ready: list[tuple[str, Item]] = []
+    rescore: list[str] = []
     for work in batch:
-        item = normalise(work.item)
+        if work.rescore:
+            rescore.append(work.id)
+            continue
+        try:
+            item = normalise(work.item)
+        except Exception as exc:  # a hostile item: parked, the batch goes on
+            if is_machine_fault(exc):
+                raise
+            await park_broken(ctx, work, "normalise", exc)
+            continue
         if not item.text and not item.url:
             await ctx.ledger.park(work.id, "empty item: no text and no link", now=ctx.now())
             ctx.stats.tally(item.source_kind).parked += 1
             continue
         ready.append((work.id, item))
-    verdicts = await ctx.ledger.settle_many(ready, now=ctx.now())
+    try:
+        verdicts = await ctx.ledger.settle_many(ready, now=ctx.now())
+    except anyio.get_cancelled_exc_class():
+        raise
+    except Exception as exc:
+        if is_machine_fault(exc):
+            raise
+        # One item broke the batch's transaction: settle them one by one, parking it.
+        _debug_traceback("a dedupe batch failed; settling its items one by one")
+        verdicts = []
+        kept: list[tuple[str, Item]] = []
+        for item_id, item in ready:
+            try:
+                verdicts.append(await ctx.ledger.settle(item_id, item, now=ctx.now()))
+                kept.append((item_id, item))
+            except Exception as exc:
+                if is_machine_fault(exc):
+                    raise
+                await park_broken(ctx, Work(item_id, item, "extracted"), "dedupe", exc)
+        ready = kept
     fresh: list[str] = []
     for (item_id, item), verdict in zip(ready, verdicts, strict=True):
         tally = ctx.stats.tally(item.source_kind)
@@ -442,10 +503,17 @@ async def _settle_batch(ctx: ScanContext, batch: Sequence[Work]) -> None:
     ctx.progress()
     if ctx.handoff is None:
         return
-    for item_id in fresh:
+    for item_id in [*fresh, *rescore]:
         try:
             with anyio.fail_after(ctx.workspace.config.pipeline.stage_timeout):
                 await ctx.handoff(item_id)
-        except TimeoutError:
-            # The item is safely `pending` in the ledger; triage picks it up from there.
-            logger.warning("hand-off of %s timed out; it stays pending", item_id, exc_info=True)
+        except anyio.get_cancelled_exc_class():
+            raise
+        except Exception as exc:
+            if is_machine_fault(exc):
+                raise
+            # The item is safely in the ledger (pending, or as triage left it); a later
+            # triage run picks it up. One item must not stop the scan's others.
+            logger.warning("hand-off of %s failed; it waits for triage: %r", item_id[:10], exc)
+            _debug_traceback("hand-off of %s failed", item_id[:10])
+            ctx.stats.problem("triage", "hand-off", type(exc).__name__, item_id)

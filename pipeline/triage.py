@@ -551,7 +551,8 @@ async def triage(
     :param item_ids: triage exactly these ledger items (pending, filed or rejected).
     :param rescore: also re-score items already filed or rejected (their notes get new
         scores unless a person edited them; nothing is moved or deleted).
-    :param inbox: pick up new Web Clipper notes first (ignored with ``item_ids``).
+    :param inbox: pick up what waits in the drop folders first (new Web Clipper notes,
+        newsletters, tool output; ignored with ``item_ids``).
     :param embedder: the embedding model the scorer and the indexer share (default: the
         configured one, loaded on first use; ``None``: keyword-only, nothing indexed).
     :param decided: the person's decisions for some items (see :class:`Triager`).
@@ -578,8 +579,14 @@ async def triage(
                 await triager.preview_inbox()
             else:
                 assert ledger is not None
+                # Every drop folder, not only the clipper's: a newsletter waiting in its
+                # folder must not make `triage` say there is nothing to triage.
                 await run_scan(
-                    workspace, ledger, None, sources=("clipper",), handoff=triager.submit
+                    workspace,
+                    ledger,
+                    None,
+                    sources=("clipper", "newsletter", "tool_output"),
+                    handoff=triager.submit,
                 )
         await triager.run_ledger(item_ids=item_ids, rescore=rescore)
         return await triager.finish()

@@ -107,6 +107,8 @@ def _report_item(
         error=entry.last_error,
         duplicate_of=titles.get(entry.duplicate_of or "", entry.duplicate_of),
         arrived=entry.discovered_at,
+        teaser=entry.item.teaser,
+        page_cause=entry.item.extra.get("full_text_cause") if entry.item.teaser else None,
     )
 
 
@@ -144,7 +146,10 @@ def feed_issues(records: Iterable[FeedRecord]) -> list[FeedIssue]:
 def _waiting_folders(workspace: Workspace) -> tuple[list[Path], list[Path]]:
     """(folders to list, folders inside them to skip: the mail and tool drops)."""
     config = workspace.config
-    listed = [workspace.resolve("00-inbox"), workspace.resolve(config.clipper.folder)]
+    listed = [
+        workspace.resolve(config.vault.inbox_folder),
+        workspace.resolve(config.clipper.folder),
+    ]
     skipped = [
         workspace.resolve(config.newsletter.drop_folder),
         workspace.resolve(config.tool_output.drop_folder),

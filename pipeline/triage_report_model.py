@@ -6,6 +6,7 @@ Built by :func:`pipeline.triage_report.gather_triage_report`, rendered by
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import date, datetime
@@ -19,6 +20,7 @@ __all__ = [
     "TriageReportNote",
     "WaitingNote",
     "kind_rank",
+    "reason_key",
 ]
 
 DIMENSIONS = ("relevance", "actionability", "depth", "authority")
@@ -42,6 +44,8 @@ class ReportItem:
     error: str | None
     duplicate_of: str | None
     arrived: datetime
+    teaser: bool = False
+    page_cause: str | None = None  # why the article page could not be had (teasers)
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,6 +140,19 @@ class TriageReportNote:
         return self.with_status("parked")
 
     @property
+    def teasers(self) -> list[ReportItem]:
+        """Feed entries of the day scored on their teaser: the article page did not come."""
+        return [i for i in self.items if i.teaser and i.status != "duplicate"]
+
+    @property
+    def parked_by_reason(self) -> list[tuple[str, list[ReportItem]]]:
+        """Parked items grouped by their reason (links and numbers aside), largest first."""
+        groups: dict[str, list[ReportItem]] = {}
+        for item in self.parked:
+            groups.setdefault(reason_key(item.error), []).append(item)
+        return sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[0]))
+
+    @property
     def by_source(self) -> list[SourceCount]:
         """Counts per source, in source-kind order then by name."""
         keys = sorted(
@@ -172,6 +189,19 @@ class TriageReportNote:
             pair = counts.setdefault(i.domain or "other", [0, 0])
             pair[0 if i.status == "filed" else 1] += 1
         return {d: (c[0], c[1]) for d, c in sorted(counts.items())}
+
+
+_URL = re.compile(r"https?://[^\s)>\]]+|\b[\w.-]+\.(?:md|eml|mbox|json|txt)\b")
+_NUMBER = re.compile(r"\d+")
+
+
+def reason_key(reason: str | None) -> str:
+    """A parked reason with its links, file names and numbers blanked, for grouping:
+    69 "HTTP 404 fetching article https://…/a/17" rows become one."""
+    if not reason:
+        return "no reason recorded"
+    text = _URL.sub("…", reason)
+    return " ".join(_NUMBER.sub("N", text).split())[:160]
 
 
 def kind_rank(kind: str) -> int:

@@ -8,6 +8,7 @@ import re
 from collections import Counter
 from collections.abc import Iterable
 
+from signaldesk.pipeline.intake_report import ProblemGroup, problem_lines
 from signaldesk.pipeline.triage_report_model import (
     DIMENSIONS,
     CorrectionNote,
@@ -15,6 +16,8 @@ from signaldesk.pipeline.triage_report_model import (
     TriageReportNote,
     kind_rank,
 )
+from signaldesk.pipeline.wording import plural
+from signaldesk.sources.http import host_of
 
 __all__ = ["render_triage_report", "score_histogram"]
 
@@ -116,9 +119,10 @@ def render_triage_report(
     lines = [f"# Triage report {day}", ""]
     lines.append(
         f"{len(report.items)} arrived · {len(filed)} filed · {len(rejected)} rejected "
-        f"({len(near)} worth a look) · {len(report.duplicates)} duplicates · "
-        f"{len(report.parked)} parked · {len(report.waiting_notes)} notes and "
-        f"{report.pending_total} items waiting · {len(report.feed_issues)} feeds need attention. "
+        f"({len(near)} worth a look) · {plural(len(report.duplicates), 'duplicate')} · "
+        f"{len(report.parked)} parked · {plural(len(report.waiting_notes), 'note')} and "
+        f"{plural(report.pending_total, 'item')} waiting · "
+        f"{plural(len(report.feed_issues), 'feed needs', 'feeds need')} attention. "
         f"Threshold {report.threshold:.2f}."
     )
 
@@ -206,9 +210,21 @@ def render_triage_report(
         lines += _more(report.pending_total, max_rows)
 
     lines += ["", "## Feeds needing attention", ""]
-    if not report.feed_issues:
+    teasers = report.teasers
+    if not report.feed_issues and not teasers:
         lines.append("All feeds are healthy.")
-    else:
+    if teasers:
+        hosts = {host_of(i.url) for i in teasers}
+        lines.append(
+            f"Article pages could not be fetched for {len(teasers)} of the day's entries, "
+            f"from {len(hosts)} {'host' if len(hosts) == 1 else 'hosts'}: they were scored "
+            "on the feed's own teaser, and their pages are tried again in later scans."
+        )
+        lines.append("")
+        lines += [f"- {_cell(line)}" for line in problem_lines(_page_groups(teasers))]
+        if report.feed_issues:
+            lines.append("")
+    if report.feed_issues:
         lines += [
             "| feed | state | errors | last error | next check |",
             "| --- | --- | ---: | --- | --- |",
@@ -228,11 +244,25 @@ def render_triage_report(
     if not report.parked:
         lines.append("None.")
     else:
-        lines += ["| item | source | reason |", "| --- | --- | --- |"]
-        for i in report.parked[:max_rows]:
-            lines.append(f"| {_link(i)} | {_cell(i.source)} | {_cell(i.error)} |")
-        lines += _more(len(report.parked), max_rows)
+        # One row per reason, not per item: 69 pages failing alike are one problem.
+        lines += ["| reason | items | for example |", "| --- | ---: | --- |"]
+        groups = report.parked_by_reason
+        for _key, items in groups[:max_rows]:
+            examples = ", ".join(_link(i) for i in items[:3])
+            more = f" and {len(items) - 3} more" if len(items) > 3 else ""
+            lines.append(f"| {_cell(items[0].error)} | {len(items)} | {examples}{more} |")
+        lines += _more(len(groups), max_rows)
     return "\n".join(lines) + "\n"
+
+
+def _page_groups(teasers: Iterable[ReportItem]) -> list[ProblemGroup]:
+    groups: dict[tuple[str, str], ProblemGroup] = {}
+    for item in teasers:
+        host, cause = host_of(item.url), item.page_cause or "not fetched"
+        group = groups.setdefault((host, cause), ProblemGroup("article page", host, cause))
+        group.count += 1
+        group.example = group.example or (item.url or "")
+    return list(groups.values())
 
 
 def _corrections_section(corrections: list[CorrectionNote], max_rows: int) -> list[str]:

@@ -10,7 +10,12 @@ from __future__ import annotations
 
 import errno
 
-__all__ = ["is_corruption_error", "is_disk_full_error", "is_read_only_error"]
+__all__ = [
+    "is_corruption_error",
+    "is_disk_full_error",
+    "is_machine_fault",
+    "is_read_only_error",
+]
 
 _DISK_FULL_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG})
 _READ_ONLY_ERRNOS = frozenset({errno.EROFS, errno.EACCES, errno.EPERM})
@@ -51,3 +56,21 @@ def is_corruption_error(exc: BaseException) -> bool:
     return any(
         marker in text for marker in ("not a database", "malformed", "corrupt", "file is encrypted")
     )
+
+
+def is_machine_fault(exc: BaseException) -> bool:
+    """A fault of the machine rather than of one input: a full disk, a read-only file
+    system or database, a damaged database file.
+
+    Code that isolates one bad item or source from the others must let these through:
+    the next item would fail the same way, and the person needs one clear message, not
+    a scan that "succeeds" having taken in nothing. (A file the user cannot read is
+    not one of them: that is a problem of that file.)
+    """
+    if isinstance(exc, PermissionError):
+        return False
+    if is_disk_full_error(exc) or is_corruption_error(exc):
+        return True
+    if isinstance(exc, OSError):
+        return exc.errno == errno.EROFS
+    return is_read_only_error(exc)

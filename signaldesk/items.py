@@ -30,8 +30,9 @@ class Item:
     :param site_name: the publishing site's name, if known.
     :param origin_path: vault-relative path of the note it came from (clippings, inbox).
     :param teaser: ``text`` is only the feed's own teaser: the linked page's full text
-        could not be had (yet). Triage marks such a card "scored on the feed's teaser" and
-        scores the item again once an item with the full text replaces it.
+        was wanted but could not be had (yet). Intake fetches the page again in later
+        scans; triage marks such a card "scored on the feed's teaser" and scores the
+        item again once the full text replaces it.
     :param extra: adapter-specific metadata that later stages may show but never need.
     """
 

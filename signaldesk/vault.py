@@ -7,6 +7,7 @@ import os
 import re
 import stat
 import tempfile
+import threading
 from pathlib import Path
 
 # Numbers group the folders, they do not rank them (SPEC section 2).
@@ -51,16 +52,57 @@ ALWAYS_EXCLUDED: tuple[str, ...] = (
 )
 
 
-def atomic_write_bytes(path: Path, data: bytes) -> None:
+_UMASK_LOCK = threading.Lock()
+
+
+def _umask() -> int:
+    """The process's umask, read without changing it where the system allows."""
+    try:
+        with open("/proc/self/status", encoding="ascii", errors="replace") as status:
+            for line in status:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    with _UMASK_LOCK:  # elsewhere the only way to read it is to set it and put it back
+        current = os.umask(0o022)
+        os.umask(current)
+    return current
+
+
+def new_file_mode() -> int:
+    """The mode a new file gets: ``0o666`` less the umask, as any editor would create it.
+
+    Why: ``tempfile.mkstemp`` makes its files ``0600``, and renaming one into place
+    left every note readable by its owner only.
+    """
+    return 0o666 & ~_umask()
+
+
+def file_mode(path: Path) -> int | None:
+    """``path``'s permission bits, or ``None`` when it does not exist."""
+    try:
+        return stat.S_IMODE(path.stat().st_mode)
+    except FileNotFoundError:
+        return None
+
+
+def atomic_write_bytes(path: Path, data: bytes, *, mode: int | None = None) -> None:
     """Write ``data`` to ``path`` so that readers see the old file or the new one, never half.
 
     The temporary file lives in the same folder so the final ``os.replace`` is a
     rename on one filesystem; it is fsynced first so a crash after the rename
     cannot leave an empty file.
+
+    :param mode: the permission bits (default: those of the file it replaces, else
+        those a new file gets under the umask).
     """
     path.parent.mkdir(parents=True, exist_ok=True)
+    if mode is None:
+        mode = file_mode(path)
     fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
+        os.fchmod(fd, new_file_mode() if mode is None else mode)
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
             handle.flush()
@@ -72,12 +114,20 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
         raise
 
 
-def atomic_write_text(path: Path, text: str) -> None:
+def atomic_write_text(path: Path, text: str, *, mode: int | None = None) -> None:
     """Write UTF-8 ``text`` atomically (see :func:`atomic_write_bytes`)."""
-    atomic_write_bytes(path, text.encode("utf-8"))
+    atomic_write_bytes(path, text.encode("utf-8"), mode=mode)
 
 
-def write_new_file(folder: Path, stem: str, suffix: str, data: bytes, *, tries: int = 1000) -> Path:
+def write_new_file(
+    folder: Path,
+    stem: str,
+    suffix: str,
+    data: bytes,
+    *,
+    tries: int = 1000,
+    mode: int | None = None,
+) -> Path:
     """Write ``data`` under the first free name ``stem[-N]suffix`` in ``folder``; never overwrite.
 
     The data goes to a hidden temporary file first (fsynced), then ``os.link`` gives
@@ -85,11 +135,14 @@ def write_new_file(folder: Path, stem: str, suffix: str, data: bytes, *, tries: 
     is one atomic step, even against another process, and the file appears complete
     or not at all.
 
+    :param mode: the permission bits (default: those a new file gets under the umask;
+        a moved file passes its own, so it keeps them).
     :raises FileExistsError: none of ``tries`` names was free.
     """
     folder.mkdir(parents=True, exist_ok=True)
     fd, tmp_name = tempfile.mkstemp(prefix=".signaldesk-", suffix=".tmp", dir=folder)
     try:
+        os.fchmod(fd, new_file_mode() if mode is None else mode)
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
             handle.flush()

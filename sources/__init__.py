@@ -35,9 +35,6 @@ if typing.TYPE_CHECKING:
         SourceError,
         TooManyRedirects,
     )
-    from signaldesk.sources.feed_markdown import (
-        feed_html_to_markdown,
-    )
     from signaldesk.sources.feed_parse import (
         ParsedFeed,
         parse_feed,
@@ -51,6 +48,13 @@ if typing.TYPE_CHECKING:
         fetch_article,
         merge_article,
         with_full_text,
+    )
+    from signaldesk.sources.html_markdown import (
+        FEED,
+        MAIL,
+        HtmlProfile,
+        html_to_markdown,
+        html_to_text,
     )
     from signaldesk.sources.http import (
         FetchResponse,
@@ -91,6 +95,8 @@ if typing.TYPE_CHECKING:
     )
 
 __all__ = [
+    "FEED",
+    "MAIL",
     "Article",
     "ClipperSettings",
     "ClippingResult",
@@ -102,6 +108,7 @@ __all__ = [
     "FetchError",
     "FetchResponse",
     "HostLimiter",
+    "HtmlProfile",
     "HttpSettings",
     "ImapError",
     "MailResult",
@@ -119,10 +126,11 @@ __all__ = [
     "clipping_to_item",
     "export_opml",
     "extract_article",
-    "feed_html_to_markdown",
     "fetch",
     "fetch_article",
     "fetch_imap",
+    "html_to_markdown",
+    "html_to_text",
     "is_newsletter",
     "is_teaser",
     "is_tracking_pixel_url",
@@ -153,7 +161,6 @@ _EXPORTS = {
     "ResponseTooLarge": "signaldesk.sources.errors",
     "SourceError": "signaldesk.sources.errors",
     "TooManyRedirects": "signaldesk.sources.errors",
-    "feed_html_to_markdown": "signaldesk.sources.feed_markdown",
     "ParsedFeed": "signaldesk.sources.feed_parse",
     "parse_feed": "signaldesk.sources.feed_parse",
     "FeedState": "signaldesk.sources.feed_policy",
@@ -162,6 +169,11 @@ _EXPORTS = {
     "fetch_article": "signaldesk.sources.fulltext",
     "merge_article": "signaldesk.sources.fulltext",
     "with_full_text": "signaldesk.sources.fulltext",
+    "FEED": "signaldesk.sources.html_markdown",
+    "MAIL": "signaldesk.sources.html_markdown",
+    "HtmlProfile": "signaldesk.sources.html_markdown",
+    "html_to_markdown": "signaldesk.sources.html_markdown",
+    "html_to_text": "signaldesk.sources.html_markdown",
     "FetchResponse": "signaldesk.sources.http",
     "HostLimiter": "signaldesk.sources.http",
     "build_client": "signaldesk.sources.http",

@@ -77,7 +77,8 @@ def scan_clippings(vault: Path, settings: ClipperSettings) -> Iterator[ClippingR
         try:
             item = clipping_to_item(rel, text)
         except Exception as exc:  # one odd note must not stop the scan; report it instead
-            logger.warning("clipping %s not parsed", rel, exc_info=True)
+            logger.info("clipping %s not parsed: %r", rel, exc)
+            logger.debug("clipping %s not parsed", rel, exc_info=True)
             yield ClippingResult(rel, None, f"could not parse: {exc}", fingerprint)
             continue
         yield ClippingResult(rel, item, None, fingerprint)

@@ -13,6 +13,7 @@ import email
 import email.errors
 import email.header
 import email.message
+import email.parser
 import email.policy
 import email.utils
 import logging
@@ -30,6 +31,7 @@ __all__ = [
     "normalise_message_id",
     "read_headers",
     "read_message",
+    "walk_parts",
 ]
 
 logger = logging.getLogger(__name__)
@@ -67,6 +69,10 @@ _DAEMON = re.compile(r"^(mailer-daemon|postmaster|mail-daemon)@", re.IGNORECASE)
 _ANGLE_ADDR = re.compile(r"^(.*?)<\s*([^<>\s@]+@[^<>\s]+)\s*>\s*$", re.DOTALL)
 _META_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([\w.:-]+)""", re.IGNORECASE)
 _BOUNDARY_LINE = re.compile(r"^--([^\s]{4,200})\s*$\n(?=[\w-]+:)", re.MULTILINE)
+# Real newsletters nest multiparts three or four deep; a thousand-deep one is hostile
+# (Message.walk() recurses per level and would hit Python's recursion limit).
+_MAX_PART_DEPTH = 40
+_MAX_PARTS = 2_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,13 +95,25 @@ def read_message(data: bytes) -> email.message.EmailMessage:
     Trigger: ``mail_malformed_3`` declares one boundary and uses another, so the parser sees
     no parts at all. Outcome: the boundary actually used is found in the payload and the
     message re-parsed with it, so its HTML part is still read.
+
+    A message nested too deeply for the stdlib parser (it recurses once per multipart
+    level) is read for its headers only: its body is lost, the rest of the scan is not.
     """
-    msg = email.message_from_bytes(data, policy=email.policy.default)
-    assert isinstance(msg, email.message.EmailMessage)
-    if msg.get_content_maintype() == "multipart" and not msg.is_multipart():
-        recovered = _recut_multipart(msg)
-        if recovered is not None:
-            return recovered
+    try:
+        msg = email.message_from_bytes(data, policy=email.policy.default)
+        assert isinstance(msg, email.message.EmailMessage)
+        if msg.get_content_maintype() == "multipart" and not msg.is_multipart():
+            recovered = _recut_multipart(msg)
+            if recovered is not None:
+                return recovered
+    except RecursionError:
+        logger.info("message nested too deeply; reading its headers only")
+        head = email.parser.BytesParser(policy=email.policy.default).parsebytes(
+            data, headersonly=True
+        )
+        assert isinstance(head, email.message.EmailMessage)
+        head.set_payload("")
+        return head
     return msg
 
 
@@ -108,7 +126,9 @@ def _recut_multipart(msg: email.message.EmailMessage) -> email.message.EmailMess
         return None
     boundary = match.group(1)
     head = f'Content-Type: multipart/mixed; boundary="{boundary}"\nMIME-Version: 1.0\n\n'
-    raw = (head + payload).encode("ascii", "surrogateescape")
+    # utf-8 + surrogateescape gives back the original bytes for both undecodable bytes
+    # (kept as surrogates by the parser) and text the parser already decoded.
+    raw = (head + payload).encode("utf-8", "surrogateescape")
     inner = email.message_from_bytes(raw, policy=email.policy.default)
     if not isinstance(inner, email.message.EmailMessage) or not inner.is_multipart():
         return None
@@ -118,19 +138,33 @@ def _recut_multipart(msg: email.message.EmailMessage) -> email.message.EmailMess
 
 
 def _raw_header(msg: email.message.Message, name: str) -> str | None:
-    """The header as it was on the wire (encoded words intact), unfolded; first one wins."""
+    """The header as it was on the wire (encoded words intact), unfolded; first one wins.
+
+    Raw 8-bit bytes (which the parser keeps as lone surrogates) are decoded here, so no
+    header value that leaves this module can fail to encode later (a Message-ID with a
+    stray byte once stopped every scan in the ledger's identity hash).
+    """
     wanted = name.lower()
     for key, value in msg.raw_items():
         if key.lower() == wanted:
-            return re.sub(r"\r?\n[ \t]+", " ", str(value)).strip()
+            return _readable(re.sub(r"\r?\n[ \t]+", " ", str(value)).strip())
     return None
+
+
+def _readable(text: str) -> str:
+    """``text`` with any lone surrogates (undecodable raw bytes) decoded as real text."""
+    if not any("\ud800" <= ch <= "\udfff" for ch in text):
+        return text
+    return (
+        decode_bytes(text.encode("utf-8", "surrogateescape"))[0]
+        .encode("utf-8", "replace")
+        .decode("utf-8")
+    )
 
 
 def decode_header_value(raw: str) -> str:
     """Decode RFC 2047 encoded words and raw 8-bit bytes in a header value; never raises."""
-    if any("\udc80" <= ch <= "\udcff" for ch in raw):
-        # Raw 8-bit header: the parser kept the bytes as surrogates; read them as text.
-        raw = decode_bytes(raw.encode("ascii", "surrogateescape"))[0]
+    raw = _readable(raw)
     if "=?" not in raw:
         return " ".join(raw.split())
     try:
@@ -206,6 +240,21 @@ def read_headers(msg: email.message.Message) -> MailHeaders:
     )
 
 
+def walk_parts(msg: email.message.Message) -> list[email.message.Message]:
+    """The message and its parts, depth first, at most ``_MAX_PART_DEPTH`` levels and
+    ``_MAX_PARTS`` parts (iterative: a hostile nesting cannot exhaust the stack)."""
+    found: list[email.message.Message] = []
+    stack: list[tuple[email.message.Message, int]] = [(msg, 0)]
+    while stack and len(found) < _MAX_PARTS:
+        part, depth = stack.pop()
+        found.append(part)
+        payload = part.get_payload() if part.is_multipart() else None
+        if isinstance(payload, list) and depth < _MAX_PART_DEPTH:
+            children = [p for p in payload if isinstance(p, email.message.Message)]
+            stack.extend((child, depth + 1) for child in reversed(children))
+    return found
+
+
 def classify_message(msg: email.message.Message) -> tuple[bool, str]:
     """Decide whether ``msg`` is a newsletter; returns ``(yes, reason)`` for the log."""
     content_type = msg.get_content_type()
@@ -213,7 +262,7 @@ def classify_message(msg: email.message.Message) -> tuple[bool, str]:
     _, address = _parse_from(raw_from)
     subject = decode_header_value(_raw_header(msg, "Subject") or "")
     if content_type == "multipart/report" or any(
-        part.get_content_type() == "message/delivery-status" for part in msg.walk()
+        part.get_content_type() == "message/delivery-status" for part in walk_parts(msg)
     ):
         return False, "delivery report (bounce)"
     if (address and _DAEMON.match(address)) or (
@@ -276,16 +325,19 @@ def find_bodies(msg: email.message.Message) -> tuple[str | None, str | None]:
     """
     html: str | None = None
     plain: str | None = None
-    stack: list[email.message.Message] = [msg]
-    while stack and (html is None or plain is None):
-        part = stack.pop(0)
+    stack: list[tuple[email.message.Message, int]] = [(msg, 0)]
+    seen = 0
+    while stack and (html is None or plain is None) and seen < _MAX_PARTS:
+        part, depth = stack.pop(0)
+        seen += 1
         content_type = part.get_content_type()
+        if content_type.startswith("message/") and part is not msg:
+            continue
         if part.is_multipart():
             payload = part.get_payload()
-            if isinstance(payload, list):
-                stack[:0] = [p for p in payload if isinstance(p, email.message.Message)]
-            continue
-        if content_type.startswith("message/"):
+            if isinstance(payload, list) and depth < _MAX_PART_DEPTH:
+                children = [p for p in payload if isinstance(p, email.message.Message)]
+                stack[:0] = [(child, depth + 1) for child in children]
             continue
         disposition = (part.get("Content-Disposition") or "").split(";")[0].strip().lower()
         if disposition == "attachment":

@@ -17,11 +17,19 @@ from typing import Literal
 import anyio.to_thread
 import httpx
 import trafilatura
+from trafilatura.htmlprocessing import build_html_output
 from trafilatura.settings import Document
 
 from signaldesk.items import Item
 from signaldesk.sources.errors import FetchError
-from signaldesk.sources.http import HostLimiter, fetch, is_transient_status
+from signaldesk.sources.html_markdown import FEED, html_to_markdown
+from signaldesk.sources.http import (
+    HostBreaker,
+    HostLimiter,
+    fetch,
+    is_transient_status,
+    page_timeout,
+)
 from signaldesk.sources.settings import HttpSettings
 
 __all__ = [
@@ -85,26 +93,32 @@ def extract_article(
     """
     if not html:
         return None
+    # The whole extraction, trafilatura's HTML rendering and the markdown conversion
+    # (its own module-level lxml parser) included, under the one lock.
+    with _TRAFILATURA_LOCK:
+        return _extract(html, url, mode)
+
+
+def _extract(html: bytes | str, url: str | None, mode: ExtractionMode) -> Article | None:
     try:
-        with _TRAFILATURA_LOCK:
-            document = trafilatura.bare_extraction(
-                html,
-                url=url,
-                with_metadata=True,
-                include_comments=False,
-                include_formatting=True,
-                include_links=True,
-                include_tables=True,
-                include_images=False,
-                favor_precision=mode == "precision",
-                favor_recall=mode == "recall",
-            )
+        document = trafilatura.bare_extraction(
+            html,
+            url=url,
+            with_metadata=True,
+            include_comments=False,
+            include_formatting=True,
+            include_links=True,
+            include_tables=True,
+            include_images=False,
+            favor_precision=mode == "precision",
+            favor_recall=mode == "recall",
+        )
     except Exception as exc:  # trafilatura is lxml underneath: odd pages raise odd things
         logger.info("extraction failed for %s: %r", url, exc)
         return None
     if not isinstance(document, Document):
         return None
-    text = (document.text or "").strip()
+    text = _markdown(document, url)
     if not text:
         return None
     return Article(
@@ -115,6 +129,23 @@ def extract_article(
         published=_date(document.date),
         site_name=document.sitename or None,
     )
+
+
+def _markdown(document: Document, url: str | None) -> str:
+    """The article as markdown, rendered from trafilatura's HTML by the one converter.
+
+    Why: trafilatura finds the article, but its own markdown turns some headings into
+    plain lines and glues links to their neighbours; the converter renders pages by the
+    same rules as feed content (``python -m bench.fidelity --corpus articles``).
+    trafilatura's text is kept when the conversion comes out empty.
+    """
+    markdown = ""
+    if document.body is not None:
+        try:
+            markdown = html_to_markdown(build_html_output(document), profile=FEED, base_url=url)
+        except Exception as exc:  # lxml underneath: an odd tree must not lose the article
+            logger.info("article HTML not converted for %s: %r", url, exc)
+    return markdown.strip() or (document.text or "").strip()
 
 
 def _date(value: str | None) -> datetime | None:
@@ -133,14 +164,17 @@ async def fetch_article(
     *,
     http: HttpSettings,
     limiter: HostLimiter | None = None,
+    breaker: HostBreaker | None = None,
 ) -> Article | None:
-    """Fetch ``url`` (same capped, deadline-bound fetch as feeds) and extract its article.
+    """Fetch ``url`` (capped, with the page timeouts of ``[http]``) and extract its article.
 
     Extraction runs in a worker thread: it is CPU work of tens of milliseconds.
 
-    :returns: ``None`` when the page has no extractable article, or is not HTML.
+    :param breaker: shared by a scan's fetches: a host that did not answer is not
+        asked again in the same scan.
+    :returns: ``None`` when the page has no extractable article.
     :raises FetchError: the page could not be fetched (``transient`` says whether
-        trying later may help).
+        trying later may help; ``cause`` says why, for grouping), or is not a web page.
     """
     response = await fetch(
         client,
@@ -149,6 +183,9 @@ async def fetch_article(
         limiter=limiter,
         headers={"Accept": _ACCEPT_HTML},
         max_redirects=http.max_redirects,
+        breaker=breaker,
+        timeout=page_timeout(http),
+        deadline=http.page_total_timeout,
     )
     if not 200 <= response.status < 300:
         raise FetchError(
@@ -159,8 +196,12 @@ async def fetch_article(
         )
     mime = (response.content_type or "text/html").split(";")[0].strip().lower()
     if mime not in {"text/html", "application/xhtml+xml", "text/plain", ""}:
-        logger.info("not an HTML page (%s): %s", mime, response.url)
-        return None
+        raise FetchError(
+            f"not a web page ({mime}) at {response.url}",
+            transient=False,
+            url=url,
+            cause="not a web page",
+        )
     return await anyio.to_thread.run_sync(extract_article, response.body, response.url)
 
 
@@ -173,7 +214,8 @@ async def with_full_text(
 ) -> Item:
     """``item`` with its body replaced by the linked article's full text, when one can be had.
 
-    Falls back to the item as it came from the feed when the page cannot be fetched or
+    Falls back to the item as it came from the feed when the page cannot be fetched
+    (``teaser`` set: the text is the feed's own, though the article was wanted) or
     yields less text than the feed already had; ``extra["full_text"]`` records which
     happened (``"fetched"``, or why not) so later stages can tell.
     """
@@ -183,7 +225,9 @@ async def with_full_text(
         article = await fetch_article(client, item.url, http=http, limiter=limiter)
     except FetchError as exc:
         logger.info("full text for %s failed: %s", item.url, exc.message)
-        return replace(item, extra={**item.extra, "full_text": f"failed: {exc.message}"})
+        return replace(
+            item, teaser=True, extra={**item.extra, "full_text": f"failed: {exc.message}"}
+        )
     merged = merge_article(item, article) if article is not None else None
     if merged is None:
         return replace(item, extra={**item.extra, "full_text": "not better than the feed"})
@@ -206,5 +250,6 @@ def merge_article(item: Item, article: Article) -> Item | None:
         published=item.published or article.published,
         site_name=item.site_name or article.site_name,
         title=item.title or article.title or "",
+        teaser=False,
         extra={**item.extra, "full_text": "fetched"},
     )

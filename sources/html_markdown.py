@@ -1,202 +1,194 @@
-"""E-mail HTML to markdown, keeping every section and link, dropping hidden bits and pixels.
+"""HTML to markdown: the one converter for feed entries, article pages and e-mail.
 
-Why not trafilatura here (it is used for web pages in ``sources.fulltext``): its main-content
-extraction is built for article pages, and on the real newsletters in the test data it either
-rendered the layout tables as pipe tables full of empty cells or dropped whole sections. Mail
-HTML is nested layout tables, so this converter unwraps every table into plain blocks and
-keeps everything visible.
+Why not trafilatura's markdown (trafilatura still finds the article inside a page,
+in :mod:`sources.fulltext`): on a fragment that already *is* the article it drops
+headings, lists and emphasis, splits inline links onto lines of their own and returns
+nothing for short fragments (``python -m bench.feed_markdown``), and every kind of
+source should come out by the same rules (``python -m bench.fidelity``).
+
+A :class:`HtmlProfile` holds what differs between kinds of source:
+
+- :data:`FEED` (feed content and article pages): data tables stay pipe tables, every
+  image is kept, links are kept as they are;
+- :data:`MAIL` (newsletters): mail HTML is nested layout tables, so every table is
+  unwrapped into plain blocks, only images with alt text are kept, and tracking
+  parameters are stripped from links.
+
+What both keep: headings (also the ``<font size="4">`` lines blogs use for them),
+paragraphs, lists, quotes, code blocks line by line (``<br>`` inside ``<pre>`` too),
+links with the spaces around them, emphasis. What both drop: scripts, styles, forms,
+embeds, hidden elements (``display:none`` preheaders) and tracking pixels.
 """
 
 from __future__ import annotations
 
-import html as html_lib
 import re
-from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Literal
 from urllib.parse import urljoin
 
 import lxml.etree
 import lxml.html
 from lxml.html import HtmlElement
 
-from signaldesk.sources.tracking import is_tracking_pixel_url, strip_tracking_params
-
-__all__ = [
-    "clean_tree",
-    "html_to_markdown",
-    "html_to_text",
-    "parse_html",
-    "strip_tags",
-    "tree_to_markdown",
-]
-
-_DROP_TAGS = frozenset(
-    {
-        "script",
-        "style",
-        "head",
-        "title",
-        "meta",
-        "link",
-        "noscript",
-        "template",
-        "svg",
-        "object",
-        "embed",
-        "iframe",
-        "form",
-        "input",
-        "button",
-        "select",
-        "textarea",
-        "map",
-        "area",
-        "video",
-        "audio",
-        "canvas",
-    }
+from signaldesk.sources.html_clean import (
+    DROP_TAGS,
+    INVISIBLE,
+    WHITESPACE,
+    clean_tree,
+    parse_html,
+    strip_tags,
 )
-_BLOCK_TAGS = frozenset(
-    {
+from signaldesk.sources.tracking import strip_tracking_params
+
+__all__ = ["FEED", "MAIL", "HtmlProfile", "html_to_markdown", "html_to_text", "tree_to_markdown"]
+
+
+@dataclass(frozen=True, slots=True)
+class HtmlProfile:
+    """How one kind of source's HTML becomes markdown.
+
+    :param tables: ``detect``: tables of data (two or more columns, no table inside,
+        no headings, lists or code in a cell) become pipe tables, others are unwrapped;
+        ``unwrap``: every table is read as plain blocks (mail layout).
+    :param images: ``all`` non-pixel images, or only those ``with_alt`` text.
+    :param strip_tracking: remove click-tracking query parameters from links.
+    """
+
+    name: str
+    tables: Literal["detect", "unwrap"]
+    images: Literal["all", "with_alt"]
+    strip_tracking: bool
+
+
+FEED = HtmlProfile("feed", tables="detect", images="all", strip_tracking=False)
+MAIL = HtmlProfile("mail", tables="unwrap", images="with_alt", strip_tracking=True)
+
+_HEADINGS = {"h1": 1, "h2": 2, "h3": 3, "h4": 4, "h5": 5, "h6": 6}
+_BLOCKS = frozenset(
+    [
         "p",
         "div",
+        "section",
+        "article",
+        "main",
+        "header",
+        "footer",
+        "aside",
+        "nav",
+        "figure",
+        "figcaption",
+        "blockquote",
+        "pre",
+        "ul",
+        "ol",
+        "li",
+        "dl",
+        "dt",
+        "dd",
         "table",
-        "tbody",
         "thead",
+        "tbody",
         "tfoot",
         "tr",
         "td",
         "th",
-        "center",
-        "section",
-        "article",
-        "header",
-        "footer",
-        "main",
-        "aside",
-        "nav",
-        "address",
-        "figure",
-        "figcaption",
-        "dl",
-        "dt",
-        "dd",
-        "body",
-        "html",
         "caption",
+        "hr",
+        "address",
         "details",
         "summary",
-    }
-)
-_HEADINGS = {"h1": 1, "h2": 2, "h3": 3, "h4": 4, "h5": 5, "h6": 6}
-_HIDDEN_STYLE = re.compile(
-    r"display\s*:\s*none|visibility\s*:\s*hidden|mso-hide\s*:\s*all|max-height\s*:\s*0(?:px)?\s*[;!]"
-    r"|opacity\s*:\s*0(?:\.0+)?\s*(?:;|$)",
+        "center",
+        "body",
+        "html",
+    ]
+) | frozenset(_HEADINGS)
+_EMPHASIS = {
+    "strong": "**",
+    "b": "**",
+    "em": "*",
+    "i": "*",
+    "del": "~~",
+    "s": "~~",
+    "strike": "~~",
+}
+_CODE = frozenset({"code", "kbd", "tt", "samp"})
+# Inline elements read as one piece even when they wrap blocks.
+_ATOMIC = frozenset({"a", "br", "img", "", *_CODE, *DROP_TAGS})
+# A cell holding one of these is layout, not data.
+_RICH_CELL = frozenset({"h1", "h2", "h3", "h4", "h5", "h6", "ul", "ol", "pre", "blockquote"})
+
+_FONT_SIZE = re.compile(
+    r"font-size\s*:\s*(?:(xx-large|x-large|large)|(\d+(?:\.\d+)?)\s*(px|pt|em|rem))",
     re.IGNORECASE,
 )
-_STYLE_SIZE = re.compile(r"(?<![-\w])(width|height)\s*:\s*(\d+(?:\.\d+)?)\s*(px)?", re.IGNORECASE)
-_INVISIBLE = re.compile("[\u00ad\u034f\u180e\u200b-\u200f\u2060-\u2064\ufeff]")
-_SPACES = re.compile(r"[ \t\r\n\f\v\u00a0\u2000-\u200a\u202f\u205f\u3000]+")
-_BR = "\ue000"  # a private-use marker for <br>, turned into a newline after squashing spaces
+# Private-use markers, replaced once whitespace is collapsed: a <br>; the start and end
+# of a link whose text starts / ends with a letter or digit (or of any other link); a
+# line the page styled as a heading.
+_BR = "\ue000"
+_LINK_OPEN = "\ue001"
+_LINK_CLOSE = "\ue002"
+_HEAD_OPEN = "\ue003"
+_HEAD_CLOSE = "\ue004"
+_LINK_START = "\ue005"
+_LINK_END = "\ue006"
+_MARKERS = re.compile("[\ue000-\ue006]")
+_ADJACENT_LINKS = re.compile("[\ue002\ue006][\ue001\ue005]")
+# A letter or digit of a script that separates words with spaces (not CJK, kana,
+# hangul or Thai, where a link runs on from its neighbours by design).
+_SPACED = r"(?:(?![\u0e00-\u0e7f\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af])[^\W_])"
+_GLUE_BEFORE = re.compile(rf"(?<={_SPACED}){_LINK_OPEN}")
+_GLUE_AFTER = re.compile(rf"{_LINK_CLOSE}(?={_SPACED})")
+_STARTS_SPACED = re.compile(rf"^(?:{_SPACED}|[@#$(\u201c\u2018])")
+_ENDS_SPACED = re.compile(rf"(?:{_SPACED}|[%)])$")
+_BLOCK_START = re.compile(r"^(#{1,6}\s|[-+*>]\s|\d+[.)]\s|=+\s*$|-{3,}\s*$)")
+_LINE_START = re.compile(r"^(#{1,6}\s|>\s?|=+\s*$|-{3,}\s*$)")
+_PSEUDO_HEADING = re.compile(f"^(?:\\*{{1,3}})?{_HEAD_OPEN}(\\d)(.+?){_HEAD_CLOSE}(?:\\*{{1,3}})?$")
+
+# Deeper than this, a subtree is rendered as its plain text: the renderer recurses.
+_MAX_DEPTH = 100
+_PSEUDO_HEADING_CHARS = 120
 
 
-_PARSER = lxml.html.HTMLParser(huge_tree=True, remove_comments=True, remove_pis=True)
-# Deeper than this, a subtree is rendered as plain text: the renderer recurses per element.
-_MAX_DEPTH = 120
-
-
-def parse_html(html: str) -> HtmlElement:
-    """Parse (possibly broken) HTML into an lxml tree; an empty document gives an empty body."""
-    # lxml refuses str input that carries an XML encoding declaration; drop it, we decoded.
-    html = re.sub(r"^\s*<\?xml[^>]*>", "", html)
-    if not html.strip():
-        return lxml.html.fromstring("<html><body></body></html>")
-    try:
-        # huge_tree: libxml2 otherwise gives up on nesting deeper than 256 and returns an
-        # empty document, losing all the text of a (hostile or badly generated) mail.
-        return lxml.html.document_fromstring(html, parser=_PARSER)
-    except (lxml.etree.ParserError, ValueError):
-        return lxml.html.fromstring("<html><body></body></html>")
-
-
-def _size_attr(value: str | None) -> float | None:
-    if value is None:
+def _heading_level(el: HtmlElement) -> int | None:
+    """The heading level a page gave an element by its font size, if it is heading-sized."""
+    if el.tag == "font":
+        raw = (el.get("size") or "").strip()
+        if raw.startswith("+") and raw[1:].isdigit():
+            return max(1, 4 - int(raw[1:]))
+        if raw.isdigit() and int(raw) >= 4:
+            return {4: 3, 5: 2}.get(int(raw), 1)
         return None
-    match = re.match(r"\s*(\d+(?:\.\d+)?)", value)
-    return float(match.group(1)) if match else None
-
-
-def _is_pixel(img: HtmlElement) -> bool:
-    src = (img.get("src") or "").strip()
-    if src and is_tracking_pixel_url(src):
-        return True
-    sizes = [_size_attr(img.get("width")), _size_attr(img.get("height"))]
-    for _name, number, unit in _STYLE_SIZE.findall(img.get("style") or ""):
-        if unit or number == "0":
-            sizes.append(float(number))
-    return any(size is not None and size <= 2 for size in sizes)
-
-
-def clean_tree(root: HtmlElement) -> int:
-    """Remove scripts, hidden elements and tracking pixels in place; returns pixels removed."""
-    for comment in root.xpath("//comment() | //processing-instruction()"):
-        _drop(comment)
-    for el in list(root.iter()):
-        if not isinstance(el.tag, str):
-            continue
-        tag = el.tag.lower()
-        if tag in _DROP_TAGS and el.getparent() is not None:
-            _drop(el)
-    removed = 0
-    for el in list(root.iter()):
-        if not isinstance(el.tag, str) or el.getparent() is None:
-            continue
-        hidden = el.get("hidden") is not None or _HIDDEN_STYLE.search(el.get("style") or "")
-        if hidden:
-            removed += sum(1 for _ in el.iter("img"))
-            _drop(el)
-    for img in list(root.iter("img")):
-        if img.getparent() is not None and _is_pixel(img):
-            removed += 1
-            _drop(img)
-    return removed
-
-
-def _drop(el: lxml.etree._Element) -> None:
-    """Remove ``el`` but keep its tail text (lxml's ``drop_tree`` semantics for any node)."""
-    parent = el.getparent()
-    if parent is None:
-        return
-    tail = el.tail
-    previous = el.getprevious()
-    parent.remove(el)
-    if tail:
-        if previous is not None:
-            previous.tail = (previous.tail or "") + tail
-        else:
-            parent.text = (parent.text or "") + tail
-
-
-def _squash(text: str) -> str:
-    text = _SPACES.sub(" ", _INVISIBLE.sub("", text))
-    text = re.sub(r" ?" + _BR + " ?", _BR, text).strip(" ")
-    return re.sub(_BR + "{2,}", "\n\n", text).replace(_BR, "\n").strip()
-
-
-def _absolute(url: str | None, base_url: str | None) -> str | None:
-    if not url:
+    match = _FONT_SIZE.search(el.get("style") or "")
+    if match is None:
         return None
-    url = url.strip()
-    if base_url and not re.match(r"[a-z][a-z0-9+.-]*:", url, re.IGNORECASE):
-        url = urljoin(base_url, url)
-    return url if re.match(r"https?://", url, re.IGNORECASE) else None
+    keyword, number, unit = match.groups()
+    if keyword:
+        return {"large": 3, "x-large": 2, "xx-large": 1}[keyword.lower()]
+    px = float(number) * {"px": 1.0, "pt": 4 / 3, "em": 16.0, "rem": 16.0}[unit.lower()]
+    if px >= 28:
+        return 1
+    if px >= 22:
+        return 2
+    return 3 if px >= 18 else None
 
 
-def _link_target(href: str | None, base_url: str | None) -> str | None:
-    if href and href.strip().lower().startswith("mailto:"):
-        return href.strip()
-    # Anchors, javascript: and relative links without a base (mail has none) become plain text.
-    url = _absolute(href, base_url)
-    return strip_tracking_params(url) if url else None
+_ESCAPED = re.compile(r"[\\*`_<]")
+_EDGE_UNDERSCORE = re.compile(r"(?<!\w)_|_(?!\w)")
+_TAG_LIKE = re.compile(r"<(?=[A-Za-z/!])")
+_HEAD_LEVEL = re.compile(f"{_HEAD_OPEN}\\d")
+_LINK_MARKS = re.compile("[\ue001\ue002\ue005\ue006]")
+
+
+def _escape(text: str) -> str:
+    # Only what would turn prose into markup: backslashes, emphasis stars, backticks,
+    # underscores at word edges (snake_case stays readable), and "<" before what
+    # would read as an HTML tag.
+    if not _ESCAPED.search(text):
+        return text
+    text = text.replace("\\", "\\\\").replace("*", "\\*").replace("`", "\\`")
+    text = _EDGE_UNDERSCORE.sub(r"\\_", text)
+    return _TAG_LIKE.sub(r"\\<", text)
 
 
 def _md_url(url: str) -> str:
@@ -204,227 +196,409 @@ def _md_url(url: str) -> str:
 
 
 class _Renderer:
-    """Walks a cleaned tree and collects markdown blocks."""
-
-    def __init__(self, *, in_link: bool = False, base_url: str | None = None) -> None:
-        self.blocks: list[str] = []
-        self.inline: list[str] = []
-        self.in_link = in_link
+    def __init__(self, profile: HtmlProfile, base_url: str | None) -> None:
+        self.profile = profile
         self.base_url = base_url
         self.depth = 0
 
-    def sub(self, *, in_link: bool | None = None) -> _Renderer:
-        renderer = _Renderer(
-            in_link=self.in_link if in_link is None else in_link, base_url=self.base_url
-        )
-        renderer.depth = self.depth
-        return renderer
+    # -- blocks -----------------------------------------------------------------
 
-    def flush(self) -> None:
-        text = _squash("".join(self.inline))
-        self.inline = []
-        if text:
-            self.blocks.append(text)
-
-    def children(self, el: HtmlElement) -> None:
-        if el.text:
-            self.inline.append(el.text)
-        for child in el:
-            if isinstance(child.tag, str):
-                self.render(child)
-            if child.tail:
-                self.inline.append(child.tail)
-
-    def inline_text(self, el: HtmlElement, *, in_link: bool | None = None) -> str:
-        sub = self.sub(in_link=in_link)
-        sub.children(el)
-        sub.flush()
-        return " ".join(" ".join(b.split()) for b in sub.blocks)
-
-    def _wrap(self, el: HtmlElement, mark: str) -> None:
-        text = self.inline_text(el)
-        if not text:
-            return
-        # Emphasis marks must hug the text ("**bold**," not "** bold **,"); spaces that were
-        # inside the element move outside it, so words do not run together.
-        inner = el.text_content()
-        before = " " if inner[:1].isspace() else ""
-        after = " " if inner[-1:].isspace() else ""
-        self.inline.append(f"{before}{mark}{text}{mark}{after}")
-
-    def render(self, el: HtmlElement) -> None:
+    def blocks(self, el: HtmlElement) -> list[str]:
+        """The children of a block element as markdown blocks."""
         if self.depth >= _MAX_DEPTH:
-            self.inline.append(" " + el.text_content() + " ")
-            return
+            return _finish_blocks(_escape(str(el.text_content())))
         self.depth += 1
         try:
-            self._render(el)
+            out: list[str] = []
+            parts: list[str] = [_escape(el.text or "")]
+            for child in el:
+                tag = child.tag.lower() if isinstance(child.tag, str) else ""
+                if tag in _BLOCKS:
+                    out += _finish_blocks("".join(parts))
+                    parts = []
+                    out += self.block(child, tag)
+                elif tag == "a" and (heading := _inner_heading(child)) is not None:
+                    # <a><h3>Title</h3></a>, a card link: a heading that is a link.
+                    out += _finish_blocks("".join(parts))
+                    parts = []
+                    link = _one_line(self.link(child))
+                    out += [f"{'#' * heading} {link}"] if link else []
+                elif tag not in _ATOMIC and _has_blocks(child):
+                    # A <span> around a table or a code block (invalid, and common in
+                    # pasted documents): read it as the block it holds, as browsers do.
+                    out += _finish_blocks("".join(parts))
+                    parts = []
+                    out += self.blocks(child)
+                elif tag and tag not in DROP_TAGS:
+                    parts.append(self.inline(child, tag))
+                parts.append(_escape(child.tail or ""))
+            out += _finish_blocks("".join(parts))
+            return out
         finally:
             self.depth -= 1
 
-    def _render(self, el: HtmlElement) -> None:
-        tag = el.tag.lower()
-        handler = _HANDLERS.get(tag)
-        if handler is not None:
-            handler(self, el)
-        elif tag in _BLOCK_TAGS:
-            self.flush()
-            self.children(el)
-            self.flush()
-        else:
-            self.children(el)
+    def block(self, el: HtmlElement, tag: str) -> list[str]:
+        if tag in _HEADINGS:
+            text = _heading_text(self.inline_children(el))
+            return [f"{'#' * _HEADINGS[tag]} {text}"] if text else []
+        if tag == "hr":
+            return ["---"]
+        if tag == "pre":
+            return self.pre(el)
+        if tag in {"ul", "ol"}:
+            return self.listing(el, ordered=tag == "ol")
+        if tag == "li":  # an item outside any list
+            item = self.blocks(el)
+            return ["- " + "\n  ".join("\n".join(item).splitlines())] if item else []
+        if tag == "blockquote":
+            quoted = "\n\n".join(self.blocks(el))
+            if not quoted.strip():
+                return []
+            return ["\n".join(f"> {line}".rstrip() for line in quoted.splitlines())]
+        if tag == "table":
+            return self.table(el)
+        if tag == "dt":
+            text = _one_line(self.inline_children(el))
+            return [f"**{text}**"] if text else []
+        if tag in {"p", "div"} and (level := _heading_level(el)) is not None:
+            text = _heading_text(self.inline_children(el))
+            if text and len(text) <= _PSEUDO_HEADING_CHARS and not _has_blocks(el):
+                return [f"{'#' * level} {text}"]
+        return self.blocks(el)
 
-    def heading(self, el: HtmlElement) -> None:
-        self.flush()
-        text = self.inline_text(el).replace("**", "")
-        if text:
-            self.blocks.append("#" * _HEADINGS[el.tag.lower()] + " " + text)
+    def pre(self, el: HtmlElement) -> list[str]:
+        code = _pre_text(el).strip("\n")
+        if not code.strip():
+            return []
+        language = ""
+        for node in (el, *el.iter("code")):
+            for cls in (node.get("class") or "").split():
+                if cls.startswith(("language-", "lang-")):
+                    language = cls.split("-", 1)[1]
+        fence = "```"
+        while fence in code:
+            fence += "`"
+        return [f"{fence}{language}\n{code}\n{fence}"]
 
-    def br(self, el: HtmlElement) -> None:
-        self.inline.append(_BR)
-
-    def hr(self, el: HtmlElement) -> None:
-        self.flush()
-        self.blocks.append("---")
-
-    def pre(self, el: HtmlElement) -> None:
-        self.flush()
-        code = el.text_content().strip("\n")
-        if code.strip():
-            self.blocks.append(f"```\n{code}\n```")
-
-    def blockquote(self, el: HtmlElement) -> None:
-        self.flush()
-        sub = self.sub()
-        sub.children(el)
-        sub.flush()
-        if sub.blocks:
-            quoted = "\n>\n".join("\n".join("> " + ln for ln in b.split("\n")) for b in sub.blocks)
-            self.blocks.append(quoted)
-
-    def listing(self, el: HtmlElement) -> None:
-        self.flush()
-        ordered = el.tag.lower() == "ol"
+    def listing(self, el: HtmlElement, *, ordered: bool) -> list[str]:
         lines: list[str] = []
-        for number, li in enumerate(el.iterchildren("li"), start=1):
-            sub = self.sub()
-            sub.children(li)
-            sub.flush()
-            if not sub.blocks:
+        start = (el.get("start") or "").strip()
+        number = int(start) if start.isdigit() else 1
+        for child in el:
+            tag = child.tag.lower() if isinstance(child.tag, str) else ""
+            if not tag or tag in DROP_TAGS:
+                continue
+            if tag == "li":
+                inner = "\n".join(self.blocks(child))
+            elif tag in _BLOCKS:
+                inner = "\n".join(self.block(child, tag))
+            else:
+                inner = "\n".join(_finish_blocks(self.inline(child, tag)))
+            if not inner.strip():
                 continue
             marker = f"{number}. " if ordered else "- "
-            body = "\n".join(sub.blocks).split("\n")
-            lines.append(marker + body[0])
-            lines.extend(" " * len(marker) + ln if ln else "" for ln in body[1:])
-        if lines:
-            self.blocks.append("\n".join(lines))
+            number += 1
+            pad = " " * len(marker)
+            first, *rest = inner.splitlines()
+            lines.append(marker + first)
+            lines.extend((pad + line) if line.strip() else "" for line in rest)
+        return ["\n".join(lines)] if lines else []
 
-    def list_item(self, el: HtmlElement) -> None:  # an <li> outside a list
-        self.flush()
-        text = self.inline_text(el)
-        if text:
-            self.blocks.append("- " + text)
+    def table(self, el: HtmlElement) -> list[str]:
+        rows = [[c for c in tr if _tag(c) in {"td", "th"}] for tr in _direct_rows(el)]
+        caption = [self.blocks(c) for c in el if _tag(c) == "caption"]
+        out = [b for blocks in caption for b in blocks]
+        if self.profile.tables == "detect" and _is_data_table(el, rows):
+            cells = [
+                [_one_line(self.inline_children(c)).replace("|", "\\|") for c in row]
+                for row in rows
+            ]
+            cells = [row for row in cells if any(row)]
+            width = max((len(r) for r in cells), default=0)
+            if width >= 2 and len(cells) >= 2:
+                cells = [r + [""] * (width - len(r)) for r in cells]
+                lines = [_row(cells[0]), _row(["---"] * width), *(_row(r) for r in cells[1:])]
+                return [*out, "\n".join(lines)]
+        # Layout: each cell's content in reading order, each table's rows exactly once.
+        for row in rows:
+            for cell in row:
+                out += self.blocks(cell)
+        return out
 
-    def link(self, el: HtmlElement) -> None:
-        text = self.inline_text(el, in_link=True).replace("[", "(").replace("]", ")")
-        target = None if self.in_link else _link_target(el.get("href"), self.base_url)
-        href = (el.get("href") or "").strip()
-        if text and target and text in (href, target) and not re.search(r"[\s<>]", target):
-            self.inline.append(f"<{target}>")
-        elif text and target:
-            self.inline.append(f"[{text}]({_md_url(target)})")
-        elif text:
-            self.inline.append(text)
+    # -- inline -----------------------------------------------------------------
 
-    def image(self, el: HtmlElement) -> None:
-        alt = " ".join((el.get("alt") or "").split()).replace("[", "(").replace("]", ")")
-        src = _absolute(el.get("src"), self.base_url)
-        if not alt:
-            return
-        if self.in_link:
-            self.inline.append(f" {alt} ")
-        elif src:
-            self.inline.append(f"![{alt}]({_md_url(src)})")
+    def inline_children(self, el: HtmlElement) -> str:
+        if self.depth >= _MAX_DEPTH:
+            return _escape(str(el.text_content()))
+        self.depth += 1
+        try:
+            parts = [_escape(el.text or "")]
+            for child in el:
+                tag = _tag(child)
+                if tag and tag not in DROP_TAGS:
+                    if tag in _BLOCKS:
+                        # A block inside an inline context (a <div> in a link): keep its
+                        # text, set apart, rather than lose it.
+                        parts.append(" " + self.inline_children(child) + " ")
+                    else:
+                        parts.append(self.inline(child, tag))
+                parts.append(_escape(child.tail or ""))
+            return "".join(parts)
+        finally:
+            self.depth -= 1
 
-    def bold(self, el: HtmlElement) -> None:
-        self._wrap(el, "**")
+    def inline(self, el: HtmlElement, tag: str) -> str:
+        if tag == "br":
+            return _BR
+        if tag == "img":
+            return self.image(el)
+        if tag in _CODE:
+            code = WHITESPACE.sub(" ", INVISIBLE.sub("", str(el.text_content())))
+            if not code.strip():
+                return code
+            tick = "``" if "`" in code else "`"
+            pad = " " if code.strip().startswith("`") or code.strip().endswith("`") else ""
+            return f"{tick}{pad}{code.strip()}{pad}{tick}"
+        if tag == "a":
+            return self.link(el)
+        inner = self.inline_children(el)
+        if tag in {"font", "span"} and (level := _heading_level(el)) is not None:
+            text = _one_line(inner)
+            if text and _BR not in inner:
+                return f"{_HEAD_OPEN}{level}{text}{_HEAD_CLOSE}"
+        wrap = _EMPHASIS.get(tag)
+        if wrap is None or not inner.strip() or _BR in inner:
+            return inner
+        # Markers hug the text; the spaces around it stay outside.
+        lead = inner[: len(inner) - len(inner.lstrip())]
+        trail = inner[len(inner.rstrip()) :]
+        return f"{lead}{wrap}{WHITESPACE.sub(' ', inner.strip())}{wrap}{trail}"
 
-    def italic(self, el: HtmlElement) -> None:
-        self._wrap(el, "*")
+    def link(self, el: HtmlElement) -> str:
+        inner = self.inline_children(el)
+        text = _one_line(inner)
+        if not text:
+            return ""
+        target = self._target(el.get("href"))
+        if target is None or (el.getparent() is not None and _inside_link(el)):
+            return inner
+        plain = text.replace("\\_", "_")
+        if plain in {target, target.split("://", 1)[-1]} and not re.search(r"[\s<>]", target):
+            markdown = f"<{target}>"
+        else:
+            # Brackets in the text would end the label early (an image's are markup).
+            label = text if "![" in text else re.sub(r"(?<!\\)([\[\]])", r"\\\1", text)
+            markdown = f"[{label}]({_md_url(target)})"
+        # Trigger: Blogger and other exporters drop the newline between a word and a
+        # link ("errors like<a>buffer overflow</a> and<a>…"); browsers showed a space.
+        # Outcome: a link whose text starts or ends with a letter is kept apart from a
+        # letter next to it (see _GLUE_BEFORE / _GLUE_AFTER).
+        opens = _LINK_OPEN if _STARTS_SPACED.search(plain) else _LINK_START
+        closes = _LINK_CLOSE if _ENDS_SPACED.search(plain) else _LINK_END
+        return f"{opens}{markdown}{closes}"
 
-    def code(self, el: HtmlElement) -> None:
-        text = " ".join(el.text_content().split())
-        if text:
-            self.inline.append(f"`{text}`")
+    def image(self, el: HtmlElement) -> str:
+        alt = _one_line(_escape(el.get("alt") or "")).replace("[", "").replace("]", "")
+        if _inside_link(el) and self.profile.images == "with_alt":
+            return f" {alt} " if alt else ""
+        if self.profile.images == "with_alt" and not alt:
+            return ""
+        src = self._absolute(el.get("src") or el.get("data-src"))
+        if src is None:
+            return f" {alt} " if alt else ""
+        return f" ![{alt}]({_md_url(src)}) "
+
+    def _absolute(self, url: str | None) -> str | None:
+        url = (url or "").strip()
+        if not url or url.startswith("data:"):
+            return None
+        if self.base_url and not re.match(r"[a-z][a-z0-9+.-]*:", url, re.IGNORECASE):
+            url = urljoin(self.base_url, url)
+        return url if re.match(r"https?://", url, re.IGNORECASE) else None
+
+    def _target(self, href: str | None) -> str | None:
+        href = (href or "").strip()
+        if href.lower().startswith("mailto:"):
+            return href
+        # Anchors, javascript: and relative links without a base become plain text.
+        url = self._absolute(href)
+        if url is None:
+            return None
+        return strip_tracking_params(url) if self.profile.strip_tracking else url
 
 
-_HANDLERS: dict[str, Callable[[_Renderer, HtmlElement], None]] = {
-    **dict.fromkeys(_HEADINGS, _Renderer.heading),
-    "br": _Renderer.br,
-    "hr": _Renderer.hr,
-    "pre": _Renderer.pre,
-    "blockquote": _Renderer.blockquote,
-    "ul": _Renderer.listing,
-    "ol": _Renderer.listing,
-    "li": _Renderer.list_item,
-    "a": _Renderer.link,
-    "img": _Renderer.image,
-    "b": _Renderer.bold,
-    "strong": _Renderer.bold,
-    "em": _Renderer.italic,
-    "i": _Renderer.italic,
-    "code": _Renderer.code,
-    "kbd": _Renderer.code,
-    "tt": _Renderer.code,
-}
+def _tag(el: lxml.etree._Element) -> str:
+    return el.tag.lower() if isinstance(el.tag, str) else ""
 
 
-def tree_to_markdown(root: HtmlElement, *, base_url: str | None = None) -> list[str]:
-    """Render a (cleaned) tree as a list of markdown blocks, in document order.
+def _inside_link(el: HtmlElement) -> bool:
+    return any(_tag(a) == "a" for a in el.iterancestors())
 
-    :param base_url: resolves relative links and images (feeds and pages have one, mail not).
+
+def _inner_heading(el: HtmlElement) -> int | None:
+    """The level of a heading that holds all of ``el``'s text, if there is one."""
+    heading = next(el.iterdescendants(*_HEADINGS), None)
+    if heading is None or WHITESPACE.sub("", str(heading.text_content())) != WHITESPACE.sub(
+        "", str(el.text_content())
+    ):
+        return None
+    return _HEADINGS[_tag(heading)]
+
+
+def _has_blocks(el: HtmlElement) -> bool:
+    return next(el.iterdescendants(*_BLOCKS), None) is not None
+
+
+def _direct_rows(table: HtmlElement) -> list[HtmlElement]:
+    """The table's own rows (in thead, tbody, tfoot or bare), never a nested table's."""
+    rows: list[HtmlElement] = []
+    for child in table:
+        tag = _tag(child)
+        if tag == "tr":
+            rows.append(child)
+        elif tag in {"thead", "tbody", "tfoot"}:
+            rows += [tr for tr in child if _tag(tr) == "tr"]
+    return rows
+
+
+def _is_data_table(table: HtmlElement, rows: list[list[HtmlElement]]) -> bool:
+    if len(rows) < 2 or max((len(r) for r in rows), default=0) < 2:
+        return False
+    return not any(
+        _tag(d) == "table" or _tag(d) in _RICH_CELL
+        for row in rows
+        for cell in row
+        for d in cell.iterdescendants()
+    )
+
+
+def _pre_text(el: HtmlElement) -> str:
+    """A code block's text with its line breaks: ``<br>`` and block children end lines.
+
+    Iterative (``iterwalk``), so a hostile nesting inside ``<pre>`` cannot exhaust the stack.
     """
-    renderer = _Renderer(base_url=base_url)
-    body = root.find(".//body")
-    renderer.render(body if body is not None else root)
-    renderer.flush()
-    return [b for b in renderer.blocks if b.strip()]
+    parts: list[str] = []
+    walker = lxml.etree.iterwalk(el, events=("start", "end"))
+    for event, node in walker:
+        tag = _tag(node)
+        if event == "start":
+            if tag in DROP_TAGS:
+                walker.skip_subtree()  # its "end" event still comes, with its tail
+                continue
+            parts.append("\n" if tag == "br" else node.text or "")
+        else:
+            if node is el:
+                break
+            if tag in _BLOCKS and parts and not parts[-1].endswith("\n"):
+                parts.append("\n")
+            parts.append(node.tail or "")
+    return INVISIBLE.sub("", "".join(parts)).replace("\r\n", "\n").replace("\u00a0", " ")
 
 
-def html_to_markdown(html: str, *, base_url: str | None = None) -> str:
-    """Convert HTML to markdown: links kept (tracking stripped), pixels and hidden parts gone.
+def _row(cells: list[str]) -> str:
+    return "| " + " | ".join(cells) + " |"
+
+
+def _unglue(text: str) -> str:
+    """A space between a link and a word (or another link) it was glued to."""
+    if not _LINK_MARKS.search(text):
+        return text
+    text = _ADJACENT_LINKS.sub(" ", text)
+    text = _GLUE_AFTER.sub(" ", _GLUE_BEFORE.sub(" ", text))
+    return _LINK_MARKS.sub("", text)
+
+
+def _one_line(text: str) -> str:
+    """Inline markdown as one line: breaks become spaces, heading markers go."""
+    text = WHITESPACE.sub(" ", INVISIBLE.sub("", text.replace(_BR, " ")))
+    text = _unglue(text)
+    return _MARKERS.sub("", _HEAD_LEVEL.sub("", text)).strip()
+
+
+def _heading_text(text: str) -> str:
+    """A heading's text on one line, without the bold a page wrapped it in."""
+    text = _one_line(text)
+    match = re.fullmatch(r"(\*{1,3})([^*].*?)\1", text)
+    return match.group(2).strip() if match else text
+
+
+def _finish_blocks(text: str) -> list[str]:
+    """Inline markdown as blocks: whitespace collapsed, ``<br>`` lines kept, a double
+    ``<br>`` a paragraph break, and a line styled as a heading its own heading."""
+    text = _unglue(WHITESPACE.sub(" ", INVISIBLE.sub("", text)))
+    blocks: list[str] = []
+    current: list[str] = []
+
+    def close() -> None:
+        if current:
+            blocks.append(_escape_start("\n".join(current)))
+            current.clear()
+
+    for raw in text.split(_BR):
+        line = raw.strip()
+        heading = _PSEUDO_HEADING.match(line)
+        if heading and len(heading.group(2)) <= _PSEUDO_HEADING_CHARS:
+            close()
+            blocks.append("#" * int(heading.group(1)) + " " + _heading_text(heading.group(2)))
+            continue
+        line = (
+            _MARKERS.sub("", _HEAD_LEVEL.sub("", line)).strip() if _MARKERS.search(line) else line
+        )
+        if not line:
+            close()
+            continue
+        if current and _LINE_START.match(line):
+            line = "\\" + line
+        current.append(line)
+    close()
+    return blocks
+
+
+def _escape_start(block: str) -> str:
+    """A paragraph that would read as markup (a list, a heading, a rule) kept as text."""
+    if not _BLOCK_START.match(block):
+        return block
+    numbered = re.match(r"^(\d+)([.)])", block)
+    if numbered:
+        return f"{numbered.group(1)}\\{block[numbered.end(1) :]}"
+    return "\\" + block
+
+
+def tree_to_markdown(
+    root: HtmlElement, *, profile: HtmlProfile = FEED, base_url: str | None = None
+) -> list[str]:
+    """Render a (cleaned) tree as markdown blocks, in document order.
 
     :param base_url: resolves relative links and images; without it they become plain text.
     """
-    root = parse_html(html)
-    parsed_empty = not root.text_content().strip()
-    clean_tree(root)
-    markdown = "\n\n".join(tree_to_markdown(root, base_url=base_url))
-    return strip_tags(html) if parsed_empty and not markdown else markdown
+    body = root.find(".//body")
+    blocks = _Renderer(profile, base_url).blocks(body if body is not None else root)
+    return [b for b in blocks if b.strip()]
 
 
-def strip_tags(html: str) -> str:
-    """Last-resort plain text of HTML the parser could not build a tree for.
+def html_to_markdown(html: str, *, profile: HtmlProfile = FEED, base_url: str | None = None) -> str:
+    """Convert HTML (a fragment or a whole document) to tidy markdown.
 
-    Trigger: libxml2 drops everything below ~2,000 nested elements, so a hostile mail could
-    come out empty. Outcome: the text survives without its markup.
+    Plain text (no tags) comes back as paragraphs, whitespace tidied.
+
+    :param profile: :data:`FEED` for feed content and pages, :data:`MAIL` for e-mail.
+    :param base_url: resolves relative links and images; without it they become plain text.
     """
-    html = re.sub(r"(?is)<(script|style|head)\b.*?</\1\s*>", " ", html)
-    text = html_lib.unescape(re.sub(r"<[^>]*>", " ", html))
-    return _squash(text)
+    if not html or not html.strip():
+        return ""
+    root = parse_html(html)
+    parsed_empty = not str(root.text_content()).strip()
+    clean_tree(root)
+    markdown = "\n\n".join(tree_to_markdown(root, profile=profile, base_url=base_url))
+    return strip_tags(html) if parsed_empty and not markdown else markdown
 
 
 def html_to_text(html: str) -> str:
     """One line of plain text from an HTML snippet (a title, a name); entities decoded."""
-    if "<" not in html:
-        return " ".join(_INVISIBLE.sub("", html_lib.unescape(html)).split())
-    blocks = tree_to_markdown(_cleaned_fragment(html))
-    text = " ".join(" ".join(b.split()) for b in blocks)
-    # Inline markdown marks are not wanted in a title.
-    return re.sub(r"!?\[([^\]]*)\]\([^)]*\)", r"\1", text).replace("**", "").strip()
-
-
-def _cleaned_fragment(html: str) -> HtmlElement:
+    if not html or ("<" not in html and "&" not in html):
+        return WHITESPACE.sub(" ", INVISIBLE.sub("", html or "")).strip()
     root = parse_html(f"<html><body>{html}</body></html>")
     clean_tree(root)
-    return root
+    for br in root.iter("br"):
+        br.tail = " " + (br.tail or "")
+    return WHITESPACE.sub(" ", INVISIBLE.sub("", str(root.text_content()))).strip()

@@ -12,6 +12,7 @@ from __future__ import annotations
 import email.utils
 import functools
 import logging
+import socket
 import ssl
 import time
 from collections.abc import AsyncIterator, Mapping
@@ -29,10 +30,13 @@ from signaldesk.sources.settings import HttpSettings
 __all__ = [
     "PERMANENT_REDIRECTS",
     "FetchResponse",
+    "HostBreaker",
     "HostLimiter",
     "build_client",
     "fetch",
+    "host_of",
     "is_transient_status",
+    "page_timeout",
     "parse_max_age",
     "parse_retry_after",
 ]
@@ -75,9 +79,76 @@ def _ssl_context() -> ssl.SSLContext:
 
 
 def _host_key(url: str) -> str:
-    parts = urlsplit(url)
-    host = (parts.hostname or "").lower()
-    return f"{host}:{parts.port}" if parts.port else host
+    try:
+        parts = urlsplit(url)
+        host = (parts.hostname or "").lower()
+        return f"{host}:{parts.port}" if parts.port else host
+    except ValueError:  # "http://[::1" and other unparseable netlocs
+        return ""
+
+
+def host_of(url: str | None) -> str:
+    """The host (and port, when given) of ``url``, lower-cased; ``?`` when it has none."""
+    return _host_key(url or "") or "?"
+
+
+def page_timeout(settings: HttpSettings) -> httpx.Timeout:
+    """Timeouts for an article page: a few seconds to connect and to the first byte.
+
+    Why not the feed timeouts: one feed is one request, but a scan fetches a page per
+    teaser entry, and a host that never answers must not cost 30 s each time.
+    """
+    return httpx.Timeout(
+        settings.page_total_timeout,
+        connect=settings.page_connect_timeout,
+        read=settings.page_first_byte_timeout,
+        pool=settings.page_total_timeout,
+    )
+
+
+class HostBreaker:
+    """Hosts that did not answer during one run: later requests to them fail at once.
+
+    A host that refused a connection or could not be found is, for the rest of the
+    run (a scan), not asked again; one that timed out twice is not either (one slow
+    answer from a busy host is not enough). Each of its other pages fails with a
+    ``skipped`` :class:`FetchError` carrying the failure's cause, so a silent host
+    costs about one timeout per run (its request slots time out side by side) instead
+    of one per page.
+    """
+
+    # Timeouts a host may cause before it is skipped; other unreachable causes: one.
+    TIMEOUT_STRIKES = 2
+
+    def __init__(self) -> None:
+        self._open: dict[str, FetchError] = {}
+        self._strikes: dict[str, int] = {}
+
+    def check(self, url: str) -> None:
+        """:raises FetchError: ``url``'s host failed earlier in this run (``skipped``)."""
+        first = self._open.get(_host_key(url))
+        if first is not None:
+            raise FetchError(
+                f"not fetched: {host_of(url)} {first.cause} earlier in this scan",
+                transient=True,
+                url=url,
+                cause=first.cause,
+                skipped=True,
+            )
+
+    def trip(self, url: str, exc: FetchError) -> None:
+        """Count ``exc`` against ``url``'s host when it says the host did not answer."""
+        if not exc.unreachable or exc.skipped:
+            return
+        host = _host_key(url)
+        self._strikes[host] = strikes = self._strikes.get(host, 0) + 1
+        if exc.cause != "timed out" or strikes >= self.TIMEOUT_STRIKES:
+            self._open.setdefault(host, exc)
+
+    @property
+    def open_hosts(self) -> dict[str, str]:
+        """``{host: cause}`` of the hosts skipped for the rest of the run."""
+        return {host: exc.cause for host, exc in self._open.items()}
 
 
 class HostLimiter:
@@ -191,26 +262,41 @@ async def fetch(
     limiter: HostLimiter | None = None,
     headers: Mapping[str, str] | None = None,
     max_redirects: int = 5,
+    breaker: HostBreaker | None = None,
+    timeout: httpx.Timeout | None = None,
+    deadline: float | None = None,
 ) -> FetchResponse:
     """GET ``url`` with a size cap and one overall deadline, following redirects by hand.
 
     Any final status is returned (4xx and 5xx included): the caller decides what
     it means. Each hop takes its own host slot from ``limiter``.
 
+    :param breaker: hosts that did not answer earlier in the run are not asked again,
+        and a host that does not answer now is added to it.
+    :param timeout: per-request timeouts (default: the client's).
+    :param deadline: seconds the whole exchange may take (default ``settings.total_timeout``).
     :raises ResponseTooLarge: the body passed ``settings.max_bytes``.
     :raises TooManyRedirects: more than ``max_redirects`` hops, or a loop.
     :raises FetchError: timeouts and network failures (``transient=True``), bad URLs
-        and undecodable bodies (``transient=False``).
+        and undecodable bodies (``transient=False``); ``skipped`` when the breaker
+        held the request back.
     """
     started = time.monotonic()
     hops: list[tuple[int, str]] = []
     seen = {url}
     current = url
+    deadline = settings.total_timeout if deadline is None else deadline
     try:
-        with anyio.fail_after(settings.total_timeout):
+        with anyio.fail_after(deadline):
             while True:
                 status, response_headers, body = await _fetch_once(
-                    client, current, settings=settings, limiter=limiter, headers=headers
+                    client,
+                    current,
+                    settings=settings,
+                    limiter=limiter,
+                    headers=headers,
+                    breaker=breaker,
+                    timeout=timeout,
                 )
                 location = response_headers.get("location")
                 if status not in REDIRECT_STATUSES or not location:
@@ -228,9 +314,12 @@ async def fetch(
                 seen.add(target)
                 current = target
     except TimeoutError as exc:
-        raise FetchError(
-            f"timed out after {settings.total_timeout:g} s", transient=True, url=current
-        ) from exc
+        error = FetchError(
+            f"timed out after {deadline:g} s", transient=True, url=current, cause="timed out"
+        )
+        if breaker is not None:
+            breaker.trip(current, error)
+        raise error from exc
     return FetchResponse(
         url=current,
         status=status,
@@ -248,10 +337,38 @@ async def _fetch_once(
     settings: HttpSettings,
     limiter: HostLimiter | None,
     headers: Mapping[str, str] | None,
+    breaker: HostBreaker | None = None,
+    timeout: httpx.Timeout | None = None,
 ) -> tuple[int, httpx.Headers, bytes]:
     """One request, no redirects: status, headers and the capped, decoded body."""
+    if breaker is not None:
+        breaker.check(url)
+    async with _maybe_slot(limiter, url):
+        if breaker is not None:
+            breaker.check(url)  # it may have failed while this request waited its turn
+        try:
+            return await _exchange(client, url, settings=settings, headers=headers, timeout=timeout)
+        except FetchError as exc:
+            if breaker is not None:
+                breaker.trip(url, exc)  # before the slot goes to the next request
+            raise
+
+
+async def _exchange(
+    client: httpx.AsyncClient,
+    url: str,
+    *,
+    settings: HttpSettings,
+    headers: Mapping[str, str] | None,
+    timeout: httpx.Timeout | None,
+) -> tuple[int, httpx.Headers, bytes]:
     try:
-        async with _maybe_slot(limiter, url), client.stream("GET", url, headers=headers) as resp:
+        stream = (
+            client.stream("GET", url, headers=headers)
+            if timeout is None
+            else client.stream("GET", url, headers=headers, timeout=timeout)
+        )
+        async with stream as resp:
             if resp.status_code in REDIRECT_STATUSES and "location" in resp.headers:
                 # The redirect's own body is never wanted.
                 return resp.status_code, resp.headers, b""
@@ -277,17 +394,66 @@ async def _fetch_once(
                     )
                 chunks.append(chunk)
             return resp.status_code, resp.headers, b"".join(chunks)
+    except httpx.PoolTimeout as exc:
+        # Our own connection pool was full: the host is not to blame.
+        raise FetchError(
+            "no free connection in time", transient=True, url=url, cause="client busy"
+        ) from exc
     except httpx.TimeoutException as exc:
-        raise FetchError(f"timed out: {exc!r}", transient=True, url=url) from exc
+        what = "connecting" if isinstance(exc, httpx.ConnectTimeout) else "waiting for data"
+        raise FetchError(f"timed out {what}", transient=True, url=url, cause="timed out") from exc
     except httpx.DecodingError as exc:
-        raise FetchError(f"undecodable response: {exc}", transient=False, url=url) from exc
+        raise FetchError(
+            f"undecodable response: {exc}", transient=False, url=url, cause="undecodable"
+        ) from exc
     except (httpx.UnsupportedProtocol, httpx.InvalidURL) as exc:
-        raise FetchError(f"bad URL {url!r}: {exc}", transient=False, url=url) from exc
+        raise FetchError(
+            f"bad URL {url!r}: {exc}", transient=False, url=url, cause="bad URL"
+        ) from exc
     except httpx.HTTPError as exc:
         # Connection refused/reset, protocol errors: the network, not the request.
+        cause = _network_cause(exc)
+        raise FetchError(f"{cause}: {exc}", transient=True, url=url, cause=cause) from exc
+    except ValueError as exc:  # URLs httpx cannot even split (an unclosed "[")
         raise FetchError(
-            f"request failed: {type(exc).__name__}: {exc}", transient=True, url=url
+            f"bad URL {url!r}: {exc}", transient=False, url=url, cause="bad URL"
         ) from exc
+
+
+def _network_cause(exc: httpx.HTTPError) -> str:
+    """A short label for a network failure, from the OS error behind it."""
+    os_error = _root_os_error(exc)
+    if isinstance(os_error, socket.gaierror):
+        return "host not found"
+    if isinstance(os_error, ConnectionRefusedError):
+        return "connection refused"
+    if isinstance(os_error, TimeoutError):
+        return "timed out"
+    text = f"{exc} {os_error or ''}".lower()
+    if isinstance(exc, httpx.ConnectError):
+        if "refused" in text:
+            return "connection refused"
+        if any(k in text for k in ("name or service", "nodename", "name resolution", "errno -")):
+            return "host not found"
+        if "ssl" in text or "certificate" in text:
+            return "TLS error"
+        return "no connection"
+    if isinstance(exc, httpx.RemoteProtocolError | httpx.ReadError | httpx.WriteError):
+        return "connection dropped"
+    return "request failed"
+
+
+def _root_os_error(exc: BaseException) -> OSError | None:
+    """The OS error at the bottom of an exception's chain (httpx and anyio wrap it twice)."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    found: OSError | None = None
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, OSError):
+            found = current
+        current = current.__cause__ or current.__context__
+    return found
 
 
 @asynccontextmanager

@@ -143,7 +143,8 @@ def _result(location: str, data: bytes, settings: NewsletterSettings) -> MailRes
             data, location=location, accept_all=settings.accept_all
         )
     except Exception as exc:  # hostile input must not stop the scan: report it instead
-        logger.warning("message %s not parsed", location, exc_info=True)
+        logger.info("message %s not parsed: %r", location, exc)
+        logger.debug("message %s not parsed", location, exc_info=True)
         return MailResult(location, None, f"could not parse: {exc!r}", None)
     return MailResult(location, item, None, message_id, skipped)
 

@@ -10,7 +10,8 @@ import re
 
 import lxml.html
 
-from signaldesk.sources.html_markdown import clean_tree, parse_html, strip_tags, tree_to_markdown
+from signaldesk.sources.html_clean import clean_tree, parse_html, strip_tags
+from signaldesk.sources.html_markdown import MAIL, tree_to_markdown
 from signaldesk.sources.tracking import strip_tracking_params
 
 __all__ = [
@@ -138,7 +139,7 @@ def html_newsletter_to_markdown(html: str) -> tuple[str, str | None, int]:
     parsed_empty = not root.text_content().strip()
     pixels = clean_tree(root)
     url, _ = _view_online_link(root)
-    blocks = tree_to_markdown(root)
+    blocks = tree_to_markdown(root, profile=MAIL)
     if parsed_empty and not blocks:
         blocks = [strip_tags(html)]  # the parser lost the text (absurd nesting): keep it plain
     blocks = strip_footer(blocks)

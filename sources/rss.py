@@ -35,6 +35,7 @@ from signaldesk.sources.feed_policy import (
 )
 from signaldesk.sources.http import (
     FetchResponse,
+    HostBreaker,
     HostLimiter,
     fetch,
     is_transient_status,
@@ -75,6 +76,8 @@ class PollResult:
         that still yielded entries, a permanent redirect, a moved feed).
     :param error: what went wrong, for ``error`` and ``gone``.
     :param transient: whether that error may pass by itself.
+    :param cause: a short label of the error for grouping ("timed out", "HTTP 404",
+        "not a feed", ...).
     """
 
     state: FeedState
@@ -83,6 +86,7 @@ class PollResult:
     warnings: tuple[str, ...] = ()
     error: str | None = None
     transient: bool = False
+    cause: str | None = None
 
 
 async def poll_feed(
@@ -96,6 +100,7 @@ async def poll_feed(
     force: bool = False,
     rng: random.Random | None = None,
     parse_limiter: anyio.CapacityLimiter | None = None,
+    breaker: HostBreaker | None = None,
 ) -> PollResult:
     """Poll one feed if it is due (or ``force``), with a conditional GET.
 
@@ -109,6 +114,7 @@ async def poll_feed(
     :param parse_limiter: bounds the parses running at once across every poll that
         shares it (a scan makes one with :func:`feed_parse_limiter`); ``None`` uses
         anyio's default thread limiter.
+    :param breaker: the run's per-host breaker (a host that did not answer is skipped).
     """
     if state.disabled_reason is not None:
         return PollResult(state=state, items=(), outcome="disabled", error=state.disabled_reason)
@@ -129,9 +135,11 @@ async def poll_feed(
             limiter=limiter,
             headers=headers,
             max_redirects=http.max_redirects,
+            breaker=breaker,
         )
     except FetchError as exc:
-        logger.info("feed %s failed: %s", state.url, exc.message, exc_info=True)
+        logger.info("feed %s failed: %s", state.url, exc.message)
+        logger.debug("feed %s failed", state.url, exc_info=True)
         return _failed(state, now=now, rss=rss, rng=rng, message=exc.message, exc=exc)
     parsed: ParsedFeed | FeedParseError | None = None
     if 200 <= response.status < 300:
@@ -189,7 +197,9 @@ def _handle_response(
     if status == 410:
         new = record_gone(state, now=now)
         logger.warning("feed %s is gone (410); it will not be polled again", state.url)
-        return PollResult(state=new, items=(), outcome="gone", error="gone (410)")
+        return PollResult(
+            state=new, items=(), outcome="gone", error="gone (410)", cause="gone (410)"
+        )
     if status != 304 and not 200 <= status < 300:
         retry_after = parse_retry_after(response.headers.get("retry-after"), now)
         message = f"HTTP {status}" + (f" at {response.url}" if response.url != state.url else "")
@@ -205,7 +215,15 @@ def _handle_response(
         )
 
     if isinstance(parsed, FeedParseError):
-        return _failed(state, now=now, rss=rss, rng=rng, message=parsed.message, status=status)
+        return _failed(
+            state,
+            now=now,
+            rss=rss,
+            rng=rng,
+            message=parsed.message,
+            status=status,
+            cause="not a feed",
+        )
     assert parsed is not None or status == 304, "poll_feed parses every 2xx body"
 
     warnings: list[str] = []
@@ -261,18 +279,22 @@ def _failed(
     status: int | None = None,
     retry_after: float | None = None,
     transient: bool = False,
+    cause: str | None = None,
 ) -> PollResult:
     if exc is not None:
         status, retry_after, transient = exc.status, exc.retry_after, exc.transient
+        cause = exc.cause
+    cause = cause or (f"HTTP {status}" if status else "failed")
     new = record_failure(
         state, now=now, rss=rss, message=message, rng=rng, status=status, retry_after=retry_after
     )
+    outcome: PollOutcome = "error"
     if new.disabled_reason and not state.disabled_reason:
         logger.warning("feed %s disabled: %s", state.url, new.disabled_reason)
-        return PollResult(
-            state=new, items=(), outcome="disabled", error=message, transient=transient
-        )
-    return PollResult(state=new, items=(), outcome="error", error=message, transient=transient)
+        outcome = "disabled"
+    return PollResult(
+        state=new, items=(), outcome=outcome, error=message, transient=transient, cause=cause
+    )
 
 
 _TEASER_TAIL = re.compile(

@@ -16,7 +16,23 @@ class HttpSettings(SettingsModel):
         description="User-Agent sent with every request.",
     )
     connect_timeout: float = Field(10.0, gt=0, description="Seconds to wait for a connection.")
-    total_timeout: float = Field(30.0, gt=0, description="Seconds one whole request may take.")
+    total_timeout: float = Field(
+        30.0, gt=0, description="Seconds one whole request for a feed may take."
+    )
+    page_connect_timeout: float = Field(
+        4.0, gt=0, description="Seconds to wait for a connection to an article page's host."
+    )
+    page_first_byte_timeout: float = Field(
+        5.0,
+        gt=0,
+        description=(
+            "Seconds an article page's host may stay silent (before the first byte, and "
+            "between two reads) before the fetch gives up."
+        ),
+    )
+    page_total_timeout: float = Field(
+        20.0, gt=0, description="Seconds one whole article page fetch may take."
+    )
     max_bytes: int = Field(
         10_000_000, gt=0, description="Largest response body read; bigger ones are cut off."
     )
@@ -62,7 +78,9 @@ class RssSettings(SettingsModel):
         "Cache-Control max-age or Retry-After (7 days).",
     )
     backoff_base: float = Field(
-        900.0, gt=0, description="Seconds to wait after a feed's first failure (15 min)."
+        900.0,
+        gt=0,
+        description="Seconds to wait after a feed's (or an article page's) first failure (15 min).",
     )
     backoff_factor: float = Field(
         2.0, ge=1, description="Multiplier on the wait after each further consecutive failure."

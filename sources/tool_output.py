@@ -95,7 +95,8 @@ def scan_drop_folder(folder: Path, *, max_bytes: int = DEFAULT_MAX_BYTES) -> Ite
             yield DropResult(rel, None, exc.message, fingerprint)
             continue
         except Exception as exc:  # one odd file must not stop the scan; report it instead
-            logger.warning("drop file %s not parsed", rel, exc_info=True)
+            logger.info("drop file %s not parsed: %r", rel, exc)
+            logger.debug("drop file %s not parsed", rel, exc_info=True)
             yield DropResult(rel, None, f"could not parse: {exc!r}", fingerprint)
             continue
         yield DropResult(rel, item, None, fingerprint)

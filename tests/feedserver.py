@@ -23,12 +23,13 @@ conftest) gives a started server that is stopped after the test.
 from __future__ import annotations
 
 import gzip as gzip_module
+import sys
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
-from typing import Union
+from typing import Any, Union
 
 import pytest
 
@@ -77,6 +78,15 @@ Handler = Callable[[RecordedRequest], Reply]
 RouteSpec = Union[Reply, Sequence[Reply], Handler]  # noqa: UP007 (a runtime alias)
 
 
+class _QuietServer(ThreadingHTTPServer):
+    """A client that hangs up (a cap or a timeout on its side) is not an error here."""
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        if isinstance(sys.exc_info()[1], ConnectionError):
+            return
+        super().handle_error(request, client_address)
+
+
 class FeedServer:
     """A threaded HTTP/1.1 server on 127.0.0.1 with scripted routes and a request log."""
 
@@ -86,7 +96,7 @@ class FeedServer:
         self._lock = threading.Lock()
         self._stopping = threading.Event()
         self.requests: list[RecordedRequest] = []
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
+        self._httpd = _QuietServer(("127.0.0.1", 0), self._handler_class())
         self._httpd.daemon_threads = True
         self._thread: threading.Thread | None = None
 

@@ -7,7 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from signaldesk.pipeline.captains_log import gather, period_for, write_captains_log
+from signaldesk.pipeline.captains_log import (
+    gather,
+    period_for,
+    render,
+    summary_line,
+    write_captains_log,
+)
 from signaldesk.pipeline.settings import CaptainsLogSettings
 
 
@@ -71,7 +77,7 @@ def test_monday_covers_friday_to_sunday() -> None:
 
 
 def test_log_lists_exactly_the_periods_commits(vault: Path, repo: Path) -> None:
-    settings = CaptainsLogSettings(repos=[str(repo)])
+    settings = CaptainsLogSettings(repos=[str(repo)], covers="previous_day")
     log = gather(vault, settings, date(2026, 11, 30), tz=UTC)
     subjects = [c.subject for c in log.commits["engine"]]
     assert subjects == ["Decided to switch to anyio", "Side branch on Saturday", "Sunday fix"]
@@ -94,7 +100,7 @@ def test_log_note_is_written_and_human_edits_are_kept(vault: Path, repo: Path) -
         "---\ntitle: OpenSSL advisory\ntype: signal\ndomain: security\n"
         "created: 2026-11-28T09:00:00Z\ncomposite: 0.81\n---\nbody\n"
     )
-    settings = CaptainsLogSettings(repos=[str(repo)])
+    settings = CaptainsLogSettings(repos=[str(repo)], covers="previous_day")
     _log, note = write_captains_log(vault, settings, date(2026, 11, 30), tz=UTC)
     assert note.outcome == "created"
     text = note.path.read_text()
@@ -122,3 +128,18 @@ def test_missing_repository_is_reported_not_fatal(vault: Path, tmp_path: Path) -
     settings = CaptainsLogSettings(repos=[str(tmp_path / "nope")])
     log = gather(vault, settings, date(2026, 12, 2), tz=datetime.now().astimezone().tzinfo)
     assert log.commits == {}
+
+
+def test_numbered_steps_are_not_decisions_and_counts_read_right(vault: Path) -> None:
+    (vault / "00-inbox" / "runbook.md").write_text(
+        "---\ncreated: 2026-11-27\n---\n"
+        "1. Switch to the new client before deploying\n"
+        "2) Replace the token with a fresh one\n"
+        "We decided to keep one writer task.\n"
+        "- [ ] one open loop\n",
+        encoding="utf-8",
+    )
+    log = gather(vault, CaptainsLogSettings(), date(2026, 11, 27), tz=UTC)
+    assert len(log.decisions) == 1 and "keep one writer task" in log.decisions[0]
+    assert summary_line(log) == ("0 commits in 0 repositories, 1 decision, 1 open loop, 0 signals")
+    assert "1 open loop." in render(log)

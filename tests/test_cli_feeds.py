@@ -48,6 +48,7 @@ def test_add_list_remove(vault: Path) -> None:
         "--prior",
         "0.7",
         "--no-full-text",
+        "--no-check",
     )
     listed = json.loads(_ok(vault, "feeds", "list", "--json").stdout)
     assert [(f["url"], f["title"], f["prior"], f["full_text"]) for f in listed] == [
@@ -56,7 +57,7 @@ def test_add_list_remove(vault: Path) -> None:
     table = _ok(vault, "feeds", "list").stdout
     assert "1 feed(s)" in table and "new" in table
 
-    again = _run(vault, "feeds", "add", "https://example.com/feed.xml")
+    again = _run(vault, "feeds", "add", "https://example.com/feed.xml", "--no-check")
     assert isinstance(again.exception, FeedRegistryError) and "already subscribed" in str(
         again.exception
     )
@@ -90,7 +91,7 @@ def test_import_and_export_opml(vault: Path, tmp_path: Path) -> None:
 
 
 def test_enable_a_disabled_feed(vault: Path) -> None:
-    _ok(vault, "feeds", "add", "https://example.com/feed.xml")
+    _ok(vault, "feeds", "add", "https://example.com/feed.xml", "--no-check")
     workspace = resolve_workspace(vault)
 
     async def disable() -> None:
@@ -113,3 +114,36 @@ def test_enable_a_disabled_feed(vault: Path) -> None:
     assert feed["disabled_reason"] is None and feed["error_count"] == 0
     unknown = _run(vault, "feeds", "enable", "https://nope.example/")
     assert isinstance(unknown.exception, FeedRegistryError)
+
+
+def test_add_checks_the_feed_once(vault: Path) -> None:
+    import socket
+
+    from tests.feedserver import FeedServer, Reply
+    from tests.intake_data import rss_document
+
+    with socket.socket() as closed:
+        closed.bind(("127.0.0.1", 0))
+        dead = f"http://127.0.0.1:{closed.getsockname()[1]}/feed.xml"  # nothing listens
+    with FeedServer() as server:
+        server.route("/feed.xml", Reply(body=rss_document("Real feed", server.url("/"), [])))
+        server.route(
+            "/page",
+            Reply(body=b"<html><body><h1>A blog</h1></body></html>", content_type="text/html"),
+        )
+        for url, reason in (
+            (server.url("/missing.xml"), "HTTP 404"),
+            (server.url("/page"), "HTML page"),
+            (dead, "refused"),
+        ):
+            result = _run(vault, "feeds", "add", url)
+            assert isinstance(result.exception, FeedRegistryError), url
+            assert reason in str(result.exception) and "--no-check" in str(result.exception)
+        assert json.loads(_ok(vault, "feeds", "list", "--json").stdout) == []
+        added = _ok(vault, "feeds", "add", server.url("/feed.xml")).stdout
+        assert "subscribed to" in added and "Real feed" in added
+        _ok(vault, "feeds", "add", dead, "--no-check")
+    listed = {
+        f["url"]: f["title"] for f in json.loads(_ok(vault, "feeds", "list", "--json").stdout)
+    }
+    assert listed == {server.url("/feed.xml"): "Real feed", dead: None}

@@ -92,6 +92,22 @@ def test_doctor_reports_every_check(vault: Path) -> None:
     assert code == 0 and "✓" in out and "matches" in out
 
 
+def test_doctor_says_when_notes_are_not_indexed(vault: Path) -> None:
+    notes(vault, 3)
+    invoke("--vault", str(vault), "index")
+    write_note(vault, "02-areas/new.md", section("New", "fresh words"))
+    write_note(vault, "01-projects/note-0.md", section("Topic", "edited words, longer now"))
+    code, out, _ = invoke("--vault", str(vault), "doctor", "--json")
+    checks = {c["name"]: c for c in json.loads(out)["checks"]}
+    index = checks["index"]
+    assert code == 0 and index["outcome"] == "warn" and index["fix"] == "signaldesk index"
+    assert "2 of 4 notes not indexed yet (1 new, 1 changed)" in index["detail"]
+    invoke("--vault", str(vault), "index")
+    code, out, _ = invoke("--vault", str(vault), "doctor", "--json")
+    checks = {c["name"]: c for c in json.loads(out)["checks"]}
+    assert checks["index"]["outcome"] == "ok"
+
+
 def test_doctor_fails_on_a_broken_config(vault: Path) -> None:
     (vault / "signaldesk.toml").write_text("[index]\nbatch_size = 'many'\n", encoding="utf-8")
     code, out, _ = invoke("--vault", str(vault), "doctor", "--json")

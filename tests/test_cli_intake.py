@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from email.message import EmailMessage
 from pathlib import Path
 
 import pytest
@@ -12,7 +13,7 @@ from click.testing import CliRunner, Result
 from signaldesk.pipeline.cli import cli
 from signaldesk.pipeline.errors import IntakeError
 from tests.feedserver import FeedServer
-from tests.intake_data import article_text, clipping_note, serve_feeds
+from tests.intake_data import article_text, clipping_note, newsletter_eml, serve_feeds
 from tests.triage_data import ADVISORY, CONFIG_TOML
 
 SETTLED = {"pending", "filed", "rejected"}
@@ -39,7 +40,7 @@ def test_scan_json_then_items(vault: Path, server: FeedServer) -> None:
     for url in feeds.urls:
         _ok(vault, "feeds", "add", url)
     server.route("/broken.xml", [])  # unrouted paths answer 404
-    _ok(vault, "feeds", "add", server.url("/broken.xml"))
+    _ok(vault, "feeds", "add", server.url("/broken.xml"), "--no-check")
     clipping_note(
         vault / "Clippings",
         "clip.md",
@@ -132,10 +133,18 @@ def test_capture_files_and_indexes_a_note_worth_keeping(vault: Path) -> None:
     found = json.loads(_ok(vault, "search", "OpenSSH 9.9p2 CVE-2026-9234", "--json").stdout)
     assert found["results"][0]["path"] == note
 
-    # Weak text is triaged too, and shown: below the threshold, nothing written.
+    # Weak text is triaged too, and shown: below the threshold, nothing filed; the
+    # captured file itself is searchable at once all the same.
     shown = _ok(vault, "capture", "Click here. You won't believe number seven!").stdout
     assert "1 new" in shown and "Triage: 0 filed, 1 below threshold" in shown
     assert len([p for p in (vault / "05-signals").rglob("*.md")]) == 1
+    found = json.loads(_ok(vault, "search", "believe number seven", "--json").stdout)
+    assert found["results"][0]["path"].startswith("00-inbox/tool-output/")
+    # `items` shows the rejected one's score and what held it back.
+    [rejected] = json.loads(_ok(vault, "items", "--status", "rejected", "--json").stdout)
+    assert rejected["reason"].startswith(f"{rejected['score']:.2f} ≤ 0.40")
+    assert "weakest: " in rejected["reason"]
+    assert f"{rejected['score']:.2f}" in _ok(vault, "items", "--status", "rejected").stdout
 
 
 def test_capture_leaves_triage_for_later_when_scan_does(vault: Path) -> None:
@@ -147,3 +156,28 @@ def test_capture_leaves_triage_for_later_when_scan_does(vault: Path) -> None:
     [item] = json.loads(_ok(vault, "items", "--json").stdout)
     assert item["status"] == "pending"
     assert not list((vault / "05-signals").rglob("*.md"))
+
+
+def test_triage_reads_the_mail_waiting_in_the_drop_folder(vault: Path) -> None:
+    drop = vault / "00-inbox" / "newsletters"
+    newsletter_eml(
+        drop,
+        "digest.eml",
+        subject="A digest",
+        view_online="https://n.example/1",
+        body=article_text(31),
+    )
+    plain = EmailMessage()
+    plain["From"] = "friend@example.org"
+    plain["Subject"] = "Lunch?"
+    plain["Message-ID"] = "<lunch@example.org>"
+    plain.set_content("Are you free on Friday?")
+    (drop / "personal.eml").write_bytes(bytes(plain))
+    report = json.loads(_ok(vault, "triage", "--json").stdout)
+    assert [d["source_kind"] for d in report["decisions"]] == ["newsletter"]
+    # The mail without list headers is not taken, and the ledger says why, once.
+    [parked] = json.loads(_ok(vault, "items", "--status", "parked", "--json").stdout)
+    assert "no newsletter headers" in parked["last_error"]
+    assert "accept_all" in parked["last_error"]
+    out = _ok(vault, "scan", "--source", "newsletter").stdout
+    assert "no newsletter headers" not in out  # told once, not at every scan

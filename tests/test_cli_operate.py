@@ -95,9 +95,11 @@ def test_report_for_a_date_as_json(vault: Path) -> None:
     anyio.run(fill)
     data = json.loads(_ok(vault, "report", "--date", "2026-11-27", "--json").stdout)
     assert [i["title"] for i in data["items"]] == ["Hello"]
-    assert data["outcome"] == "created" and data["path"].endswith("06-daily/2026-11-27-triage.md")
+    assert data["path"].endswith("06-daily/2026-11-27-triage.md")
+    assert not (vault / "06-daily" / "2026-11-27-triage.md").exists()  # --json writes nothing
     out = _ok(vault, "report", "--date", "2026-11-27").output
-    assert "06-daily/2026-11-27-triage.md: unchanged" in out and "1 arrived" in out
+    assert "06-daily/2026-11-27-triage.md: written" in out and "1 arrived" in out
+    assert "0 duplicates" in out and "0 feeds need attention" in out
     other = json.loads(_ok(vault, "report", "--date", "2026-11-28", "--json").stdout)
     assert other["items"] == []
 
@@ -107,13 +109,23 @@ def test_report_rejects_a_bad_date(vault: Path) -> None:
     assert result.exit_code == 2 and "not a date" in result.output
 
 
+@pytest.mark.parametrize("verb", ["report", "log"])
+def test_no_note_is_written_for_a_day_to_come(vault: Path, verb: str) -> None:
+    result = _run(vault, verb, "--date", "2999-01-01")
+    assert result.exit_code == 2 and "has not happened yet" in result.output
+    assert json.loads(_ok(vault, verb, "--date", "2999-01-01", "--json").stdout)["path"]
+    assert not list((vault / "06-daily").glob("2999-*"))
+
+
 def test_log_verb_writes_the_captains_log(vault: Path) -> None:
     _utc_config(vault)
-    data = json.loads(_ok(vault, "log", "--date", "2026-11-30", "--json").stdout)
-    assert data["outcome"] == "created"
-    assert data["path"].endswith("06-daily/2026-11-30-captains-log.md")
-    out = _ok(vault, "log", "--date", "2026-11-30").output
-    assert "06-daily/2026-11-30-captains-log.md: unchanged" in out and "0 commits" in out
+    data = json.loads(_ok(vault, "log", "--date", "2026-11-27", "--json").stdout)
+    assert data["path"].endswith("06-daily/2026-11-27-captains-log.md")
+    assert data["period"]["start"].startswith("2026-11-27")  # a log covers its own day
+    assert not (vault / "06-daily" / "2026-11-27-captains-log.md").exists()
+    out = _ok(vault, "log", "--date", "2026-11-27").output
+    assert "06-daily/2026-11-27-captains-log.md: written" in out
+    assert "0 commits in 0 repositories, 0 decisions, 0 open loops, 0 signals" in out
 
 
 @pytest.mark.parametrize("verb", ["serve", "status", "report", "log", "demo"])

@@ -79,3 +79,46 @@ def test_invalid_config_is_a_clear_error(tmp_path: Path) -> None:
     path.write_text("[index]\nno_such_setting = 1\n")
     with pytest.raises(ConfigError, match="no_such_setting"):
         load_config(path)
+
+
+def test_init_on_an_existing_obsidian_vault_adds_only_what_signaldesk_needs(
+    tmp_path: Path,
+) -> None:
+    vault = tmp_path / "obsidian"
+    (vault / ".obsidian").mkdir(parents=True)
+    (vault / "00 - Inbox").mkdir()
+    (vault / "10 - Notes").mkdir()
+    (vault / "10 - Notes" / "idea.md").write_text("# An idea\n", encoding="utf-8")
+    before = sorted(p.name for p in vault.iterdir())
+    report = init_vault(vault)
+    assert report.existing_vault
+    assert sorted(report.created) == [".indexignore", ".signaldesk/", "signaldesk.toml"]
+    assert sorted(p.name for p in vault.iterdir()) == sorted(
+        [*before, ".indexignore", ".signaldesk", "signaldesk.toml"]
+    )
+    assert (vault / "10 - Notes" / "idea.md").read_text(encoding="utf-8") == "# An idea\n"
+
+
+def test_init_points_the_config_at_folders_the_vault_already_has(tmp_path: Path) -> None:
+    from signaldesk.pipeline.config import load_config
+    from signaldesk.pipeline.vault_setup import Layout
+
+    vault = tmp_path / "obsidian"
+    (vault / ".obsidian").mkdir(parents=True)
+    layout = Layout(inbox="00 - Inbox", signals="20 - Signals", daily="50 - Journal")
+    report = init_vault(vault, layout=layout)
+    assert not report.layout_ignored
+    config = load_config(vault / "signaldesk.toml")
+    assert config.vault.inbox_folder == "00 - Inbox"
+    assert config.newsletter.drop_folder == "00 - Inbox/newsletters"
+    assert config.tool_output.drop_folder == "00 - Inbox/tool-output"
+    assert config.triage.signals_folder == "20 - Signals"
+    assert config.report.path == "50 - Journal/{date}-triage.md"
+    assert config.captains_log.path == "50 - Journal/{date}-captains-log.md"
+    # Asked for the whole convention, it uses those folders instead of the numbered ones.
+    full = init_vault(vault, folders=True)
+    assert "20 - Signals/security/" in full.created and "50 - Journal/" in full.created
+    assert not (vault / "05-signals").exists() and not (vault / "06-daily").exists()
+    # Run again with other folders: the config is kept, and init says so.
+    again = init_vault(vault, layout=Layout(signals="elsewhere"))
+    assert again.layout_ignored and "signaldesk.toml" in again.kept

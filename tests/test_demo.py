@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import socket
 import subprocess
 import sys
 import time
@@ -101,3 +102,26 @@ async def test_demo_runs_end_to_end_offline_and_again_changes_nothing(tmp_path: 
     ]
     assert result.query == DEMO_QUERY
     assert result.results and any("sqlite" in r.path for r in result.results[:3])
+
+
+@pytest.mark.anyio
+async def test_a_demo_whose_feeds_all_fail_does_not_say_done(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from rich.console import Console
+
+    from signaldesk.pipeline.cli._demo_view import DemoView
+
+    # Every request, to 127.0.0.1 too, goes to a proxy that is not there.
+    monkeypatch.setenv("NO_PROXY", "")
+    monkeypatch.setenv("no_proxy", "")
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    result = await run_demo(tmp_path / "d", port=port)
+    assert not result.ok
+    assert "none of the 4 sample feeds could be read" in result.problems[0]
+    console = Console(record=True, width=200)
+    DemoView(console).finish(result)
+    shown = console.export_text()
+    assert "Finished with problems" in shown and "Done in" not in shown

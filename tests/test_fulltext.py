@@ -115,8 +115,10 @@ async def test_fetch_article_errors(feed_server: FeedServer, client: httpx.Async
     assert not info.value.transient and info.value.status == 404
     with pytest.raises(FetchError) as info:
         await fetch_article(client, feed_server.url("/busy"), http=HTTP)
-    assert info.value.transient
-    assert await fetch_article(client, feed_server.url("/file.pdf"), http=HTTP) is None
+    assert info.value.transient and info.value.cause == "HTTP 503"
+    with pytest.raises(FetchError) as info:
+        await fetch_article(client, feed_server.url("/file.pdf"), http=HTTP)
+    assert not info.value.transient and info.value.cause == "not a web page"
 
 
 @pytest.mark.anyio

@@ -194,3 +194,26 @@ def test_max_age_and_status_helpers() -> None:
     assert parse_max_age('max-age="30", s-maxage=90') == 90.0
     assert is_transient_status(503) and is_transient_status(429)
     assert not is_transient_status(404) and not is_transient_status(400)
+
+
+def test_the_host_breaker_skips_a_host_that_does_not_answer() -> None:
+    from signaldesk.sources.errors import FetchError
+    from signaldesk.sources.http import HostBreaker
+
+    breaker = HostBreaker()
+    slow = "https://slow.example/a"
+    breaker.trip(slow, FetchError("timed out", transient=True, cause="timed out"))
+    breaker.check(slow)  # one slow answer from a busy host is not enough
+    breaker.trip(slow, FetchError("timed out", transient=True, cause="timed out"))
+    with pytest.raises(FetchError) as info:
+        breaker.check("https://slow.example/b")
+    assert info.value.skipped and info.value.cause == "timed out"
+    breaker.trip(
+        "https://gone.example/x", FetchError("no", transient=True, cause="connection refused")
+    )
+    with pytest.raises(FetchError):
+        breaker.check("https://gone.example/y")
+    breaker.trip("https://up.example/x", FetchError("404", transient=False, status=404))
+    breaker.check("https://up.example/y")  # it answered: a 404 says nothing of the host
+    breaker.check("https://slow.example:8443/a")  # another port is another host
+    assert breaker.open_hosts == {"slow.example": "timed out", "gone.example": "connection refused"}

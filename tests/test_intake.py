@@ -187,7 +187,7 @@ async def test_feed_clipping_and_newsletter_of_one_article_are_one_item(
     }
 
 
-async def test_transient_error_retried_permanent_error_parked(
+async def test_transient_error_retried_permanent_error_kept_as_teaser(
     vault: Path, server: FeedServer
 ) -> None:
     ws = _workspace(vault)
@@ -208,34 +208,107 @@ async def test_transient_error_retried_permanent_error_parked(
     await _subscribe(ws, server.url("/feed.xml"))
     stats = await _scan(ws)
     assert len(server.requests_for("/a/flaky")) == 2
-    [flaky] = await _entries(ws, status="pending")
-    assert flaky.item.guid == "urn:t:flaky"
+    pending = {e.item.guid: e for e in await _entries(ws, status="pending")}
+    flaky, gone = pending["urn:t:flaky"], pending["urn:t:gone"]
+    assert not flaky.item.teaser
     assert flaky.item.extra["full_text"] == "fetched"
     assert body.split("\n\n")[-1][:80] in flaky.item.text
-    [gone] = await _entries(ws, status="parked")
-    assert gone.item.guid == "urn:t:gone"
-    assert gone.last_error is not None and "404" in gone.last_error
-    assert stats.tally("rss").parked == 1
+    # A 404 is not retried, and the entry goes on with what the feed had (its title).
+    assert len(server.requests_for("/a/gone")) == 1
+    assert gone.item.teaser
+    assert gone.item.extra["full_text_cause"] == "HTTP 404"
+    assert "full_text_after" not in gone.item.extra  # never tried again
+    assert stats.tally("rss").parked == 0 and stats.tally("rss").teasers == 1
 
 
-async def test_transient_error_that_persists_stays_in_flight(
+async def test_an_unfetchable_page_never_holds_its_entry_back(
     vault: Path, server: FeedServer
 ) -> None:
-    ws = _workspace(vault, pipeline={"retry_attempts": 2, "max_attempts": 2})
+    ws = _workspace(vault, pipeline={"retry_attempts": 2, "max_attempts": 3})
     server.route("/a/down", Reply(status=503, body=b"down"))
     entries = [Entry("urn:t:down", "Down page", server.url("/a/down"), "Teaser only …", utcnow())]
     server.route("/feed.xml", Reply(body=rss_document("B", server.url("/"), entries)))
     await _subscribe(ws, server.url("/feed.xml"))
-    stats = await _scan(ws)
-    assert stats.tally("rss").errors == 1 and stats.totals.new == 0
-    [waiting] = await _entries(ws, status="discovered")
-    assert waiting.attempts == 1 and "503" in (waiting.last_error or "")
-    # The next scan resumes it; after max_attempts the feed's teaser is kept.
-    stats = await _scan(ws)
-    assert stats.resumed == 1 and stats.totals.new == 1
+    handed: list[str] = []
+
+    async def handoff(item_id: str) -> None:
+        handed.append(item_id)
+
+    start = utcnow()
+    stats = await _scan(ws, handoff=handoff, now=lambda: start)
+    # Tried twice in the scan (503 may pass), then on at once with the feed's text.
+    assert len(server.requests_for("/a/down")) == 2
+    assert stats.totals.new == 1 and stats.tally("rss").teasers == 1 and handed
     [kept] = await _entries(ws, status="pending")
-    assert kept.item.text.startswith("Teaser only")
-    assert kept.item.extra["full_text"].startswith("failed: gave up after 2 attempts")
+    assert kept.item.teaser and kept.item.text.startswith("Teaser only")
+    assert kept.item.extra["full_text_cause"] == "HTTP 503"
+    assert [g.cause for g in stats.problems.values()] == ["HTTP 503"]
+    # Not due again within the backoff: the next scan leaves the page alone.
+    await _scan(ws, now=lambda: start + timedelta(minutes=5))
+    assert len(server.requests_for("/a/down")) == 2
+    # Later the page is up: it is fetched, stored, and handed to triage again.
+    body = article_text(21)
+    server.route("/a/down", Reply(body=article_html("Down page", body), content_type="text/html"))
+    handed.clear()
+    later = await _scan(ws, handoff=handoff, now=lambda: start + timedelta(minutes=16))
+    assert later.tally("rss").refetched == 1 and handed == [kept.id]
+    [fetched] = await _entries(ws, status="pending")
+    assert not fetched.item.teaser and fetched.item.extra["full_text"] == "fetched"
+    assert body.split("\n\n")[-1][:80] in fetched.item.text
+    # Nothing is due any more.
+    await _scan(ws, now=lambda: start + timedelta(days=2))
+    assert len(server.requests_for("/a/down")) == 3
+
+
+async def test_a_page_that_never_comes_is_tried_max_attempts_times(
+    vault: Path, server: FeedServer
+) -> None:
+    ws = _workspace(vault, pipeline={"retry_attempts": 1, "max_attempts": 3})
+    server.route("/a/down", Reply(status=503, body=b"down"))
+    entries = [Entry("urn:t:down", "Down page", server.url("/a/down"), "Teaser only …", utcnow())]
+    server.route("/feed.xml", Reply(body=rss_document("B", server.url("/"), entries)))
+    await _subscribe(ws, server.url("/feed.xml"))
+    start = utcnow()
+    for day in range(6):
+        await _scan(ws, now=lambda day=day: start + timedelta(days=day))
+    assert len(server.requests_for("/a/down")) == 3
+    [kept] = await _entries(ws, status="pending")
+    assert kept.item.teaser and kept.item.extra["full_text_attempts"] == 3
+    assert "full_text_after" not in kept.item.extra
+
+
+async def test_a_silent_host_costs_one_timeout_per_scan_not_one_per_page(
+    vault: Path, server: FeedServer
+) -> None:
+    ws = _workspace(
+        vault,
+        http={"per_host": 2, "page_first_byte_timeout": 0.3},
+        pipeline={"extract_concurrency": 4},
+    )
+    server.route("/a/silent", Reply(delay=60, body=b"never sent"))  # accepts, never answers
+    entries = [
+        Entry(f"urn:s:{i}", f"Silent {i}", server.url(f"/a/silent?n={i}"), "A teaser …", utcnow())
+        for i in range(10)
+    ]
+    server.route("/feed.xml", Reply(body=rss_document("S", server.url("/"), entries)))
+    await _subscribe(ws, server.url("/feed.xml"))
+    stats = await _scan(ws)
+    # Two timeouts close the host for the scan: its two slots' requests (and at most one
+    # that took a slot freed in between) were sent, the other pages were not.
+    sent = len(server.requests_for("/a/silent"))
+    assert 2 <= sent <= 3
+    [group] = stats.problems.values()
+    assert (group.what, group.cause, group.count, group.skipped) == (
+        "article page",
+        "timed out",
+        10,
+        10 - sent,
+    )
+    pending = await _entries(ws, status="pending")
+    assert len(pending) == 10 and all(e.item.teaser for e in pending)
+    # The breaker lasts one scan: the next (when the pages are due) asks the host again.
+    await _scan(ws, now=lambda: utcnow() + timedelta(hours=1))
+    assert 4 <= len(server.requests_for("/a/silent")) <= 2 * sent
 
 
 async def test_per_feed_full_text_opt_out(vault: Path, server: FeedServer) -> None:

@@ -12,9 +12,8 @@ import pytest
 
 from signaldesk.items import Item
 from signaldesk.sources.errors import FeedParseError
-from signaldesk.sources.feed_markdown import feed_html_to_markdown as html_to_markdown
-from signaldesk.sources.feed_markdown import feed_html_to_text as html_to_text
 from signaldesk.sources.feed_parse import parse_feed
+from signaldesk.sources.html_markdown import html_to_markdown, html_to_text
 
 DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "feeds"
 RSS_PARSER = DATA / "rss-parser_tests"

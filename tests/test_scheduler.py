@@ -9,7 +9,7 @@ import signal
 import subprocess
 import sys
 from collections.abc import Iterator
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import anyio
@@ -319,7 +319,9 @@ async def test_serve_runs_every_job_and_stops_cleanly_on_sigterm(
     leftovers = [p for p in vault.rglob("*.tmp")]
     assert not leftovers, leftovers
     today = datetime.now().astimezone().date()
-    assert (vault / "06-daily" / f"{today.isoformat()}-captains-log.md").is_file()
+    # Each morning serve writes the log of the day before (a log covers its own day).
+    yesterday = today - timedelta(days=1)
+    assert (vault / "06-daily" / f"{yesterday.isoformat()}-captains-log.md").is_file()
     assert list((vault / "06-daily").glob("*-triage.md"))
     # The feed's entries and the clipping went all the way through triage.
     async with open_ledger(ws) as ledger:

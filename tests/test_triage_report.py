@@ -273,3 +273,40 @@ async def test_mermaid_blocks_parse_and_the_parser_rejects_broken_ones(
     n = len(blocks) + len(hostile_blocks)
     assert [r["ok"] for r in results] == [True] * n + [False] * 3, results
     assert [r.get("type") for r in results[:3]] == ["pie", "xychart", "xychart"]
+
+
+@pytest.mark.anyio
+async def test_parked_errors_are_grouped_and_failing_article_pages_are_reported(
+    vault: Path,
+) -> None:
+    ws = resolve_workspace(vault)
+    async with open_ledger(ws) as ledger:
+        for n in range(69):
+            [item_id] = await ledger.record([_item(100 + n)], now=_at(DAY, 9))
+            await ledger.park(item_id, f"HTTP 404 fetching article https://site.example/a/{n}")
+        [other] = await ledger.record([_item(300)], now=_at(DAY, 9))
+        await ledger.park(other, "empty item: no text and no link")
+        for n, host in enumerate(["a.example", "a.example", "b.example"]):
+            teaser = Item(
+                source_kind="rss",
+                source_id="https://feeds.example/t.xml",
+                title=f"Teaser {n}",
+                text="Only the teaser.",
+                guid=f"urn:teaser:{n}",
+                url=f"https://{host}/p/{n}",
+                teaser=True,
+                extra={"full_text_cause": "timed out"},
+            )
+            [item_id] = await ledger.record([teaser], now=_at(DAY, 10))
+            await ledger.settle(item_id, teaser)
+        report = await gather_triage_report(ws, ledger, DAY, tz=UTC)
+    sections = _sections(render_triage_report(report))
+    parked = sections["Parked errors"]
+    rows = [line for line in parked.splitlines() if line.startswith("| ") and "---" not in line]
+    assert len(rows) == 3  # the header and two reasons, not 70 rows
+    assert "| 69 |" in parked and "and 66 more" in parked
+    feeds = sections["Feeds needing attention"]
+    assert "All feeds are healthy" not in feeds
+    assert "could not be fetched for 3 of the day's entries, from 2 hosts" in feeds
+    assert "timed out at a.example (2 pages)" in feeds
+    assert "timed out at b.example (1 page)" in feeds

@@ -86,10 +86,20 @@ def cli(ctx: click.Context, vault: Path | None, config_path: Path | None, verbos
     handler = RichHandler(console=Console(stderr=True), show_path=False)
     # What signaldesk logs is scrubbed (issue 12): every record, whoever logged it.
     handler.addFilter(ScrubbingFilter())
+    if level > logging.DEBUG:
+        handler.addFilter(_without_traceback)  # tracebacks are for -vv
     logging.basicConfig(level=level, format="%(message)s", handlers=[handler])
     # aiosqlite logs every statement with its parameters at DEBUG: values, not news.
     logging.getLogger("aiosqlite").setLevel(max(level, logging.INFO))
     ctx.obj = AppContext(vault_option=vault, config_option=config_path)
+
+
+def _without_traceback(record: logging.LogRecord) -> bool:
+    """Tracebacks are for ``-vv``: below it a problem is its one-line message."""
+    record.exc_info = None
+    record.exc_text = None
+    record.stack_info = None
+    return True
 
 
 def main(argv: list[str] | None = None) -> None:

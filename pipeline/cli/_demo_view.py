@@ -157,8 +157,11 @@ class DemoView:
 
     def finish(self, result: DemoResult) -> None:
         vault = result.vault
+        for problem in result.problems:
+            self.console.print(f"[bold red]problem:[/] {problem}", highlight=False)
+        done = "Done" if result.ok else "[yellow]Finished with problems[/] (see above)"
         lines: list[Any] = [
-            f"Done in {result.seconds:.1f} s. Open [bold]{vault}[/] in Obsidian, or try:",
+            f"{done} in {result.seconds:.1f} s. Open [bold]{vault}[/] in Obsidian, or try:",
             "",
             f'  signaldesk --vault {vault} search "{result.query}"',
             f"  signaldesk --vault {vault} items",

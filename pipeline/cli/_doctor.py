@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import sys
 import tempfile
@@ -16,11 +17,12 @@ from signaldesk.errors import SignaldeskError
 from signaldesk.pipeline.cli._context import AppContext
 from signaldesk.pipeline.cli._output import print_json
 from signaldesk.pipeline.config import Workspace
+from signaldesk.pipeline.wording import plural
 from signaldesk.retrieval.embedder import Embedder, load_embedder
+from signaldesk.retrieval.ignore import VaultFilter, iter_vault_notes
 from signaldesk.retrieval.settings import IndexSettings
 from signaldesk.retrieval.status import index_status
 from signaldesk.retrieval.store import capabilities, connect, get_meta, index_db_path, sqlite_module
-from signaldesk.vault import VAULT_FOLDERS
 
 Outcome = Literal["ok", "warn", "fail"]
 # Also pyproject's requires-python; checked here because an older interpreter
@@ -135,15 +137,44 @@ def _model(settings: IndexSettings) -> tuple[Embedder | None, Check]:
 
 
 def _vault(workspace: Workspace) -> Check:
-    missing = [f for f in VAULT_FOLDERS if not (workspace.vault / f).is_dir()]
+    """The vault is a writable folder; where its inbox, signals and daily notes go."""
+    vault = workspace.vault
+    config = workspace.config
+    if not os.access(vault, os.W_OK):
+        return Check("vault", "fail", f"{vault} is not writable", f"chmod u+w {vault}")
+    layout = {
+        "inbox": config.vault.inbox_folder,
+        "signals": config.triage.signals_folder,
+        "daily notes": str(Path(config.report.path).parent),
+    }
+    missing = [name for name, folder in layout.items() if not workspace.resolve(folder).is_dir()]
+    detail = f"{vault}; " + ", ".join(f"{name} {folder}/" for name, folder in layout.items())
     if missing:
-        return Check(
-            "vault",
-            "warn",
-            f"{workspace.vault}: missing folders {', '.join(missing)}",
-            f"signaldesk init {workspace.vault}  (adds folders, keeps every file)",
-        )
-    return Check("vault", "ok", f"{workspace.vault} (all {len(VAULT_FOLDERS)} folders present)")
+        detail += f" ({', '.join(missing)}: made when first used)"
+    return Check("vault", "ok", detail)
+
+
+def _unindexed(workspace: Workspace, settings: IndexSettings) -> tuple[int, int, int, int]:
+    """``(notes in the vault, new, changed, gone)`` compared with what the index holds."""
+    known: dict[str, tuple[int, int]] = {}
+    conn = connect(index_db_path(workspace.vault, settings), readonly=True)
+    try:
+        for table in ("notes", "skipped"):
+            for path, mtime_ns, size in conn.execute(f"SELECT path, mtime_ns, size FROM {table}"):
+                known[str(path)] = (int(mtime_ns), int(size))
+    finally:
+        conn.close()
+    total = new = changed = 0
+    seen: set[str] = set()
+    for rel, stat in iter_vault_notes(workspace.vault, VaultFilter(workspace.vault)):
+        total += 1
+        seen.add(rel)
+        entry = known.get(rel)
+        if entry is None:
+            new += 1
+        elif entry != (stat.st_mtime_ns, stat.st_size):
+            changed += 1
+    return total, new, changed, len(set(known) - seen)
 
 
 def _index(workspace: Workspace, settings: IndexSettings, embedder: Embedder | None) -> Check:
@@ -152,7 +183,10 @@ def _index(workspace: Workspace, settings: IndexSettings, embedder: Embedder | N
         return Check("index", "warn", f"no index at {status.db_path}", "signaldesk index")
     if status.notes == 0 and status.degraded:
         return Check("index", "fail", "; ".join(status.degraded), "signaldesk index --full")
-    detail = f"{status.notes} notes, {status.chunks} chunks, {status.vectors} vectors"
+    detail = (
+        f"{plural(status.notes, 'note')}, {plural(status.chunks, 'chunk')}, "
+        f"{plural(status.vectors, 'vector')}"
+    )
     if embedder is not None and status.model:
         try:
             conn = connect(index_db_path(workspace.vault, settings), readonly=True)
@@ -170,6 +204,22 @@ def _index(workspace: Workspace, settings: IndexSettings, embedder: Embedder | N
                 "signaldesk index  (rebuilds for the new model by itself)",
             )
         detail += f"; model {status.model} matches"
+    try:
+        total, new, changed, gone = _unindexed(workspace, settings)
+    except Exception as exc:  # an unreadable vault or index: say so, never crash doctor
+        return Check("index", "warn", f"{detail}; cannot compare with the vault: {exc}", "")
+    if new or changed or gone:
+        behind = ", ".join(
+            f"{n} {what}"
+            for n, what in ((new, "new"), (changed, "changed"), (gone, "deleted"))
+            if n
+        )
+        return Check(
+            "index",
+            "warn",
+            f"{detail}; {new + changed} of {plural(total, 'note')} not indexed yet ({behind})",
+            "signaldesk index",
+        )
     if status.degraded:
         return Check("index", "warn", f"{detail}; {'; '.join(status.degraded)}", "signaldesk index")
     return Check("index", "ok", detail)

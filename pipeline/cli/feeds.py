@@ -15,7 +15,7 @@ from signaldesk.pipeline.cli._context import AppContext
 from signaldesk.pipeline.cli._output import print_json
 from signaldesk.pipeline.config import Workspace
 from signaldesk.pipeline.errors import FeedRegistryError
-from signaldesk.pipeline.feeds import FeedRecord, FeedRegistry
+from signaldesk.pipeline.feeds import FeedRecord, FeedRegistry, check_feed
 from signaldesk.pipeline.intake import open_ledger
 from signaldesk.vault import atomic_write_bytes
 
@@ -68,6 +68,12 @@ def feeds() -> None:
 @click.option("--no-full-text", is_flag=True, help="Never fetch article pages for this feed.")
 @click.option("--prior", type=click.FloatRange(0.0, 1.0), help="Authority prior for scoring, 0..1.")
 @click.option("--category", help="A category (kept in OPML exports).")
+@click.option(
+    "--check/--no-check",
+    default=True,
+    show_default=True,
+    help="Fetch the feed once first and refuse what is not a readable feed.",
+)
 @click.pass_obj
 def add(
     app: AppContext,
@@ -76,15 +82,30 @@ def add(
     no_full_text: bool,
     prior: float | None,
     category: str | None,
+    check: bool,
 ) -> None:
-    """Subscribe to the feed at URL (polled on the next `signaldesk scan`)."""
+    """Subscribe to the feed at URL (polled on the next `signaldesk scan`).
+
+    The feed is fetched once first: a 404, an HTML page or a host that does not answer
+    is refused with the reason (`--no-check` subscribes without asking).
+    """
+    workspace = app.workspace()
+    checked = None
+    if check:
+        config = workspace.config
+        checked = anyio.run(lambda: check_feed(url, http=config.http, rss=config.rss))
     record = _with_registry(
-        app.workspace(),
+        workspace,
         lambda r: r.add(
-            url, title=title, full_text=not no_full_text, prior=prior, category=category
+            url,
+            title=title or (checked.title if checked else None),
+            full_text=not no_full_text,
+            prior=prior,
+            category=category,
         ),
     )
-    app.console.print(f"subscribed to {record.url}", highlight=False)
+    found = f" ({checked.title or 'untitled'}, {checked.entries} entries now)" if checked else ""
+    app.console.print(f"subscribed to {record.url}{found}", highlight=False)
 
 
 @feeds.command("list")

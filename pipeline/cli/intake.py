@@ -4,24 +4,31 @@ capture text."""
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 from typing import Any
 
 import anyio
 import click
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from signaldesk.errors import SignaldeskError
 from signaldesk.pipeline.cli._context import AppContext
 from signaldesk.pipeline.cli._output import print_json
 from signaldesk.pipeline.cli.triage import exit_if_not_indexed, print_triage_report, triage_json
+from signaldesk.pipeline.config import Workspace
 from signaldesk.pipeline.intake import open_ledger
-from signaldesk.pipeline.intake_report import SOURCE_KINDS, ScanStats
+from signaldesk.pipeline.intake_report import SOURCE_KINDS, ScanStats, problem_lines
 from signaldesk.pipeline.ledger import LedgerEntry
 from signaldesk.pipeline.ledger_schema import ITEM_STATUSES
 from signaldesk.pipeline.triage import capture_and_triage, scan_and_triage
+from signaldesk.pipeline.wording import plural
 
 __all__ = ["COMMANDS", "capture", "items", "scan"]
+
+_MAX_FEED_ROWS = 20
 
 
 def _stats_json(stats: ScanStats) -> dict[str, Any]:
@@ -36,9 +43,14 @@ def _stats_json(stats: ScanStats) -> dict[str, Any]:
         "sources": {kind: tally for kind, tally in stats.tallies.items()},
         "totals": stats.totals,
         "feed_problems": stats.feed_problems,
+        "problems": list(stats.problems.values()),
         "new_ids": stats.new_ids,
         "elapsed": round(stats.elapsed, 3),
     }
+
+
+def _items(count: int, singular: str = "item", many: str | None = None) -> str:
+    return plural(count, singular, many)
 
 
 def _describe(stats: ScanStats) -> str:
@@ -51,27 +63,47 @@ def _describe(stats: ScanStats) -> str:
 
 def _print_summary(console: Console, stats: ScanStats) -> None:
     table = Table(title=f"Scan finished in {stats.elapsed:.1f} s")
-    for column in ("source", "new", "duplicate", "parked", "errors"):
+    for column in ("source", "new", "duplicate", "parked", "errors", "teasers"):
         table.add_column(column, justify="left" if column == "source" else "right")
-    for kind, tally in stats.tallies.items():
+    for kind, tally in [*stats.tallies.items(), ("[bold]total[/]", stats.totals)]:
         table.add_row(
-            kind, str(tally.new), str(tally.duplicate), str(tally.parked), str(tally.errors)
+            kind,
+            str(tally.new),
+            str(tally.duplicate),
+            str(tally.parked),
+            str(tally.errors),
+            str(tally.teasers),
         )
-    total = stats.totals
-    table.add_row(
-        "[bold]total[/]", str(total.new), str(total.duplicate), str(total.parked), str(total.errors)
-    )
     console.print(table)
     console.print(
         f"feeds: {stats.feeds_polled} polled, {stats.feeds_not_modified} not modified, "
-        f"{stats.feeds_failed} failed; {stats.resumed} item(s) resumed from an earlier run",
+        f"{stats.feeds_failed} failed; {_items(stats.resumed)} resumed from an earlier run",
         highlight=False,
     )
+    total = stats.totals
+    if total.teasers:
+        console.print(
+            f"{_items(total.teasers, 'entry', 'entries')} went on with the feed's own text "
+            "(marked as teasers): their article pages could not be fetched and are tried "
+            "again in a later scan",
+            highlight=False,
+        )
+    if total.refetched:
+        console.print(
+            f"{_items(total.refetched, 'earlier teaser')} got their article page and were "
+            "scored again",
+            highlight=False,
+        )
+    lines = problem_lines(stats.problems.values())
+    if lines:
+        console.print("[bold]problems[/] (one line per cause and host; details with -v):")
+        for line in lines:
+            console.print(f"  {line}", highlight=False, soft_wrap=True)
     if stats.feed_problems:
         problems = Table(title="Feeds failing or disabled")
         for column in ("feed", "outcome", "errors", "reason"):
             problems.add_column(column, overflow="fold")
-        for p in stats.feed_problems:
+        for p in stats.feed_problems[:_MAX_FEED_ROWS]:
             problems.add_row(
                 p.title or p.url if p.title is None else f"{p.title}\n{p.url}",
                 p.outcome,
@@ -79,6 +111,11 @@ def _print_summary(console: Console, stats: ScanStats) -> None:
                 p.disabled_reason or p.error or "",
             )
         console.print(problems)
+        if len(stats.feed_problems) > _MAX_FEED_ROWS:
+            console.print(
+                f"…and {len(stats.feed_problems) - _MAX_FEED_ROWS} more: `signaldesk feeds list`",
+                highlight=False,
+            )
 
 
 @click.command()
@@ -156,6 +193,9 @@ def _entry_json(entry: LedgerEntry) -> dict[str, Any]:
         "discovered_at": entry.discovered_at,
         "updated_at": entry.updated_at,
         "score": entry.score,
+        "reason": _why_rejected(entry.scores)
+        if entry.status == "rejected" and entry.scores
+        else None,
         "domain": entry.domain,
         "note_path": entry.note_path,
     }
@@ -186,23 +226,50 @@ def items(
         print_json([_entry_json(e) for e in entries])
         return
     table = Table(title=f"{len(entries)} item(s)")
-    for column in ("id", "status", "source", "title", "discovered", "note / reason"):
-        table.add_column(column, overflow="fold")
+    for column in ("id", "status", "score", "source", "title", "discovered", "note / reason"):
+        table.add_column(column, overflow="fold", justify="right" if column == "score" else "left")
     for e in entries:
-        detail = (
-            e.note_path
-            or e.last_error
-            or (f"duplicate of {e.duplicate_of[:10]}" if e.duplicate_of else e.item.url or "")
-        )
         table.add_row(
             e.id[:10],
             e.status,
+            "-" if e.score is None else f"{e.score:.2f}",
             e.item.source_kind,
             e.item.title,
             e.discovered_at.strftime("%Y-%m-%d %H:%M"),
-            detail,
+            _detail(e),
         )
     app.console.print(table)
+
+
+def _detail(entry: LedgerEntry) -> str:
+    """The note, or why the item is where it is (a rejected item says what held it back)."""
+    if entry.note_path:
+        return entry.note_path
+    if entry.status == "rejected" and entry.scores:
+        return _why_rejected(entry.scores)
+    if entry.last_error:
+        return entry.last_error
+    if entry.duplicate_of:
+        return f"duplicate of {entry.duplicate_of[:10]}"
+    return entry.item.url or ""
+
+
+def _why_rejected(scores: dict[str, Any]) -> str:
+    """``0.41 ≤ 0.55; weakest: depth 0.12 (48 words, no headings)``."""
+    composite, threshold = scores.get("composite"), scores.get("threshold")
+    parts: list[str] = []
+    if isinstance(composite, int | float) and isinstance(threshold, int | float):
+        parts.append(f"{composite:.2f} ≤ {threshold:.2f}")
+    dims = [
+        (name, value)
+        for name, value in scores.items()
+        if isinstance(value, dict) and isinstance(value.get("value"), int | float)
+    ]
+    if dims:
+        name, weakest = min(dims, key=lambda pair: pair[1]["value"])
+        reason = f" ({weakest['reason']})" if weakest.get("reason") else ""
+        parts.append(f"weakest: {name} {weakest['value']:.2f}{reason}")
+    return "; ".join(parts) or "below the threshold"
 
 
 @click.command()
@@ -232,6 +299,12 @@ def capture(
         )
     )
     tally = stats.tally("tool_output")
+    # A capture that passed is searchable through its filed note (triage indexed it);
+    # one that did not is searchable through the captured file itself.
+    rejected = report is not None and any(
+        d.item_id in stats.new_ids and d.note_path is None for d in report.decisions
+    )
+    index_error = _index_capture(workspace, path) if rejected else None
     if as_json:
         print_json(
             {
@@ -241,9 +314,12 @@ def capture(
                 "duplicate": tally.duplicate,
                 "parked": tally.parked,
                 "triage": triage_json(report) if report else None,
+                "index_error": index_error,
             }
         )
         exit_if_not_indexed(report)
+        if index_error:
+            raise SystemExit(1)
         return
     try:
         shown = path.relative_to(workspace.vault)
@@ -260,7 +336,34 @@ def capture(
     )
     if report is not None and (report.decisions or report.errors):
         print_triage_report(app.console, report)
+    if index_error:
+        app.console.print(
+            f"[yellow]the capture is not indexed yet:[/] {escape(index_error)}", highlight=False
+        )
     exit_if_not_indexed(report)
+    if index_error:
+        raise SystemExit(1)
+
+
+def _index_capture(workspace: Workspace, path: Path) -> str | None:
+    """Index the captured file itself, so a capture below the threshold is searchable at
+    once too. Returns why it could not be."""
+    try:
+        rel = path.resolve().relative_to(workspace.vault).as_posix()
+    except ValueError:
+        return None  # a drop folder outside the vault is not part of the index
+    if not workspace.config.triage.index_after:
+        return None
+    from signaldesk.retrieval.embedder import LazyEmbedder
+    from signaldesk.retrieval.indexer import Indexer
+
+    settings = workspace.config.index
+    indexer = Indexer(workspace.vault, settings, LazyEmbedder(settings))
+    try:
+        anyio.run(lambda: indexer.run(paths=[rel]))
+    except SignaldeskError as exc:
+        return f"{exc.message} (run `signaldesk index`)"
+    return None
 
 
 COMMANDS: list[click.Command] = [scan, items, capture]

@@ -14,17 +14,24 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
-from signaldesk.pipeline.captains_log import write_captains_log
+from signaldesk.pipeline.captains_log import gather, log_path, summary_line, write_captains_log
 from signaldesk.pipeline.cli._context import AppContext
 from signaldesk.pipeline.cli._demo_view import DemoView
 from signaldesk.pipeline.cli._output import print_json, to_jsonable
 from signaldesk.pipeline.demo import DEFAULT_DEMO_DIR, run_demo
 from signaldesk.pipeline.generated_notes import GeneratedNote
+from signaldesk.pipeline.intake import open_ledger
 from signaldesk.pipeline.job_state import state_path
 from signaldesk.pipeline.scheduler import resolve_timezone
 from signaldesk.pipeline.scheduler import serve as run_serve
 from signaldesk.pipeline.service_status import ServiceStatus, gather_status
-from signaldesk.pipeline.triage_report import TriageReportNote, write_triage_report
+from signaldesk.pipeline.triage_report import (
+    TriageReportNote,
+    gather_triage_report,
+    report_path,
+    write_triage_report,
+)
+from signaldesk.pipeline.wording import plural
 
 __all__ = ["COMMANDS", "demo", "log", "report", "serve", "status"]
 
@@ -173,46 +180,61 @@ def status(app: AppContext, as_json: bool) -> None:
     console.print(f"[dim]state file: {state_path(workspace.vault)}[/]", highlight=False)
 
 
-def _parse_day(value: str | None, timezone: str | None) -> date:
+def _parse_day(value: str | None, timezone: str | None, *, writing: bool) -> date:
+    """The day asked for (default today); a note is never written for a day to come."""
+    today = datetime.now(resolve_timezone(timezone)).date()
     if value is None:
-        return datetime.now(resolve_timezone(timezone)).date()
+        return today
     try:
-        return date.fromisoformat(value)
+        day = date.fromisoformat(value)
     except ValueError as exc:
         raise click.BadParameter(f"{value!r} is not a date (YYYY-MM-DD)") from exc
+    if writing and day > today:
+        raise click.BadParameter(
+            f"{day.isoformat()} has not happened yet (today is {today.isoformat()}); "
+            "--json shows what it would hold without writing anything",
+            param_hint="--date",
+        )
+    return day
 
 
 _DATE_HELP = "The day (YYYY-MM-DD; default: today)."
+_JSON_HELP = "Print what the {what} contains as JSON; nothing is written."
 
 
 @click.command()
 @click.option("--date", "day_text", metavar="YYYY-MM-DD", help=_DATE_HELP)
-@click.option("--json", "as_json", is_flag=True, help="Print what the report contains as JSON.")
+@click.option("--json", "as_json", is_flag=True, help=_JSON_HELP.format(what="report"))
 @click.pass_obj
 def report(app: AppContext, day_text: str | None, as_json: bool) -> None:
     """Write the triage report of a day into the vault (06-daily/ by default)."""
     workspace = app.workspace()
     timezone = workspace.config.schedule.timezone
-    day = _parse_day(day_text, timezone)
+    day = _parse_day(day_text, timezone, writing=not as_json)
     tz = resolve_timezone(timezone)
-    result, note = anyio.run(lambda: write_triage_report(workspace, day, tz=tz))
     if as_json:
-        print_json(_report_json(result, note))
+
+        async def _gather() -> TriageReportNote:
+            async with open_ledger(workspace) as ledger:
+                return await gather_triage_report(workspace, ledger, day, tz=tz)
+
+        result = anyio.run(_gather)
+        print_json(_report_json(result, report_path(workspace, day)))
         return
+    result, note = anyio.run(lambda: write_triage_report(workspace, day, tz=tz))
     _print_note(app.console, note, workspace.vault)
     app.console.print(
         f"{len(result.items)} arrived, {len(result.filed)} filed, "
         f"{len(result.with_status('rejected'))} rejected ({len(result.near_misses)} worth a "
-        f"look), {len(result.duplicates)} duplicates, {len(result.parked)} parked; "
-        f"{len(result.feed_issues)} feeds need attention",
+        f"look), {plural(len(result.duplicates), 'duplicate')}, {len(result.parked)} parked; "
+        f"{plural(len(result.feed_issues), 'feed needs', 'feeds need')} attention",
         highlight=False,
     )
 
 
-def _report_json(result: TriageReportNote, note: GeneratedNote) -> dict[str, Any]:
+def _report_json(result: TriageReportNote, path: Path) -> dict[str, Any]:
     data: dict[str, Any] = to_jsonable(result)
-    data["path"] = str(note.path)
-    data["outcome"] = note.outcome
+    data["path"] = str(path)
     data["worth_a_look"] = [i.id for i in result.near_misses]
     return data
 
@@ -229,29 +251,27 @@ def _print_note(console: Console, note: GeneratedNote, vault: Path) -> None:
 
 @click.command()
 @click.option("--date", "day_text", metavar="YYYY-MM-DD", help=_DATE_HELP)
-@click.option("--json", "as_json", is_flag=True, help="Print what the log contains as JSON.")
+@click.option("--json", "as_json", is_flag=True, help=_JSON_HELP.format(what="log"))
 @click.pass_obj
 def log(app: AppContext, day_text: str | None, as_json: bool) -> None:
-    """Write the captain's log of a day (git activity, decisions, open loops, top signals)."""
+    """Write the captain's log of a day (git activity, decisions, open loops, top signals).
+
+    By default the log of today, covering today ([captains_log] covers).
+    """
     workspace = app.workspace()
     timezone = workspace.config.schedule.timezone
-    day = _parse_day(day_text, timezone)
+    day = _parse_day(day_text, timezone, writing=not as_json)
     tz = resolve_timezone(timezone)
-    result, note = write_captains_log(workspace.vault, workspace.config.captains_log, day, tz=tz)
+    settings = workspace.config.captains_log
     if as_json:
-        data: dict[str, Any] = to_jsonable(result)
-        data["path"] = str(note.path)
-        data["outcome"] = note.outcome
+        gathered = gather(workspace.vault, settings, day, tz=tz)
+        data: dict[str, Any] = to_jsonable(gathered)
+        data["path"] = str(log_path(workspace.vault, settings, day))
         print_json(data)
         return
+    result, note = write_captains_log(workspace.vault, settings, day, tz=tz)
     _print_note(app.console, note, workspace.vault)
-    commits = sum(len(c) for c in result.commits.values())
-    app.console.print(
-        f"{commits} commits in {len(result.commits)} repositories, "
-        f"{len(result.decisions)} decisions, {len(result.todos) + len(result.unchecked)} "
-        f"open loops, {len(result.signals)} signals",
-        highlight=False,
-    )
+    app.console.print(summary_line(result), highlight=False)
     for problem in result.errors:
         app.console.print(f"[yellow]warning:[/] {problem}", highlight=False)
 
@@ -279,6 +299,8 @@ def demo(app: AppContext, directory: Path) -> None:
     view = DemoView(app.console)
     result = anyio.run(lambda: run_demo(directory, on_step=view.step))
     view.finish(result)
+    if not result.ok:
+        raise SystemExit(1)
 
 
 COMMANDS: list[click.Command] = [serve, status, report, log, demo]

@@ -101,6 +101,20 @@ def _snippet(text: str, width: int = 220) -> str:
     return flat if len(flat) <= width else flat[: width - 3].rstrip() + "..."
 
 
+def _hint_empty_index(console: Console, workspace: Workspace) -> None:
+    """Say so when nothing matched because the index holds no notes at all."""
+    from signaldesk.retrieval.status import index_status
+
+    status = index_status(workspace.vault, workspace.config.index)
+    if status.exists and status.notes == 0:
+        console.print(
+            f"[yellow]The index of {workspace.vault} holds 0 notes[/]: add notes to the vault "
+            "(or point --vault / SIGNALDESK_VAULT at the vault you meant) and run "
+            "`signaldesk index`.",
+            highlight=False,
+        )
+
+
 def _print_results(console: Console, query: str, results: list[SearchResult]) -> None:
     if not results:
         console.print(f"No results for [bold]{query}[/].", highlight=False)
@@ -250,6 +264,8 @@ def search(
             if exp is not None:
                 _print_explain(app.console, exp, max(10, len(results) * 2))
             _print_results(app.console, query, results)
+            if not results:
+                _hint_empty_index(app.console, workspace)
 
     anyio.run(run)
 
