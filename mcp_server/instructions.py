@@ -10,11 +10,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from signaldesk.retrieval.records import IndexStatus
-from signaldesk.vault import DOMAINS
+from signaldesk.vault import DOMAINS, SIGNALS_FOLDER
 
 __all__ = ["build_instructions", "signal_domains"]
 
-_SIGNALS = "05-signals"
 _TOP_FOLDERS = 8
 
 _USAGE = """\
@@ -36,15 +35,17 @@ Cite notes by their path. Output is capped by max_tokens and credentials are red
 Everything is read-only."""
 
 
-def signal_domains(vault: Path, status: IndexStatus | None = None) -> list[str]:
+def signal_domains(
+    vault: Path, status: IndexStatus | None = None, *, signals_folder: str = SIGNALS_FOLDER
+) -> list[str]:
     """The signal domains that hold at least one note, in the canonical order."""
     found: set[str] = set()
     if status is not None:
         for folder in status.folders:
             parts = folder.split("/")
-            if len(parts) >= 2 and parts[0] == _SIGNALS:
+            if len(parts) >= 2 and parts[0] == signals_folder:
                 found.add(parts[1])
-    signals = vault / _SIGNALS
+    signals = vault / signals_folder
     if not found and signals.is_dir():
         for child in signals.iterdir():
             if child.is_dir() and not child.name.startswith(".") and any(child.rglob("*.md")):
@@ -53,7 +54,9 @@ def signal_domains(vault: Path, status: IndexStatus | None = None) -> list[str]:
     return ordered + sorted(found - set(DOMAINS))
 
 
-def build_instructions(vault: Path, status: IndexStatus | None) -> str:
+def build_instructions(
+    vault: Path, status: IndexStatus | None, *, signals_folder: str = SIGNALS_FOLDER
+) -> str:
     """Instructions for clients, from what is indexed (or a hint when nothing is)."""
     lines = [f"signaldesk: search over the markdown vault {vault.name!r}."]
     if status is None or not status.exists:
@@ -72,9 +75,11 @@ def build_instructions(vault: Path, status: IndexStatus | None) -> str:
             lines.append("Top folders: " + ", ".join(f"{name}/ ({n})" for name, n in top) + ".")
         if status.degraded:
             lines.append("Degraded: " + "; ".join(status.degraded) + ".")
-    domains = signal_domains(vault, status)
+    domains = signal_domains(vault, status, signals_folder=signals_folder)
     if domains:
-        lines.append(f"Signal domains with notes (under {_SIGNALS}/): " + ", ".join(domains) + ".")
+        lines.append(
+            f"Signal domains with notes (under {signals_folder}/): " + ", ".join(domains) + "."
+        )
     lines.append("")
     lines.append(_USAGE)
     return "\n".join(lines)

@@ -15,10 +15,10 @@ from signaldesk.mcp_server.paths import ExcludedPredicate
 from signaldesk.mcp_server.scrubbing import scrub_text
 from signaldesk.retrieval.frontmatter import parse_note
 from signaldesk.retrieval.ignore import excluded_by_frontmatter
+from signaldesk.vault import DEFAULT_LAYOUT, SignalLayout
 
 __all__ = [
     "DIMENSIONS",
-    "REPORT_FOLDER",
     "ExcludedPredicate",
     "drop_excluded_context",
     "find_latest_report",
@@ -31,8 +31,6 @@ __all__ = [
 ]
 
 DIMENSIONS: tuple[str, ...] = ("relevance", "actionability", "depth", "authority")
-REPORT_FOLDER = "06-daily"
-_REPORT_GLOB = "*-triage.md"
 _H1 = re.compile(r"^#\s+(.+?)\s*#*\s*$", re.MULTILINE)
 # The `### <path> \u203a <heading>` line that opens each excerpt of a context block.
 _SOURCE_LINE = re.compile(
@@ -145,15 +143,21 @@ def signal_scores(frontmatter: Mapping[str, Any]) -> dict[str, float]:
     return found
 
 
-def find_latest_report(vault: Path, excluded: ExcludedPredicate | None = None) -> str:
+def find_latest_report(
+    vault: Path,
+    excluded: ExcludedPredicate | None = None,
+    *,
+    layout: SignalLayout = DEFAULT_LAYOUT,
+) -> str:
     """The vault-relative path of the newest triage report (by dated name, then mtime).
 
+    :param layout: where the configuration puts reports.
     :raises NoteNotFoundError: there is no report yet.
     """
-    folder = vault / REPORT_FOLDER
+    folder = vault / layout.reports
     candidates: list[tuple[str, float, str]] = []
     if folder.is_dir():
-        for path in folder.rglob(_REPORT_GLOB):
+        for path in folder.rglob(layout.report_glob):
             relative = path.relative_to(vault).as_posix()
             # Reports are files signaldesk writes, never links; a link may lead out of
             # the vault and be refused, and one bad entry must not hide the real ones.
@@ -167,7 +171,7 @@ def find_latest_report(vault: Path, excluded: ExcludedPredicate | None = None) -
                 candidates.append((path.name, info.st_mtime, relative))
     if not candidates:
         raise NoteNotFoundError(
-            f"no triage report in {REPORT_FOLDER}/ yet",
+            f"no triage report in {layout.reports}/ yet",
             hint="`signaldesk report` writes one (the scheduler does it daily)",
         )
     return max(candidates)[2]

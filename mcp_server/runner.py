@@ -29,6 +29,7 @@ from signaldesk.retrieval.embedder import LazyEmbedder
 from signaldesk.retrieval.errors import IndexUnavailableError, RetrievalError
 from signaldesk.retrieval.retriever import Retriever
 from signaldesk.retrieval.settings import IndexSettings, SearchSettings
+from signaldesk.vault import DEFAULT_LAYOUT, SignalLayout
 
 __all__ = ["prepared_server", "run_http", "run_stdio"]
 
@@ -41,6 +42,7 @@ async def prepared_server(
     index: IndexSettings,
     search: SearchSettings,
     settings: McpSettings,
+    layout: SignalLayout = DEFAULT_LAYOUT,
 ) -> AsyncIterator[MCPServer]:
     """A server over ``vault``'s index, warmed up; the retriever is closed on exit.
 
@@ -92,6 +94,7 @@ async def prepared_server(
             status=status,
             opener=opener,
             unavailable=unavailable,
+            layout=layout,
         )
         if retriever is not None:
             await _warm_tools(server)
@@ -128,7 +131,11 @@ async def _warm_tools(server: MCPServer) -> None:
 
 
 async def run_stdio(
-    vault: Path, index: IndexSettings, search: SearchSettings, settings: McpSettings
+    vault: Path,
+    index: IndexSettings,
+    search: SearchSettings,
+    settings: McpSettings,
+    layout: SignalLayout = DEFAULT_LAYOUT,
 ) -> None:
     """Serve over stdin/stdout until the client closes the pipe. Logs go to stderr only."""
     async with AsyncExitStack() as stack:
@@ -136,7 +143,7 @@ async def run_stdio(
         # load goes to stderr instead. (While serving, the SDK diverts fd 1 itself.)
         with contextlib.redirect_stdout(sys.stderr):
             server = await stack.enter_async_context(
-                prepared_server(vault, index, search, settings)
+                prepared_server(vault, index, search, settings, layout)
             )
         _log.info("MCP server ready on stdio for %s", vault)
         await server.run_stdio_async()
@@ -152,6 +159,7 @@ async def run_http(
     port: int | None = None,
     token_env: str | None = None,
     on_ready: Callable[[HttpEndpoint], None] | None = None,
+    layout: SignalLayout = DEFAULT_LAYOUT,
 ) -> None:
     """Serve streamable HTTP until SIGINT/SIGTERM.
 
@@ -166,7 +174,7 @@ async def run_http(
     token = read_token(token_env if token_env is not None else settings.token_env)
     # Refuse an unsafe binding before paying for the warm-up.
     check_binding(host, token)
-    async with prepared_server(vault, index, search, settings) as server:
+    async with prepared_server(vault, index, search, settings, layout) as server:
         app = build_http_app(server, host=host, port=port, settings=settings, token=token)
         async with anyio.create_task_group() as tg:
             endpoint: HttpEndpoint = await tg.start(

@@ -26,6 +26,7 @@ from signaldesk.mcp_server.tools import Toolbox
 from signaldesk.retrieval.errors import IndexUnavailableError
 from signaldesk.retrieval.ignore import LiveVaultFilter
 from signaldesk.retrieval.records import IndexStatus
+from signaldesk.vault import DEFAULT_LAYOUT, SignalLayout
 
 __all__ = ["SERVER_NAME", "TOOL_NAMES", "build_server", "tool_description"]
 
@@ -116,6 +117,7 @@ def build_server(
     opener: RetrieverOpener | None = None,
     unavailable: IndexUnavailableError | None = None,
     excluded: ExcludedPredicate | None = None,
+    layout: SignalLayout = DEFAULT_LAYOUT,
 ) -> MCPServer:
     """The MCP server over ``retriever`` for ``vault``; all of its tools are read-only.
 
@@ -127,17 +129,18 @@ def build_server(
     :param unavailable: why there is no retriever (its hint is shown to clients).
     :param excluded: paths never returned; default: the vault's ``.indexignore`` (re-read
         whenever the file changes) plus the always-excluded folders.
+    :param layout: where the configuration files signals and writes reports.
     """
     vault = vault.resolve()
     if excluded is None:
         excluded = LiveVaultFilter(vault).excluded
     slot = RetrieverSlot(retriever, opener=opener, unavailable=unavailable)
-    toolbox = Toolbox(slot, vault=vault, settings=settings, excluded=excluded)
+    toolbox = Toolbox(slot, vault=vault, settings=settings, excluded=excluded, layout=layout)
     server: MCPServer = _Server(
         SERVER_NAME,
         title="signaldesk vault search",
         description="Hybrid (keyword + semantic) search over a markdown knowledge vault.",
-        instructions=build_instructions(vault, status),
+        instructions=build_instructions(vault, status, signals_folder=layout.signals),
         version=__version__,
         # The SDK configures logging when nothing else has; keep its request chatter out.
         log_level="WARNING",

@@ -10,6 +10,7 @@ Nothing a tool raises reaches the protocol layer.
 
 from __future__ import annotations
 
+import functools
 from datetime import datetime
 from pathlib import Path
 from typing import Annotated, TypeVar
@@ -73,12 +74,12 @@ from signaldesk.mcp_server.scrubbing import scrub_text
 from signaldesk.mcp_server.settings import McpSettings
 from signaldesk.retrieval.errors import IndexUnavailableError
 from signaldesk.retrieval.records import SearchFilters
+from signaldesk.vault import DEFAULT_LAYOUT, SignalLayout
 
 __all__ = ["Toolbox"]
 
 _M = TypeVar("_M", bound=BaseModel)
 
-SIGNALS_FOLDER = "05-signals"
 # Signals read from the index per call, to sort by filing date and apply min_score.
 _SIGNAL_SCAN = 5000
 
@@ -90,6 +91,7 @@ class Toolbox:
     :param vault: the vault root; ``read_note`` and ``latest_report`` read files under it.
     :param excluded: ``True`` for a vault-relative path that must never be returned
         (``.indexignore`` and the always-excluded folders).
+    :param layout: where the configuration files signals and writes reports.
     """
 
     def __init__(
@@ -99,11 +101,13 @@ class Toolbox:
         vault: Path,
         settings: McpSettings,
         excluded: ExcludedPredicate,
+        layout: SignalLayout = DEFAULT_LAYOUT,
     ) -> None:
         self.slot = slot
         self.vault = vault.resolve()
         self.settings = settings
         self.excluded = excluded
+        self.layout = layout
 
     # -- search ------------------------------------------------------------------
 
@@ -327,7 +331,7 @@ class Toolbox:
         ] = None,
         limit: Annotated[int, Field(ge=1, le=100, description="Most signals to return.")] = 10,
     ) -> Annotated[CallToolResult, SignalListOutput]:
-        """The latest filed signals (scored intake under 05-signals/), newest first.
+        """The latest filed signals (scored intake, under 05-signals/ by default), newest first.
 
         Each has its title, domain, composite score and the four dimension scores
         (relevance, actionability, depth, authority), the source URL and the note's path.
@@ -336,7 +340,7 @@ class Toolbox:
         # also let through old signals whose file was merely touched.
         start = parse_day(since, "since")
         filters = SearchFilters(
-            folder=SIGNALS_FOLDER, type="signal", domain=(domain or "").strip() or None
+            folder=self.layout.signals, type="signal", domain=(domain or "").strip() or None
         )
         retriever = await self.slot.get()
         # The index orders by `updated` (a file's mtime when the frontmatter has none);
@@ -376,10 +380,12 @@ class Toolbox:
 
     @guarded
     async def latest_report(self) -> Annotated[CallToolResult, ReportOutput]:
-        """The newest daily triage report (06-daily/*-triage.md): what arrived per source
+        """The newest daily triage report (06-daily/*-triage.md by default): what arrived per source
         and domain, what was filed with its scores, what was rejected near the threshold,
         inbox items waiting, failing feeds and parked errors."""
-        relative = await anyio.to_thread.run_sync(find_latest_report, self.vault, self.excluded)
+        relative = await anyio.to_thread.run_sync(
+            functools.partial(find_latest_report, self.vault, self.excluded, layout=self.layout)
+        )
         note = resolve_note_path(
             self.vault, relative, excluded=self.excluded, max_bytes=self.settings.max_note_bytes
         )

@@ -38,7 +38,7 @@ from signaldesk.sources.settings import (
     RssSettings,
     ToolOutputSettings,
 )
-from signaldesk.vault import STATE_DIR
+from signaldesk.vault import STATE_DIR, SignalLayout
 
 CONFIG_FILENAME = "signaldesk.toml"
 ENV_VAULT = "SIGNALDESK_VAULT"
@@ -85,6 +85,11 @@ class Config(SettingsModel):
     report: ReportSettings = Field(
         default_factory=ReportSettings, description="The daily triage report."
     )
+
+    @property
+    def layout(self) -> SignalLayout:
+        """Where filed signals and triage reports are, for readers such as the MCP server."""
+        return SignalLayout(signals=self.triage.signals_folder, report_path=self.report.path)
 
 
 @dataclass(frozen=True, slots=True)

@@ -43,10 +43,9 @@ from signaldesk.pipeline.notes import NoteWriter, read_note_id
 from signaldesk.pipeline.settings import TriageSettings
 from signaldesk.retrieval.frontmatter import parse_note
 from signaldesk.scoring.feedback import Correction
-from signaldesk.vault import DOMAINS, atomic_write_bytes, write_new_file
+from signaldesk.vault import ARCHIVE_FOLDER, DOMAINS, atomic_write_bytes, write_new_file
 
 __all__ = [
-    "ARCHIVE_FOLDER",
     "CommandResult",
     "CorrectionError",
     "apply_command",
@@ -56,7 +55,6 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-ARCHIVE_FOLDER = "04-archive"
 Action = Literal["accept", "reject", "move"]
 _HEAD = 65_536
 

@@ -44,7 +44,14 @@ from signaldesk.pipeline.note_render import (
 from signaldesk.pipeline.settings import TriageSettings
 from signaldesk.retrieval.frontmatter import parse_note
 from signaldesk.scoring.records import ScoreCard
-from signaldesk.vault import DOMAINS, atomic_write_bytes, file_mode, write_new_file
+from signaldesk.vault import (
+    ATTACHMENTS_FOLDER,
+    DOMAINS,
+    TEMPLATES_FOLDER,
+    atomic_write_bytes,
+    file_mode,
+    write_new_file,
+)
 
 __all__ = ["FilingError", "NoteOutcome", "NoteResult", "NoteWriter", "read_note_id"]
 
@@ -68,7 +75,7 @@ _ID_LINE = re.compile(rb"^signaldesk_id:[ \t]*['\"]?([0-9a-f]{16,64})['\"]?[ \t]
 _HEAD_BYTES = 65_536  # no real frontmatter is longer; a signal note's is ~2 KiB
 _READ_STEP = 4096
 _FENCE_END = re.compile(rb"\n(?:---|\.\.\.)[ \t]*\r?(?:\n|$)")
-_SKIPPED_DIRS = frozenset({"07-templates", "08-attachments", "node_modules"})
+_SKIPPED_DIRS = frozenset({TEMPLATES_FOLDER, ATTACHMENTS_FOLDER, "node_modules"})
 _MAX_NAME_TRIES = 1000
 
 

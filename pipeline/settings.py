@@ -6,6 +6,7 @@ from __future__ import annotations
 from pydantic import Field
 
 from signaldesk.settings import SettingsModel
+from signaldesk.vault import DAILY_FOLDER, INBOX_FOLDER, REPORT_PATH, SIGNALS_FOLDER
 
 
 class VaultSettings(SettingsModel):
@@ -19,7 +20,7 @@ class VaultSettings(SettingsModel):
         ),
     )
     inbox_folder: str = Field(
-        "00-inbox",
+        INBOX_FOLDER,
         description=(
             "Vault-relative folder of unsorted captures awaiting triage (the triage report "
             "lists its notes as waiting). Point it at an inbox folder you already have; "
@@ -80,7 +81,7 @@ class CaptainsLogSettings(SettingsModel):
         description="Folders searched (three levels deep) for more git repositories.",
     )
     path: str = Field(
-        "06-daily/{date}-captains-log.md",
+        f"{DAILY_FOLDER}/{{date}}-captains-log.md",
         description="Where the log is written, relative to the vault; {date} is YYYY-MM-DD.",
     )
     covers: str = Field(
@@ -100,7 +101,7 @@ class TriageSettings(SettingsModel):
     """Triage: scoring pending items, filing signal notes, indexing what was written."""
 
     signals_folder: str = Field(
-        "05-signals", description="Vault-relative folder holding one sub-folder per domain."
+        SIGNALS_FOLDER, description="Vault-relative folder holding one sub-folder per domain."
     )
     clipping_action: str = Field(
         "move",
@@ -240,7 +241,7 @@ class ReportSettings(SettingsModel):
     """The daily triage report note."""
 
     path: str = Field(
-        "06-daily/{date}-triage.md",
+        REPORT_PATH,
         description="Where the report is written, relative to the vault; {date} is YYYY-MM-DD.",
     )
     near_threshold: float = Field(

@@ -15,7 +15,15 @@ from pathlib import Path
 from typing import Any
 
 from signaldesk.pipeline.config import CONFIG_FILENAME, Config, load_config, render_default_config
-from signaldesk.vault import DOMAINS, STATE_DIR, VAULT_FOLDERS, atomic_write_text
+from signaldesk.vault import (
+    DAILY_FOLDER,
+    DOMAINS,
+    INBOX_FOLDER,
+    SIGNALS_FOLDER,
+    STATE_DIR,
+    VAULT_FOLDERS,
+    atomic_write_text,
+)
 
 DEFAULT_INDEXIGNORE = """\
 # Paths matching these patterns (gitignore syntax) are never chunked, embedded or
@@ -118,9 +126,9 @@ def init_vault(
         signals = config.triage.signals_folder
         # The convention's folders, with the configured ones in place of the defaults.
         configured = {
-            "00-inbox": config.vault.inbox_folder,
-            "05-signals": signals,
-            "06-daily": str(Path(config.report.path).parent),
+            INBOX_FOLDER: config.vault.inbox_folder,
+            SIGNALS_FOLDER: signals,
+            DAILY_FOLDER: config.layout.reports,
         }
         wanted += [
             *(configured.get(f, f) for f in VAULT_FOLDERS),

@@ -3,24 +3,36 @@
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
 import re
 import stat
 import tempfile
 import threading
-from pathlib import Path
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+
+# The folders signaldesk's code refers to; the inbox, signals and daily folders are
+# defaults a configuration may change.
+INBOX_FOLDER = "00-inbox"
+ARCHIVE_FOLDER = "04-archive"
+SIGNALS_FOLDER = "05-signals"
+DAILY_FOLDER = "06-daily"
+TEMPLATES_FOLDER = "07-templates"
+ATTACHMENTS_FOLDER = "08-attachments"
+REPORT_PATH = f"{DAILY_FOLDER}/{{date}}-triage.md"
 
 # Numbers group the folders, they do not rank them (SPEC section 2).
 VAULT_FOLDERS: tuple[str, ...] = (
-    "00-inbox",
+    INBOX_FOLDER,
     "01-projects",
     "02-areas",
     "03-resources",
-    "04-archive",
-    "05-signals",
-    "06-daily",
-    "07-templates",
-    "08-attachments",
+    ARCHIVE_FOLDER,
+    SIGNALS_FOLDER,
+    DAILY_FOLDER,
+    TEMPLATES_FOLDER,
+    ATTACHMENTS_FOLDER,
 )
 
 DOMAINS: tuple[str, ...] = (
@@ -38,14 +50,40 @@ DOMAINS: tuple[str, ...] = (
     "other",
 )
 
+
+@dataclass(frozen=True)
+class SignalLayout:
+    """Where this vault's filed signals and triage reports are, for the code that reads them.
+
+    The configuration decides (``[triage] signals_folder``, ``[report] path``); readers
+    such as the MCP server are handed this instead of assuming the default folders.
+    """
+
+    signals: str = SIGNALS_FOLDER
+    report_path: str = REPORT_PATH
+
+    @property
+    def reports(self) -> str:
+        """The folder reports are written under: the report path up to its first ``{date}``."""
+        parts = PurePosixPath(self.report_path).parts[:-1]
+        return "/".join(itertools.takewhile(lambda part: "{" not in part, parts)) or "."
+
+    @property
+    def report_glob(self) -> str:
+        """A glob matching report files (the path's file name, ``{date}`` as ``*``)."""
+        return PurePosixPath(self.report_path).name.replace("{date}", "*")
+
+
+DEFAULT_LAYOUT = SignalLayout()
+
 # Where signaldesk keeps its own databases inside the vault.
 STATE_DIR = ".signaldesk"
 
 # Never chunked, embedded or returned, whatever `.indexignore` says.
 ALWAYS_EXCLUDED: tuple[str, ...] = (
     ".obsidian/",
-    "07-templates/",
-    "08-attachments/",
+    f"{TEMPLATES_FOLDER}/",
+    f"{ATTACHMENTS_FOLDER}/",
     ".git/",
     ".trash/",
     f"{STATE_DIR}/",

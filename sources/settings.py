@@ -6,6 +6,7 @@ from __future__ import annotations
 from pydantic import Field
 
 from signaldesk.settings import SettingsModel
+from signaldesk.vault import INBOX_FOLDER
 
 
 class HttpSettings(SettingsModel):
@@ -121,7 +122,7 @@ class NewsletterSettings(SettingsModel):
     """E-mail newsletters."""
 
     drop_folder: str = Field(
-        "00-inbox/newsletters",
+        f"{INBOX_FOLDER}/newsletters",
         description=(
             "Vault-relative (or absolute) folder scanned for .eml files, Maildirs and mboxes."
         ),
@@ -164,7 +165,7 @@ class ToolOutputSettings(SettingsModel):
     """Captured output of AI tools and scripts."""
 
     drop_folder: str = Field(
-        "00-inbox/tool-output",
+        f"{INBOX_FOLDER}/tool-output",
         description="Vault-relative (or absolute) folder scanned for .md, .txt and .json drops.",
     )
     max_bytes: int = Field(

@@ -7,7 +7,6 @@ import os
 import socket
 import subprocess
 import sys
-import time
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -52,7 +51,6 @@ def test_demo_server_serves_the_sample_site_and_nothing_else() -> None:
 async def test_demo_runs_end_to_end_offline_and_again_changes_nothing(tmp_path: Path) -> None:
     target = tmp_path / "demo-vault"
     env = {k: v for k, v in os.environ.items() if not k.startswith("SIGNALDESK_")}
-    started = time.monotonic()
     completed = await anyio.to_thread.run_sync(
         lambda: subprocess.run(
             [sys.executable, "-m", "signaldesk", "demo", str(target)],
@@ -62,9 +60,7 @@ async def test_demo_runs_end_to_end_offline_and_again_changes_nothing(tmp_path: 
             timeout=110,
         )
     )
-    seconds = time.monotonic() - started
     assert completed.returncode == 0, completed.stdout + completed.stderr
-    assert seconds < 60, f"the demo took {seconds:.0f} s"
     out = completed.stdout
     for heading in ("Demo vault", "Scan", "Triage", "Triage report", "Captain's log", "Index"):
         assert heading in out

@@ -601,6 +601,64 @@ def test_a_broken_worker_pool_falls_back_to_this_process(
     assert "preparing the rest in-process" in caplog.text
 
 
+def test_leaving_early_stops_the_workers(vault: Path) -> None:
+    import multiprocessing
+
+    from signaldesk.retrieval._pool import prepared
+    from signaldesk.retrieval._prepare import FileJob, PrepareOptions
+
+    _many_notes(vault, POOL_MIN_FILES + 100)
+    jobs = [
+        FileJob(str(p.relative_to(vault)), 0, 0, None)
+        for p in sorted((vault / "03-resources/batch").iterdir())
+    ]
+    with prepared(str(vault), jobs, PrepareOptions(1800, 200, 800), workers=2) as outcomes:
+        first = next(iter(outcomes))
+        workers = multiprocessing.active_children()
+        assert len(workers) == 2
+    assert first.path == jobs[0].path
+    assert not any(worker.is_alive() for worker in workers)
+
+
+_KILLED_PARENT = """
+import multiprocessing, sys, time
+from signaldesk.retrieval._pool import prepared
+from signaldesk.retrieval._prepare import FileJob, PrepareOptions
+vault, names = sys.argv[1], sys.argv[2:]
+jobs = [FileJob(name, 0, 0, None) for name in names]
+with prepared(vault, jobs, PrepareOptions(1800, 200, 800), workers=2) as outcomes:
+    for outcome in outcomes:
+        print(*(child.pid for child in multiprocessing.active_children()), flush=True)
+        time.sleep(600)
+"""
+
+
+def test_workers_exit_when_the_indexer_is_killed(vault: Path) -> None:
+    _many_notes(vault, POOL_MIN_FILES + 100)
+    names = [str(p.relative_to(vault)) for p in sorted((vault / "03-resources/batch").iterdir())]
+    with subprocess.Popen(
+        [sys.executable, "-c", _KILLED_PARENT, str(vault), *names],
+        stdout=subprocess.PIPE,
+        text=True,
+    ) as proc:
+        try:
+            assert proc.stdout is not None
+            pids = [int(pid) for pid in proc.stdout.readline().split()]
+            assert len(pids) == 2
+        finally:
+            proc.kill()
+
+    def gone(pid: int) -> bool:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            return True
+        return state == "Z"  # exited, waiting for init to reap it
+
+    # Workers wait on their task pipes (tasks in flight fill them) and end on its EOF.
+    wait_for(lambda: all(gone(pid) for pid in pids), timeout=60, what="workers to exit")
+
+
 async def test_a_malformed_page_is_treated_as_corruption(
     vault: Path, embedder: CountingEmbedder
 ) -> None:

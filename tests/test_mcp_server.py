@@ -44,6 +44,7 @@ from signaldesk.retrieval.records import (
 )
 from signaldesk.retrieval.retriever import Retriever
 from signaldesk.retrieval.settings import IndexSettings, SearchSettings
+from signaldesk.vault import DEFAULT_LAYOUT, SignalLayout
 
 pytestmark = pytest.mark.anyio
 
@@ -62,7 +63,10 @@ def embedder() -> LazyEmbedder:
 
 @asynccontextmanager
 async def connected(
-    vault: Path, embedder: LazyEmbedder, settings: McpSettings | None = None
+    vault: Path,
+    embedder: LazyEmbedder,
+    settings: McpSettings | None = None,
+    layout: SignalLayout = DEFAULT_LAYOUT,
 ) -> AsyncIterator[Client]:
     retriever = await Retriever.open(vault, IndexSettings(), SearchSettings(), embedder)
     try:
@@ -72,6 +76,7 @@ async def connected(
             vault=vault,
             settings=settings or McpSettings(),
             status=await retriever.status(),
+            layout=layout,
         )
         async with Client(server) as client:
             yield client
@@ -369,6 +374,30 @@ async def test_latest_report_is_the_newest(indexed_vault: Path, embedder: LazyEm
     out = ReportOutput.model_validate(result.structured_content)
     assert out.path == "06-daily/2026-11-29-triage.md"
     assert "```mermaid" in out.text and not out.truncated
+
+
+async def test_signals_and_reports_are_found_where_the_configuration_puts_them(
+    indexed_vault: Path, embedder: LazyEmbedder, tmp_path: Path
+) -> None:
+    vault = tmp_path / "vault"
+    shutil.copytree(indexed_vault, vault, ignore=shutil.ignore_patterns(".signaldesk"))
+    (vault / "05-signals").rename(vault / "Signals")
+    (vault / "06-daily").rename(vault / "Journal")
+    index_vault(vault)
+    layout = SignalLayout(signals="Signals", report_path="Journal/{date}-triage.md")
+    async with connected(vault, embedder, layout=layout) as client:
+        signals = await call(client, "recent_signals")
+        report = await call(client, "latest_report")
+    assert [
+        s.domain for s in SignalListOutput.model_validate(signals.structured_content).signals
+    ] == [
+        "security",
+        "ai-tooling",
+        "data",
+    ]
+    assert ReportOutput.model_validate(report.structured_content).path == (
+        "Journal/2026-11-29-triage.md"
+    )
 
 
 async def test_index_status(indexed_vault: Path, embedder: LazyEmbedder) -> None:

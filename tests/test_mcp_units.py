@@ -17,7 +17,11 @@ from signaldesk.mcp_server.arguments import parse_day
 from signaldesk.mcp_server.binding import check_binding, is_loopback, read_token
 from signaldesk.mcp_server.budget import cap_text, estimate_tokens, token_chars
 from signaldesk.mcp_server.client_config import client_config
-from signaldesk.mcp_server.errors import InvalidArgumentError, TransportConfigError
+from signaldesk.mcp_server.errors import (
+    InvalidArgumentError,
+    NoteNotFoundError,
+    TransportConfigError,
+)
 from signaldesk.mcp_server.http import transport_security
 from signaldesk.mcp_server.instructions import build_instructions
 from signaldesk.mcp_server.notes import (
@@ -31,6 +35,7 @@ from signaldesk.mcp_server.notes import (
 from signaldesk.mcp_server.scrubbing import scrub_data
 from signaldesk.mcp_server.settings import McpSettings
 from signaldesk.retrieval.records import IndexStatus
+from signaldesk.vault import SignalLayout
 
 # -- budget ------------------------------------------------------------------------------
 
@@ -112,6 +117,17 @@ def test_latest_report_prefers_the_newest_dated_name(tmp_path: Path) -> None:
         find_latest_report(tmp_path, lambda rel: rel.endswith("11-12-triage.md"))
         == "06-daily/2026-11-01-triage.md"
     )
+
+
+def test_latest_report_follows_a_configured_report_path(tmp_path: Path) -> None:
+    layout = SignalLayout(report_path="Journal/{date}/triage.md")
+    assert (layout.reports, layout.report_glob) == ("Journal", "triage.md")
+    for day in ("2026-11-01", "2026-11-12"):
+        (tmp_path / "Journal" / day).mkdir(parents=True)
+        (tmp_path / "Journal" / day / "triage.md").write_text("# r\n")
+    assert find_latest_report(tmp_path, layout=layout).startswith("Journal/2026-11-")
+    with pytest.raises(NoteNotFoundError, match="Journal/"):
+        find_latest_report(tmp_path / "Journal" / "2026-11-01", layout=layout)
 
 
 def test_days_parse_absolute_and_relative() -> None:

@@ -16,6 +16,7 @@ from signaldesk.pipeline.intake_report import ScanStats
 from signaldesk.pipeline.triage import TriageReport
 from signaldesk.pipeline.triage_report import TriageReportNote
 from signaldesk.retrieval.records import IndexReport, SearchResult
+from signaldesk.vault import SIGNALS_FOLDER
 
 __all__ = ["DemoView"]
 
@@ -168,7 +169,7 @@ class DemoView:
             f"  signaldesk --vault {vault} status",
             f"  signaldesk --vault {vault} serve      # keep it running",
             "",
-            "Filed signals: 05-signals/<domain>/",
+            f"Filed signals: {SIGNALS_FOLDER}/<domain>/",  # the demo keeps the default layout
         ]
         if result.report is not None:
             lines.append(f"Triage report: {self._rel(result.report.path)}")

@@ -114,10 +114,11 @@ def mcp_command(
                 port=port,
                 token_env=token_env,
                 on_ready=ready,
+                layout=config.layout,
             )
         )
         return
-    anyio.run(run_stdio, workspace.vault, config.index, config.search, settings)
+    anyio.run(run_stdio, workspace.vault, config.index, config.search, settings, config.layout)
 
 
 COMMANDS: list[click.Command] = [mcp_command]
