@@ -28,7 +28,12 @@ import aiosqlite
 import anyio
 import anyio.to_thread
 
-from signaldesk.faults import is_corruption_error, is_disk_full_error, is_read_only_error
+from signaldesk.faults import (
+    cannot_write_in,
+    is_corruption_error,
+    is_disk_full_error,
+    is_read_only_error,
+)
 from signaldesk.items import Item, SourceKind
 from signaldesk.pipeline.dedupe import (
     DedupeIndex,
@@ -102,6 +107,12 @@ async def _migrate(conn: aiosqlite.Connection) -> None:
         logger.info("ledger migrated to schema version %d", target + 1)
 
 
+def _why_read_only(exc: BaseException, path: Path) -> str:
+    if "unable to open" in str(exc).lower():
+        return f"{path.parent} is read-only for this user or on a read-only file system"
+    return str(exc)
+
+
 def ledger_error(exc: BaseException, path: Path) -> LedgerError:
     """A message a person can act on for a failed ledger operation.
 
@@ -114,9 +125,11 @@ def ledger_error(exc: BaseException, path: Path) -> LedgerError:
             hint="free some space on that disk and run the command again; the ledger keeps "
             "what was done, and the next run resumes where this one stopped",
         )
-    if is_read_only_error(exc):
+    if is_read_only_error(exc) or (
+        "unable to open" in str(exc).lower() and cannot_write_in(path.parent)
+    ):
         return LedgerError(
-            f"the ledger {path} cannot be written ({exc})",
+            f"the ledger {path} cannot be written ({_why_read_only(exc, path)})",
             hint=f"make {path.parent} and the files in it writable for this user "
             "(searching a read-only vault needs no ledger: `signaldesk search`, `mcp`)",
         )

@@ -16,7 +16,12 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from signaldesk.faults import is_corruption_error, is_disk_full_error, is_read_only_error
+from signaldesk.faults import (
+    cannot_write_in,
+    is_corruption_error,
+    is_disk_full_error,
+    is_read_only_error,
+)
 from signaldesk.retrieval.errors import IndexUnavailableError, StoreError
 from signaldesk.retrieval.generations import read_pointer
 from signaldesk.retrieval.schema import MIGRATIONS, SCHEMA_VERSION
@@ -203,7 +208,12 @@ def _open_reader(module: ModuleType, path: Path) -> Any:
             conn.execute("PRAGMA schema_version").fetchone()
             return conn
         except module.DatabaseError as exc:
-            if not is_read_only_error(exc):
+            # On a read-only file system the open succeeds and the first read fails,
+            # with "unable to open database file" (no -shm can be made beside it).
+            read_only = is_read_only_error(exc) or (
+                "unable to open" in str(exc) and cannot_write_in(path.parent)
+            )
+            if not read_only:
                 return conn  # a damaged file: the caller's first query says so
             conn.close()
     logger.info("%s cannot be written here; reading it as an immutable file", path)

@@ -9,8 +9,11 @@ message as well as ``errno``. Each layer turns a match into its own error with a
 from __future__ import annotations
 
 import errno
+import os
+from pathlib import Path
 
 __all__ = [
+    "cannot_write_in",
     "is_corruption_error",
     "is_disk_full_error",
     "is_machine_fault",
@@ -42,6 +45,22 @@ def is_read_only_error(exc: BaseException) -> bool:
         return True
     text = _text(exc)
     return "readonly database" in text or "read-only file system" in text
+
+
+def cannot_write_in(folder: Path) -> bool:
+    """Whether new files cannot be made in ``folder``: a read-only file system or mount,
+    or a folder this user may not write.
+
+    Why: on a read-only file system SQLite opens the database read-only without a
+    word and fails later, when it needs its ``-shm`` file, with a bare "unable to open
+    database file" that names neither cause nor file.
+    """
+    try:
+        if os.statvfs(folder).f_flag & os.ST_RDONLY:
+            return True
+    except OSError:
+        return False  # the folder is missing or unreachable: not a read-only fault
+    return not os.access(folder, os.W_OK)
 
 
 def is_corruption_error(exc: BaseException) -> bool:

@@ -149,3 +149,37 @@ def test_a_full_disk_during_a_scan(tiny_disk: Path, leave_kb: int) -> None:
     (tiny_disk / "filler").unlink()
     again = _cli(vault, "scan")
     assert again.returncode == 0, again.stdout + again.stderr
+
+
+@pytest.fixture
+def read_only_disk(tmp_path: Path) -> Iterator[Path]:
+    """A tmpfs (root only) that the test remounts read-only: a real EROFS."""
+    if not IS_ROOT or shutil.which("mount") is None:
+        pytest.skip("mounting a tmpfs needs root")
+    mount = tmp_path / "disk"
+    mount.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", str(mount)]).returncode:
+        pytest.skip("cannot mount a tmpfs here")
+    try:
+        yield mount
+    finally:
+        subprocess.run(["umount", "-l", str(mount)], check=False)
+
+
+def test_a_read_only_file_system(read_only_disk: Path) -> None:
+    # SQLite opens a database on a read-only file system without a word and fails at
+    # the first read ("unable to open database file": no -shm file can be made), which
+    # search took for a damaged index, and the ledger for a missing file.
+    vault = _vault(read_only_disk)
+    assert _cli(vault, "triage").returncode == 0
+    clipping(vault, "late.md", title="OpenSSH late advisory", body=ADVISORY.format(n=9))
+    subprocess.run(["mount", "-o", "remount,ro", str(read_only_disk)], check=True)
+    for verb in ("triage", "scan"):
+        _clean_failure(_cli(vault, verb), "cannot be written", "read-only file system")
+    _clean_failure(_cli(vault, "index"), "cannot be written", "Read-only file system")
+    # Reading needs no write: search and context still answer from the index.
+    found = _cli(vault, "search", "OpenSSH advisory", "--json")
+    assert found.returncode == 0, found.stdout + found.stderr
+    assert '"path": "05-signals/security/' in found.stdout
+    context = _cli(vault, "context", "OpenSSH advisory")
+    assert context.returncode == 0 and "CVE-2026-" in context.stdout, context.stderr
