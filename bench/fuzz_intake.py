@@ -88,8 +88,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     from signaldesk.pipeline.config import resolve_workspace
-    from signaldesk.pipeline.feeds import FeedRegistry
-    from signaldesk.pipeline.intake import open_ledger
+    from signaldesk.pipeline.intake.feeds import FeedRegistry
+    from signaldesk.pipeline.intake.run import open_ledger
     from signaldesk.pipeline.vault_setup import init_vault
     from tests.feedserver import FeedServer, Reply
     from tests.intake_data import serve_feeds

@@ -33,7 +33,7 @@ _REPO = Path(__file__).resolve().parent.parent
 def _child(vault: Path, config: Path) -> None:
     """Run one scan in this process and print its figures as JSON."""
     from signaldesk.pipeline.config import resolve_workspace
-    from signaldesk.pipeline.intake import scan
+    from signaldesk.pipeline.intake.run import scan
 
     workspace = resolve_workspace(vault, config)
     started = time.perf_counter()
@@ -59,8 +59,8 @@ def _child(vault: Path, config: Path) -> None:
 
 def _run_size(feeds: int, urls: tuple[str, ...], args: argparse.Namespace) -> dict[str, float]:
     from signaldesk.pipeline.config import resolve_workspace
-    from signaldesk.pipeline.feeds import FeedRegistry
-    from signaldesk.pipeline.intake import open_ledger
+    from signaldesk.pipeline.intake.feeds import FeedRegistry
+    from signaldesk.pipeline.intake.run import open_ledger
     from signaldesk.pipeline.vault_setup import init_vault
 
     with tempfile.TemporaryDirectory(prefix="bench-intake-") as tmp:

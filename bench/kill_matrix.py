@@ -252,7 +252,7 @@ def ledger_rows(vault: Path) -> list[sqlite3.Row]:
 
 def note_ids(vault: Path) -> Counter[str]:
     """How many notes in the vault carry each ``signaldesk_id``."""
-    from signaldesk.pipeline.notes import read_note_id
+    from signaldesk.pipeline.triage.filing import read_note_id
 
     counts: Counter[str] = Counter()
     for rel in vault_notes(vault):
@@ -393,8 +393,8 @@ def prepare_scan(root: Path, site: FeedSite) -> Path:
     import anyio
 
     from signaldesk.pipeline.config import resolve_workspace
-    from signaldesk.pipeline.feeds import FeedRegistry
-    from signaldesk.pipeline.intake import open_ledger
+    from signaldesk.pipeline.intake.feeds import FeedRegistry
+    from signaldesk.pipeline.intake.run import open_ledger
 
     vault = root / "scan-template"
     _init(vault, _CONFIG + "[http]\nper_host = 16\n")

@@ -3,34 +3,28 @@
 from __future__ import annotations
 
 import difflib
-import math
 import re
 import stat
-from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
+from signaldesk.frontmatter import parse_note
 from signaldesk.mcp_server.errors import NoteNotFoundError
 from signaldesk.mcp_server.paths import ExcludedPredicate
 from signaldesk.mcp_server.scrubbing import scrub_text
-from signaldesk.retrieval.frontmatter import parse_note
 from signaldesk.retrieval.ignore import excluded_by_frontmatter
 from signaldesk.vault import DEFAULT_LAYOUT, SignalLayout
 
 __all__ = [
-    "DIMENSIONS",
     "ExcludedPredicate",
     "drop_excluded_context",
     "find_latest_report",
     "is_board_or_drawing",
     "read_note_text",
     "scrub_preserving_lines",
-    "signal_scores",
     "split_lines",
     "title_of",
 ]
 
-DIMENSIONS: tuple[str, ...] = ("relevance", "actionability", "depth", "authority")
 _H1 = re.compile(r"^#\s+(.+?)\s*#*\s*$", re.MULTILINE)
 # The `### <path> \u203a <heading>` line that opens each excerpt of a context block.
 _SOURCE_LINE = re.compile(
@@ -97,50 +91,6 @@ def scrub_preserving_lines(text: str) -> str:
             replaced = [*replaced[: width - 1], " ".join(replaced[width - 1 :])]
         out.extend(replaced + [""] * (width - len(replaced)))
     return "\n".join(out)
-
-
-def _number(value: Any) -> float | None:
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int | float):
-        number = float(value)
-    elif isinstance(value, str):
-        try:
-            number = float(value.strip())
-        except ValueError:
-            return None
-    elif isinstance(value, Mapping):
-        for key in ("score", "value"):
-            if key in value:
-                return _number(value[key])
-        return None
-    else:
-        return None
-    return number if math.isfinite(number) else None
-
-
-def signal_scores(frontmatter: Mapping[str, Any]) -> dict[str, float]:
-    """The composite and the four dimension scores a signal's frontmatter records.
-
-    Tolerant of shape: top-level keys (``composite: 0.7``, ``relevance: 0.8``), a
-    ``scores:`` mapping, and ``{score: 0.8, why: ...}`` values all work; ``score``
-    stands for the composite when ``composite`` is absent.
-    """
-    nested = frontmatter.get("scores")
-    sources: list[Mapping[str, Any]] = [frontmatter]
-    if isinstance(nested, Mapping):
-        sources.append(nested)
-    found: dict[str, float] = {}
-    for name, keys in (("composite", ("composite", "score")), *((d, (d,)) for d in DIMENSIONS)):
-        for source in sources:
-            for key in keys:
-                number = _number(source.get(key))
-                if number is not None:
-                    found[name] = number
-                    break
-            if name in found:
-                break
-    return found
 
 
 def find_latest_report(

@@ -56,7 +56,6 @@ from signaldesk.mcp_server.notes import (
     is_board_or_drawing,
     read_note_text,
     scrub_preserving_lines,
-    signal_scores,
     split_lines,
     title_of,
 )
@@ -74,6 +73,7 @@ from signaldesk.mcp_server.scrubbing import scrub_text
 from signaldesk.mcp_server.settings import McpSettings
 from signaldesk.retrieval.errors import IndexUnavailableError
 from signaldesk.retrieval.records import SearchFilters
+from signaldesk.signal_note import SIGNAL_TYPE, signal_scores
 from signaldesk.vault import DEFAULT_LAYOUT, SignalLayout
 
 __all__ = ["Toolbox"]
@@ -340,7 +340,7 @@ class Toolbox:
         # also let through old signals whose file was merely touched.
         start = parse_day(since, "since")
         filters = SearchFilters(
-            folder=self.layout.signals, type="signal", domain=(domain or "").strip() or None
+            folder=self.layout.signals, type=SIGNAL_TYPE, domain=(domain or "").strip() or None
         )
         retriever = await self.slot.get()
         # The index orders by `updated` (a file's mtime when the frontmatter has none);

@@ -29,6 +29,7 @@ from signaldesk.retrieval.records import (
 from signaldesk.retrieval.settings import IndexSettings, SearchSettings
 
 if typing.TYPE_CHECKING:
+    from signaldesk.frontmatter import ParsedNote, parse_note
     from signaldesk.retrieval.chunker import Chunk, ChunkedNote, chunk_note
     from signaldesk.retrieval.cleaning import embedding_input, readable_text
     from signaldesk.retrieval.embedder import (
@@ -39,7 +40,6 @@ if typing.TYPE_CHECKING:
         load_embedder,
     )
     from signaldesk.retrieval.explanation import ExplainRow, SearchExplanation
-    from signaldesk.retrieval.frontmatter import ParsedNote, parse_note
     from signaldesk.retrieval.ignore import (
         INDEXIGNORE_FILE,
         IndexIgnoreError,
@@ -120,8 +120,8 @@ _EXPORTS = {
     "LazyEmbedder": "signaldesk.retrieval.embedder",
     "bundled_model_path": "signaldesk.retrieval.embedder",
     "load_embedder": "signaldesk.retrieval.embedder",
-    "ParsedNote": "signaldesk.retrieval.frontmatter",
-    "parse_note": "signaldesk.retrieval.frontmatter",
+    "ParsedNote": "signaldesk.frontmatter",
+    "parse_note": "signaldesk.frontmatter",
     "INDEXIGNORE_FILE": "signaldesk.retrieval.ignore",
     "IndexIgnoreError": "signaldesk.retrieval.ignore",
     "LiveVaultFilter": "signaldesk.retrieval.ignore",

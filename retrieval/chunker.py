@@ -43,8 +43,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from signaldesk.frontmatter import parse_note
 from signaldesk.retrieval.cleaning import readable_text
-from signaldesk.retrieval.frontmatter import parse_note
 
 __all__ = ["Chunk", "ChunkedNote", "chunk_note"]
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from signaldesk.signal_note import DIMENSIONS
+
 __all__ = [
     "DIMENSIONS",
     "TEASER_NOTE",
@@ -14,7 +16,6 @@ __all__ = [
     "ScoreCard",
 ]
 
-DIMENSIONS: tuple[str, ...] = ("relevance", "actionability", "depth", "authority")
 """The four dimensions, in the order the composite formula lists them."""
 
 TEASER_NOTE = (

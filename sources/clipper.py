@@ -15,16 +15,16 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 from urllib.parse import urlsplit
 
-from signaldesk.items import Item
-from signaldesk.sources.decoding import decode_bytes, looks_binary, read_capped, walk_files
-from signaldesk.sources.errors import SourceError
-from signaldesk.sources.note_frontmatter import (
+from signaldesk.frontmatter import (
     as_aware_datetime,
     as_str_list,
     as_tags,
     first_heading,
-    split_note,
+    parse_note,
 )
+from signaldesk.items import Item
+from signaldesk.sources.decoding import decode_bytes, looks_binary, read_capped, walk_files
+from signaldesk.sources.errors import SourceError
 from signaldesk.sources.settings import ClipperSettings
 from signaldesk.sources.tracking import strip_tracking_params
 
@@ -120,7 +120,7 @@ def clipping_to_item(rel_path: str, text: str) -> Item:
     ``extra["clipper_frontmatter"] = False``; YAML that does not parse is recovered line by line
     and noted in ``extra["frontmatter_error"]``.
     """
-    note = split_note(text)
+    note = parse_note(text)
     meta = note.frontmatter
     body = note.body.strip()
     url = _url(meta.get("source") or meta.get("url"))

@@ -20,8 +20,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 from urllib.parse import urlsplit
 
-import yaml
-
+from signaldesk.frontmatter import as_tags, first_heading, parse_note, render_note
 from signaldesk.items import Item
 from signaldesk.sources.decoding import (
     DEFAULT_MAX_BYTES,
@@ -31,7 +30,6 @@ from signaldesk.sources.decoding import (
     walk_files,
 )
 from signaldesk.sources.errors import SourceError
-from signaldesk.sources.note_frontmatter import as_tags, first_heading, split_note
 from signaldesk.sources.tracking import strip_tracking_params
 from signaldesk.vault import write_new_file
 
@@ -145,7 +143,7 @@ def parse_drop(name: str, data: bytes) -> Item:
     meta: dict[str, Any] = {}
     extra: dict[str, Any] = {"drop_file": name}
     if suffix in (".md", ".markdown"):
-        note = split_note(text)
+        note = parse_note(text)
         meta, body = note.frontmatter, note.body.strip()
         if note.error is not None:
             extra["frontmatter_error"] = note.error
@@ -235,8 +233,7 @@ def write_capture(
         meta["source"] = source
     if tool:
         meta["tool"] = tool
-    front = yaml.safe_dump(meta, allow_unicode=True, sort_keys=False, width=1000)
-    content = f"---\n{front}---\n\n{text.strip()}\n"
+    content = render_note(meta, text)
     stamp = moment.strftime("%Y%m%d-%H%M%S")
     try:
         folder.mkdir(parents=True, exist_ok=True)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from signaldesk.pipeline.captains_log import (
+from signaldesk.pipeline.reports.captains_log import (
     gather,
     period_for,
     render,
@@ -143,3 +143,20 @@ def test_numbered_steps_are_not_decisions_and_counts_read_right(vault: Path) -> 
     assert len(log.decisions) == 1 and "keep one writer task" in log.decisions[0]
     assert summary_line(log) == ("0 commits in 0 repositories, 1 decision, 1 open loop, 0 signals")
     assert "1 open loop." in render(log)
+
+
+def test_signals_and_the_log_follow_a_configured_layout(vault: Path, repo: Path) -> None:
+    signal = vault / "Signals" / "security" / "advisory.md"
+    signal.parent.mkdir(parents=True)
+    signal.write_text(
+        "---\ntitle: OpenSSL advisory\ntype: signal\ndomain: security\n"
+        "created: 2026-11-29T09:00:00Z\nscores:\n  composite: 0.77\n---\nbody\n"
+    )
+    settings = CaptainsLogSettings(
+        repos=[str(repo)], covers="previous_day", path="Journal/{date} log.md"
+    )
+    _log, note = write_captains_log(vault, settings, date(2026, 11, 30), tz=UTC)
+    assert note.path == vault / "Journal" / "2026-11-30 log.md"
+    assert (
+        "[[Signals/security/advisory|OpenSSL advisory]] · security · 0.77" in note.path.read_text()
+    )

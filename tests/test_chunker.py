@@ -395,7 +395,7 @@ def _hub_members(shared_data: Path, every: int) -> list[tuple[str, str]]:
 
 
 def test_real_hub_sample_keeps_invariants(shared_data: Path) -> None:
-    from signaldesk.retrieval.frontmatter import parse_note
+    from signaldesk.frontmatter import parse_note
 
     notes = _hub_members(shared_data, every=97)
     assert len(notes) > 50

@@ -13,9 +13,9 @@ from click.testing import CliRunner, Result
 from signaldesk.items import Item
 from signaldesk.pipeline.cli import cli
 from signaldesk.pipeline.config import render_default_config, resolve_workspace
-from signaldesk.pipeline.feeds import FeedRegistry
-from signaldesk.pipeline.intake import open_ledger
-from signaldesk.pipeline.job_state import (
+from signaldesk.pipeline.intake.feeds import FeedRegistry
+from signaldesk.pipeline.intake.run import open_ledger
+from signaldesk.pipeline.service.job_state import (
     JobState,
     ServeLock,
     ServeState,

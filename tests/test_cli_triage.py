@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner, Result
 
 from signaldesk.pipeline.cli import cli
-from signaldesk.pipeline.score_input import ScoreInputError
+from signaldesk.pipeline.triage.score_input import ScoreInputError
 from tests.feedserver import FeedServer, Reply
 from tests.intake_data import article_html, newsletter_eml
 from tests.triage_data import (

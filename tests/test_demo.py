@@ -14,9 +14,9 @@ import anyio
 import httpx
 import pytest
 
-from signaldesk.pipeline.demo import DEMO_QUERY, DemoStep, run_demo
-from signaldesk.pipeline.demo_server import DemoServer, render_template
-from signaldesk.retrieval.frontmatter import parse_note
+from signaldesk.frontmatter import parse_note
+from signaldesk.pipeline.demo.server import DemoServer, render_template
+from signaldesk.pipeline.demo.tour import DEMO_QUERY, DemoStep, run_demo
 
 
 def _snapshot(vault: Path) -> dict[str, str]:

@@ -15,9 +15,9 @@ import anyio
 import pytest
 from click.testing import CliRunner, Result
 
+from signaldesk.frontmatter import parse_note
 from signaldesk.pipeline.cli import cli
 from signaldesk.pipeline.config import Config
-from signaldesk.retrieval.frontmatter import parse_note
 from signaldesk.retrieval.retriever import Retriever
 from signaldesk.vault import DOMAINS
 from tests.conftest import REPO_ROOT

@@ -42,6 +42,7 @@ def test_feed_content_is_faithful(shared_data: Path) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(600)  # 181 pages through trafilatura, one at a time
 def test_article_pages_are_faithful(shared_data: Path) -> None:
     tally = Tally()
     for fragment, page in article_fragments(shared_data):

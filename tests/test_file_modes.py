@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from signaldesk.pipeline.config import Config, Workspace
-from signaldesk.pipeline.triage import scan_and_triage, triage
+from signaldesk.pipeline.triage.run import scan_and_triage, triage
 from signaldesk.scoring.settings import ScoringSettings
 from signaldesk.vault import atomic_write_text, new_file_mode, write_new_file
 from tests.intake_data import article_text, clipping_note

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from signaldesk.retrieval.frontmatter import ParsedNote, parse_note
+from signaldesk.frontmatter import ParsedNote, parse_note
 
 HUB = "vaults/obsidian-hub.tar.gz"
 

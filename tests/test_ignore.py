@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from signaldesk.retrieval.frontmatter import parse_note
+from signaldesk.frontmatter import parse_note
 from signaldesk.retrieval.ignore import (
     IndexIgnoreError,
     VaultFilter,

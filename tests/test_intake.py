@@ -12,10 +12,10 @@ import pytest
 
 from signaldesk.items import Item
 from signaldesk.pipeline.config import Config, Workspace
-from signaldesk.pipeline.feeds import FeedRegistry
-from signaldesk.pipeline.intake import open_ledger, run_scan, scan
-from signaldesk.pipeline.intake_report import ScanStats
-from signaldesk.pipeline.ledger import item_identity, utcnow
+from signaldesk.pipeline.intake.feeds import FeedRegistry
+from signaldesk.pipeline.intake.run import open_ledger, run_scan, scan
+from signaldesk.pipeline.intake.summary import ScanStats
+from signaldesk.pipeline.ledger.store import item_identity, utcnow
 from signaldesk.sources.http import build_client
 from tests.feedserver import FeedServer, Reply
 from tests.intake_data import (

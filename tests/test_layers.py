@@ -146,7 +146,11 @@ def _write(root: Path, rel: str, text: str) -> None:
 @pytest.mark.parametrize(
     ("rel", "source", "expected"),
     [
-        ("sources/rss.py", "from signaldesk.pipeline.ledger import Ledger\n", "pipeline.ledger"),
+        (
+            "sources/rss.py",
+            "from signaldesk.pipeline.ledger.store import Ledger\n",
+            "pipeline.ledger.store",
+        ),
         ("retrieval/x.py", "def f():\n    import signaldesk.scoring.scorer\n", "scoring.scorer"),
         ("retrieval/x.py", "from signaldesk.sources import clipper\n", "sources.clipper"),
         ("mcp_server/x.py", "from signaldesk.pipeline import config\n", "pipeline.config"),
@@ -169,7 +173,7 @@ def test_a_forbidden_import_is_reported(
     for layer in LAYERS:
         _write(tmp_path, f"{layer}/__init__.py", "")
     _write(tmp_path, "pipeline/config.py", "")
-    _write(tmp_path, "pipeline/ledger.py", "")
+    _write(tmp_path, "pipeline/ledger/store.py", "")
     _write(tmp_path, "sources/clipper.py", "")
     _write(tmp_path, "scoring/scorer.py", "")
     _write(tmp_path, "retrieval/sub/__init__.py", "")

@@ -12,15 +12,15 @@ import pytest
 
 from signaldesk.items import Item
 from signaldesk.pipeline.errors import LedgerError
-from signaldesk.pipeline.ledger import (
+from signaldesk.pipeline.ledger.clippings import FINGERPRINT_KEY, resolve_clipping
+from signaldesk.pipeline.ledger.schema import SCHEMA_VERSION
+from signaldesk.pipeline.ledger.store import (
     Ledger,
     global_guid,
     item_from_json,
     item_identity,
     item_to_json,
 )
-from signaldesk.pipeline.ledger_clippings import FINGERPRINT_KEY, resolve_clipping
-from signaldesk.pipeline.ledger_schema import SCHEMA_VERSION
 from tests.intake_data import article_text
 
 pytestmark = pytest.mark.anyio

@@ -28,13 +28,13 @@ from signaldesk.mcp_server.notes import (
     drop_excluded_context,
     find_latest_report,
     scrub_preserving_lines,
-    signal_scores,
     split_lines,
     title_of,
 )
 from signaldesk.mcp_server.scrubbing import scrub_data
 from signaldesk.mcp_server.settings import McpSettings
 from signaldesk.retrieval.records import IndexStatus
+from signaldesk.signal_note import signal_scores
 from signaldesk.vault import SignalLayout
 
 # -- budget ------------------------------------------------------------------------------

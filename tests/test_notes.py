@@ -11,23 +11,23 @@ from pathlib import Path
 import pytest
 import yaml
 
-from signaldesk.items import Item
-from signaldesk.pipeline.frontmatter_patch import (
+from signaldesk.frontmatter import parse_note
+from signaldesk.frontmatter_patch import (
     FrontmatterPatchError,
     patch_frontmatter,
     split_raw,
     yaml_scalar,
 )
-from signaldesk.pipeline.note_render import (
+from signaldesk.items import Item
+from signaldesk.pipeline.settings import TriageSettings
+from signaldesk.pipeline.triage.filing import NoteWriter, read_note_id
+from signaldesk.pipeline.triage.note_render import (
     GENERATED_KEYS,
     OPTIONAL_GENERATED_KEYS,
     key_points,
     render_body,
     slugify,
 )
-from signaldesk.pipeline.notes import NoteWriter, read_note_id
-from signaldesk.pipeline.settings import TriageSettings
-from signaldesk.retrieval.frontmatter import parse_note
 from tests.triage_data import advisory_item, card, clipping
 
 NOW = datetime(2026, 11, 30, 8, 15, tzinfo=UTC)
@@ -388,7 +388,7 @@ def test_body_demotes_the_contents_headings() -> None:
 
 def test_summary_takes_prose_not_a_flattened_code_block() -> None:
     from signaldesk.items import Item
-    from signaldesk.pipeline.note_render import render_body
+    from signaldesk.pipeline.triage.note_render import render_body
 
     summary = (
         "Turn on write-ahead logging so readers never wait for the writer.\n\n"

@@ -17,14 +17,19 @@ import pytest
 from apscheduler.triggers.cron import CronTrigger
 from apscheduler.triggers.interval import IntervalTrigger
 
-import signaldesk.pipeline.watcher as watcher_module
+import signaldesk.pipeline.service.watcher as watcher_module
 from signaldesk.pipeline.config import Workspace, render_default_config, resolve_workspace
-from signaldesk.pipeline.feeds import FeedRegistry
-from signaldesk.pipeline.intake import open_ledger
-from signaldesk.pipeline.job_state import ServeLock, ServiceRunningError, load_state, state_path
-from signaldesk.pipeline.jobs import JobServices, report_day
-from signaldesk.pipeline.scheduler import JOB_NAMES, JobSpec, _last_scheduled, serve
-from signaldesk.pipeline.watcher import VaultWatcher, vault_signature
+from signaldesk.pipeline.intake.feeds import FeedRegistry
+from signaldesk.pipeline.intake.run import open_ledger
+from signaldesk.pipeline.service.job_state import (
+    ServeLock,
+    ServiceRunningError,
+    load_state,
+    state_path,
+)
+from signaldesk.pipeline.service.jobs import JobServices, report_day
+from signaldesk.pipeline.service.scheduler import JOB_NAMES, JobSpec, _last_scheduled, serve
+from signaldesk.pipeline.service.watcher import VaultWatcher, vault_signature
 from signaldesk.retrieval.embedder import LazyEmbedder
 from signaldesk.retrieval.settings import IndexSettings
 from signaldesk.retrieval.store import connect, index_db_path

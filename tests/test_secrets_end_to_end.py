@@ -26,9 +26,9 @@ import pytest
 from mcp import Client
 
 from bench.secret_samples import HAND_CASES, key_lines, leaked, real_private_keys, rule_samples
+from signaldesk.frontmatter import parse_note
 from signaldesk.mcp_server import McpSettings, build_server
 from signaldesk.retrieval.embedder import LazyEmbedder
-from signaldesk.retrieval.frontmatter import parse_note
 from signaldesk.retrieval.retriever import Retriever
 from signaldesk.retrieval.scrub_rules import load_rules
 from signaldesk.retrieval.scrubber import PATTERN_NAMES

@@ -1,11 +1,14 @@
-"""Each fact lives in one place: the vault's folder names are spelled only in
-``signaldesk/vault.py``; everything else imports them (or reads the configuration)."""
+"""Each fact lives in one place: the vault's folder names in ``signaldesk/vault.py``, the
+note format (reading and writing frontmatter) in ``signaldesk/frontmatter*.py``, the score
+names in ``signaldesk/signal_note.py``. Everything else imports them or reads the
+configuration; these tests fail when a second copy appears."""
 
 from __future__ import annotations
 
 import ast
 from pathlib import Path
 
+from signaldesk.signal_note import DIMENSIONS
 from signaldesk.vault import VAULT_FOLDERS
 
 REPO = Path(__file__).resolve().parents[1]
@@ -51,3 +54,63 @@ def test_the_check_sees_a_spelled_folder(tmp_path: Path) -> None:
     sample = tmp_path / "sample.py"
     sample.write_text('"""05-signals/ in prose is fine."""\nWHERE = "05-signals/security"\n')
     assert folder_literals(sample, tmp_path) == ["sample.py:2: '05-signals/security'"]
+
+
+def _package_modules(*allowed: str) -> list[Path]:
+    homes = {REPO / a for a in allowed}
+    return [
+        path
+        for folder in PACKAGE_FOLDERS
+        for path in sorted((REPO / folder).rglob("*.py"))
+        if path not in homes
+    ]
+
+
+def yaml_calls(path: Path, root: Path = REPO) -> list[str]:
+    """Where ``path`` parses or emits YAML itself (``yaml.load``, ``yaml.safe_dump``, ...)."""
+    hits = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if (
+            isinstance(node, ast.Attribute)
+            and isinstance(node.value, ast.Name)
+            and node.value.id == "yaml"
+            and node.attr in {"load", "safe_load", "load_all", "safe_load_all", "dump", "safe_dump"}
+        ):
+            hits.append(f"{path.relative_to(root)}:{node.lineno}: yaml.{node.attr}")
+    return hits
+
+
+def score_name_lists(path: Path, root: Path = REPO) -> list[str]:
+    """Where ``path`` lists score names itself (a tuple, list or set of two or more)."""
+    names = set(DIMENSIONS)
+    hits = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Tuple | ast.List | ast.Set):
+            spelled = [
+                e.value for e in node.elts if isinstance(e, ast.Constant) and e.value in names
+            ]
+            if len(spelled) >= 2:
+                hits.append(f"{path.relative_to(root)}:{node.lineno}: {spelled}")
+    return hits
+
+
+def test_frontmatter_is_read_and_written_by_the_note_format_only() -> None:
+    modules = _package_modules("signaldesk/frontmatter.py", "signaldesk/frontmatter_patch.py")
+    assert [hit for path in modules for hit in yaml_calls(path)] == []
+
+
+def test_score_names_are_listed_once() -> None:
+    modules = _package_modules("signaldesk/signal_note.py")
+    assert [hit for path in modules for hit in score_name_lists(path)] == []
+
+
+def test_the_checks_see_a_second_parser_and_a_second_list(tmp_path: Path) -> None:
+    sample = tmp_path / "sample.py"
+    sample.write_text(
+        "import yaml\n"
+        "META = yaml.safe_load(TEXT)\n"
+        'SCORES = ("relevance", "depth")\n'
+        'ONE = {"relevance": 1}\n'
+    )
+    assert yaml_calls(sample, tmp_path) == ["sample.py:2: yaml.safe_load"]
+    assert score_name_lists(sample, tmp_path) == ["sample.py:3: ['relevance', 'depth']"]

@@ -9,14 +9,14 @@ from pathlib import Path
 import anyio
 import pytest
 
+from signaldesk.frontmatter import parse_note
 from signaldesk.pipeline.config import Config, Workspace
-from signaldesk.pipeline.intake import ledger_path, open_ledger
-from signaldesk.pipeline.ledger import LedgerEntry
-from signaldesk.pipeline.notes import NoteWriter, read_note_id
+from signaldesk.pipeline.intake.run import ledger_path, open_ledger
+from signaldesk.pipeline.ledger.store import LedgerEntry
 from signaldesk.pipeline.settings import TriageSettings
-from signaldesk.pipeline.triage import triage
-from signaldesk.pipeline.triage_lock import triage_lock
-from signaldesk.retrieval.frontmatter import parse_note
+from signaldesk.pipeline.triage.filing import NoteWriter, read_note_id
+from signaldesk.pipeline.triage.lock import triage_lock
+from signaldesk.pipeline.triage.run import triage
 from signaldesk.retrieval.retriever import Retriever
 from signaldesk.scoring.settings import ScoreWeights, ScoringSettings
 from tests.index_helpers import real_embedder

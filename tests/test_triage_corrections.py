@@ -9,13 +9,13 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from signaldesk.frontmatter import parse_note
 from signaldesk.items import Item
 from signaldesk.pipeline.cli import cli
-from signaldesk.pipeline.intake import open_ledger
-from signaldesk.pipeline.ledger_corrections import active_corrections
-from signaldesk.pipeline.triage import triage
-from signaldesk.pipeline.triage_corrections import correct, list_corrections, undo
-from signaldesk.retrieval.frontmatter import parse_note
+from signaldesk.pipeline.intake.run import open_ledger
+from signaldesk.pipeline.ledger.corrections import active_corrections
+from signaldesk.pipeline.triage.commands import correct, list_corrections, undo
+from signaldesk.pipeline.triage.run import triage
 from tests.index_helpers import real_embedder
 from tests.triage_data import (
     ADVISORY,
@@ -205,8 +205,8 @@ def test_cli_accept_reject_move_and_corrections(tmp_path: Path) -> None:
 async def test_the_daily_report_lists_what_the_person_corrected(vault: Path) -> None:
     from datetime import UTC, date
 
-    from signaldesk.pipeline.ledger_corrections import latest_correction
-    from signaldesk.pipeline.triage_report import gather_triage_report, render_triage_report
+    from signaldesk.pipeline.ledger.corrections import latest_correction
+    from signaldesk.pipeline.reports.triage_report import gather_triage_report, render_triage_report
 
     ws = workspace(vault)
     first, second = await pend(ws, [advisory_item(1), advisory_item(2)])

@@ -10,8 +10,8 @@ from click.testing import CliRunner
 
 from signaldesk.pipeline.cli import cli
 from signaldesk.pipeline.config import Config
-from signaldesk.pipeline.intake import open_ledger
-from signaldesk.pipeline.triage import Triager, triage
+from signaldesk.pipeline.intake.run import open_ledger
+from signaldesk.pipeline.triage.run import Triager, triage
 from signaldesk.retrieval.generations import pointer_path
 from signaldesk.retrieval.indexer import Indexer
 from signaldesk.retrieval.store import index_base_path

@@ -10,8 +10,8 @@ from typing import Any
 
 from signaldesk.items import Item
 from signaldesk.pipeline.config import Config, Workspace
-from signaldesk.pipeline.intake import open_ledger
-from signaldesk.pipeline.ledger import item_identity
+from signaldesk.pipeline.intake.run import open_ledger
+from signaldesk.pipeline.ledger.store import item_identity
 from signaldesk.scoring.records import DimensionScore, RouteDecision, ScoreCard
 from signaldesk.scoring.settings import ScoringSettings
 

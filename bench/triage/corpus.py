@@ -17,7 +17,7 @@ Two modes, as the issue's table measured them:
 
 - ``feed``: an RSS entry carrying a teaser, whose full text is fetched from the linked page:
   :func:`sources.fulltext.extract_article` (trafilatura) on the page HTML, merged into the
-  entry by :func:`sources.fulltext.merge_article`, then :func:`pipeline.stages.normalise`;
+  entry by :func:`sources.fulltext.merge_article`, then :func:`pipeline.intake.stages.normalise`;
 - ``clipper``: a Web Clipper note in ``Clippings/`` (its frontmatter as the clipper writes it,
   the extracted article as its body) read by :func:`sources.clipper.clipping_to_item`.
 """
@@ -38,7 +38,7 @@ from typing import Any, Literal
 import yaml
 
 from signaldesk.items import Item
-from signaldesk.pipeline.stages import normalise
+from signaldesk.pipeline.intake.stages import normalise
 from signaldesk.sources.clipper import clipping_to_item
 from signaldesk.sources.fulltext import extract_article, merge_article
 

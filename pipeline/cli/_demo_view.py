@@ -9,12 +9,12 @@ from rich.console import Console
 from rich.panel import Panel
 from rich.table import Table
 
-from signaldesk.pipeline.captains_log import CaptainsLog
-from signaldesk.pipeline.demo import DemoResult, DemoStep, DemoVault
-from signaldesk.pipeline.generated_notes import GeneratedNote
-from signaldesk.pipeline.intake_report import ScanStats
-from signaldesk.pipeline.triage import TriageReport
-from signaldesk.pipeline.triage_report import TriageReportNote
+from signaldesk.pipeline.demo.tour import DemoResult, DemoStep, DemoVault
+from signaldesk.pipeline.intake.summary import ScanStats
+from signaldesk.pipeline.reports.captains_log import CaptainsLog
+from signaldesk.pipeline.reports.generated_notes import GeneratedNote
+from signaldesk.pipeline.reports.triage_report import TriageReportNote
+from signaldesk.pipeline.triage.run import TriageReport
 from signaldesk.retrieval.records import IndexReport, SearchResult
 from signaldesk.vault import SIGNALS_FOLDER
 

@@ -25,7 +25,7 @@ from rich.table import Table
 
 from signaldesk.pipeline.cli._context import AppContext
 from signaldesk.pipeline.cli._output import print_json
-from signaldesk.pipeline.index_queue import forget_indexed
+from signaldesk.pipeline.ledger.index_queue import forget_indexed
 from signaldesk.retrieval.embedder import LazyEmbedder
 from signaldesk.retrieval.indexer import Indexer, IndexProgress
 from signaldesk.retrieval.records import IndexReport, IndexStatus

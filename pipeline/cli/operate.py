@@ -14,23 +14,28 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
-from signaldesk.pipeline.captains_log import gather, log_path, summary_line, write_captains_log
 from signaldesk.pipeline.cli._context import AppContext
 from signaldesk.pipeline.cli._demo_view import DemoView
 from signaldesk.pipeline.cli._output import print_json, to_jsonable
-from signaldesk.pipeline.demo import DEFAULT_DEMO_DIR, run_demo
-from signaldesk.pipeline.generated_notes import GeneratedNote
-from signaldesk.pipeline.intake import open_ledger
-from signaldesk.pipeline.job_state import state_path
-from signaldesk.pipeline.scheduler import resolve_timezone
-from signaldesk.pipeline.scheduler import serve as run_serve
-from signaldesk.pipeline.service_status import ServiceStatus, gather_status
-from signaldesk.pipeline.triage_report import (
+from signaldesk.pipeline.demo.tour import DEFAULT_DEMO_DIR, run_demo
+from signaldesk.pipeline.intake.run import open_ledger
+from signaldesk.pipeline.reports.captains_log import (
+    gather,
+    log_path,
+    summary_line,
+    write_captains_log,
+)
+from signaldesk.pipeline.reports.generated_notes import GeneratedNote
+from signaldesk.pipeline.reports.triage_report import (
     TriageReportNote,
     gather_triage_report,
     report_path,
     write_triage_report,
 )
+from signaldesk.pipeline.service.job_state import state_path
+from signaldesk.pipeline.service.scheduler import resolve_timezone
+from signaldesk.pipeline.service.scheduler import serve as run_serve
+from signaldesk.pipeline.service.status import ServiceStatus, gather_status
 from signaldesk.pipeline.wording import plural
 
 __all__ = ["COMMANDS", "demo", "log", "report", "serve", "status"]

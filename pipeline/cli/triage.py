@@ -15,11 +15,11 @@ from rich.table import Table
 from signaldesk.items import Item
 from signaldesk.pipeline.cli._context import AppContext
 from signaldesk.pipeline.cli._output import print_json
-from signaldesk.pipeline.corrections import Action
-from signaldesk.pipeline.score_input import is_url, item_from_file, item_from_url
-from signaldesk.pipeline.triage import TriageProgress, TriageReport, card_to_json
-from signaldesk.pipeline.triage import triage as run_triage
-from signaldesk.pipeline.triage_corrections import correct, list_corrections, undo
+from signaldesk.pipeline.triage.commands import correct, list_corrections, undo
+from signaldesk.pipeline.triage.corrections import Action
+from signaldesk.pipeline.triage.run import TriageProgress, TriageReport, card_to_json
+from signaldesk.pipeline.triage.run import triage as run_triage
+from signaldesk.pipeline.triage.score_input import is_url, item_from_file, item_from_url
 from signaldesk.retrieval.embedder import LazyEmbedder
 from signaldesk.scoring.records import DIMENSIONS, TEASER_NOTE, ScoreCard
 from signaldesk.scoring.scorer import Scorer

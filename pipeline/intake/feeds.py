@@ -1,0 +1,303 @@
+"""The feed registry: subscriptions and their polling state, kept in the ledger database.
+
+Each row is a :class:`sources.rss.FeedState` (what the poller needs and updates)
+plus what only the registry knows: when it was added, its OPML category and its
+authority prior for scoring. Keeping feeds in the ledger's database lets a poll's
+new state and the items it produced commit in one transaction.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+from urllib.parse import urlsplit
+
+import aiosqlite
+
+from signaldesk.pipeline.errors import FeedRegistryError
+from signaldesk.pipeline.ledger.store import Ledger, utcnow
+from signaldesk.sources.errors import OpmlError
+from signaldesk.sources.http import build_client
+from signaldesk.sources.opml import OpmlFeed, export_opml, parse_opml
+from signaldesk.sources.rss import FeedState, poll_feed
+from signaldesk.sources.settings import HttpSettings, RssSettings
+
+__all__ = [
+    "FeedCheck",
+    "FeedRecord",
+    "FeedRegistry",
+    "ImportReport",
+    "check_feed",
+    "validate_feed_url",
+]
+
+# FeedState fields stored as ISO 8601 text.
+_TIME_FIELDS = ("next_check_at", "first_error_at", "last_success_at")
+_STATE_FIELDS = tuple(f.name for f in dataclasses.fields(FeedState))
+_COLUMNS = (*_STATE_FIELDS, "added_at", "category", "prior")
+
+
+@dataclass(frozen=True, slots=True)
+class FeedRecord:
+    """One subscription: its polling state and the registry's own fields."""
+
+    state: FeedState
+    added_at: datetime
+    category: str | None = None
+    prior: float | None = None
+
+    @property
+    def url(self) -> str:
+        return self.state.url
+
+    @property
+    def disabled(self) -> bool:
+        return self.state.disabled_reason is not None
+
+
+@dataclass(frozen=True, slots=True)
+class ImportReport:
+    """What an OPML import did: feeds added, already subscribed, and not http(s) URLs."""
+
+    added: tuple[str, ...]
+    already_present: tuple[str, ...]
+    invalid: tuple[str, ...] = ()
+
+
+def validate_feed_url(url: str) -> str:
+    """A feed URL, stripped, if it is absolute http(s).
+
+    :raises FeedRegistryError: anything else.
+    """
+    url = url.strip()
+    parts = urlsplit(url)
+    if parts.scheme.lower() not in {"http", "https"} or not parts.hostname:
+        raise FeedRegistryError(
+            f"not a feed URL: {url!r}", hint="give an absolute http:// or https:// URL"
+        )
+    return url
+
+
+@dataclass(frozen=True, slots=True)
+class FeedCheck:
+    """What one fetch of a feed found: its title and how many entries it holds."""
+
+    url: str
+    title: str | None
+    entries: int
+
+
+async def check_feed(url: str, *, http: HttpSettings, rss: RssSettings) -> FeedCheck:
+    """Fetch ``url`` once and read it as a feed (what `feeds add` does before subscribing).
+
+    :raises FeedRegistryError: not an http(s) URL, or the answer is not a feed: a 404,
+        an HTML page, a host that refuses or does not answer, ... (the message says which).
+    """
+    url = validate_feed_url(url)
+    async with build_client(http) as client:
+        result = await poll_feed(
+            client, FeedState(url=url), http=http, rss=rss, now=utcnow(), force=True
+        )
+    if result.outcome != "updated":
+        raise FeedRegistryError(
+            f"not subscribed: {url} is not a readable feed ({result.error or result.outcome})",
+            hint="check the URL (the feed's own, not the site's page), or add it anyway "
+            "with --no-check",
+        )
+    return FeedCheck(url=url, title=result.state.title, entries=len(result.items))
+
+
+def _to_db(name: str, value: Any) -> Any:
+    if isinstance(value, datetime):
+        # Fixed width, so that text comparison in SQL is time order.
+        return value.astimezone(UTC).isoformat(timespec="microseconds")
+    if isinstance(value, bool):
+        return int(value)
+    return value
+
+
+def _from_db(name: str, value: Any) -> Any:
+    if value is None:
+        return None
+    if name in _TIME_FIELDS or name == "added_at":
+        return datetime.fromisoformat(value)
+    if name == "full_text":
+        return bool(value)
+    return value
+
+
+def _record(row: Sequence[Any]) -> FeedRecord:
+    values = {name: _from_db(name, value) for name, value in zip(_COLUMNS, row, strict=True)}
+    state = FeedState(**{name: values[name] for name in _STATE_FIELDS})
+    return FeedRecord(
+        state=state, added_at=values["added_at"], category=values["category"], prior=values["prior"]
+    )
+
+
+class FeedRegistry:
+    """Feed subscriptions in the ledger database.
+
+    :param ledger: an open ledger; writes go through its single write path.
+    """
+
+    def __init__(self, ledger: Ledger) -> None:
+        self._ledger = ledger
+
+    async def get(self, url: str) -> FeedRecord | None:
+        """The subscription for ``url``, if any."""
+        async with self._ledger.connection.execute(
+            f"SELECT {', '.join(_COLUMNS)} FROM feeds WHERE url = ?", (url,)
+        ) as cursor:
+            row = await cursor.fetchone()
+        return _record(row) if row else None
+
+    async def records(self) -> list[FeedRecord]:
+        """Every subscription, by URL."""
+        async with self._ledger.connection.execute(
+            f"SELECT {', '.join(_COLUMNS)} FROM feeds ORDER BY url"
+        ) as cursor:
+            return [_record(row) async for row in cursor]
+
+    async def due(self, now: datetime | None = None) -> list[FeedRecord]:
+        """Enabled subscriptions whose next check has come (never-checked ones first)."""
+        stamp = _to_db("next_check_at", now or utcnow())
+        async with self._ledger.connection.execute(
+            f"SELECT {', '.join(_COLUMNS)} FROM feeds WHERE disabled_reason IS NULL "
+            "AND (next_check_at IS NULL OR next_check_at <= ?) "
+            "ORDER BY next_check_at IS NOT NULL, next_check_at, url",
+            (stamp,),
+        ) as cursor:
+            return [_record(row) async for row in cursor]
+
+    async def add(
+        self,
+        url: str,
+        *,
+        title: str | None = None,
+        full_text: bool = True,
+        prior: float | None = None,
+        category: str | None = None,
+        now: datetime | None = None,
+    ) -> FeedRecord:
+        """Subscribe to ``url``; it is due at once.
+
+        :raises FeedRegistryError: the URL is not http(s), the prior is outside 0..1,
+            or the feed is already subscribed.
+        """
+        url = validate_feed_url(url)
+        if prior is not None and not 0.0 <= prior <= 1.0:
+            raise FeedRegistryError(f"prior must be between 0 and 1, got {prior}")
+        record = FeedRecord(
+            state=FeedState(url=url, title=title, full_text=full_text),
+            added_at=now or utcnow(),
+            category=category,
+            prior=prior,
+        )
+        async with self._ledger.transaction() as conn:
+            if not await self._insert(conn, record):
+                raise FeedRegistryError(
+                    f"already subscribed to {url}", hint="see `signaldesk feeds list`"
+                )
+        return record
+
+    @staticmethod
+    async def _insert(conn: aiosqlite.Connection, record: FeedRecord) -> bool:
+        values = [_to_db(name, getattr(record.state, name)) for name in _STATE_FIELDS]
+        values += [_to_db("added_at", record.added_at), record.category, record.prior]
+        marks = ", ".join("?" for _ in _COLUMNS)
+        cursor = await conn.execute(
+            f"INSERT OR IGNORE INTO feeds ({', '.join(_COLUMNS)}) VALUES ({marks})", values
+        )
+        return bool(cursor.rowcount)
+
+    async def remove(self, url: str) -> None:
+        """Unsubscribe (the items already recorded stay in the ledger).
+
+        :raises FeedRegistryError: no such subscription.
+        """
+        async with self._ledger.transaction() as conn:
+            cursor = await conn.execute("DELETE FROM feeds WHERE url = ?", (url.strip(),))
+            if not cursor.rowcount:
+                raise FeedRegistryError(
+                    f"not subscribed to {url}", hint="see `signaldesk feeds list`"
+                )
+
+    async def enable(self, url: str, *, now: datetime | None = None) -> FeedRecord:
+        """Re-enable a disabled feed: clear its error streak and make it due now.
+
+        :raises FeedRegistryError: no such subscription.
+        """
+        stamp = _to_db("next_check_at", now or utcnow())
+        async with self._ledger.transaction() as conn:
+            cursor = await conn.execute(
+                "UPDATE feeds SET disabled_reason = NULL, error_count = 0, first_error_at = NULL, "
+                "next_check_at = ? WHERE url = ?",
+                (stamp, url.strip()),
+            )
+            if not cursor.rowcount:
+                raise FeedRegistryError(
+                    f"not subscribed to {url}", hint="see `signaldesk feeds list`"
+                )
+        record = await self.get(url.strip())
+        assert record is not None
+        return record
+
+    @staticmethod
+    async def save_state(conn: aiosqlite.Connection, polled_url: str, state: FeedState) -> None:
+        """Store a poll's new state inside an open ledger transaction.
+
+        When a permanent redirect moved the feed (``state.url != polled_url``) the row
+        is re-keyed; if the target is itself already subscribed, the old row goes.
+        """
+        assignments = ", ".join(f"{name} = ?" for name in _STATE_FIELDS)
+        values = [_to_db(name, getattr(state, name)) for name in _STATE_FIELDS]
+        if state.url != polled_url:
+            async with conn.execute("SELECT 1 FROM feeds WHERE url = ?", (state.url,)) as cursor:
+                taken = await cursor.fetchone() is not None
+            if taken:
+                await conn.execute("DELETE FROM feeds WHERE url = ?", (polled_url,))
+                return
+        await conn.execute(f"UPDATE feeds SET {assignments} WHERE url = ?", (*values, polled_url))
+
+    async def import_opml(self, data: bytes, *, now: datetime | None = None) -> ImportReport:
+        """Subscribe to every feed of an OPML document; known ones are left as they are.
+
+        :raises FeedRegistryError: the document cannot be read as OPML.
+        """
+        try:
+            feeds = parse_opml(data)
+        except OpmlError as exc:
+            raise FeedRegistryError(f"cannot import OPML: {exc.message}") from exc
+        added: list[str] = []
+        present: list[str] = []
+        invalid: list[str] = []
+        stamp = now or utcnow()
+        async with self._ledger.transaction() as conn:
+            for feed in feeds:
+                try:
+                    url = validate_feed_url(feed.url)
+                except FeedRegistryError:
+                    invalid.append(feed.url)
+                    continue
+                record = FeedRecord(
+                    state=FeedState(url=url, title=feed.title),
+                    added_at=stamp,
+                    category=feed.category,
+                )
+                (added if await self._insert(conn, record) else present).append(url)
+        return ImportReport(
+            added=tuple(added), already_present=tuple(present), invalid=tuple(invalid)
+        )
+
+    async def export_opml(self) -> bytes:
+        """Every subscription as an OPML 2.0 document."""
+        records = await self.records()
+        return export_opml(
+            [
+                OpmlFeed(url=r.url, title=r.state.title, html_url=None, category=r.category)
+                for r in records
+            ]
+        )

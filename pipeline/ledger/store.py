@@ -1,0 +1,701 @@
+"""The durable item ledger: every signal's identity, stage and payload, in SQLite.
+
+One :class:`Ledger` owns one aiosqlite connection, which is also the single
+writer: every write runs inside :meth:`Ledger.transaction`, which holds a lock
+across the ``BEGIN … COMMIT`` so concurrent pipeline stages never interleave
+their statements in one transaction. Readers that live elsewhere (the CLI, the
+MCP server) open their own connections; WAL lets them read during a scan.
+
+Why a crash loses nothing and writes nothing twice: an item is inserted with
+``INSERT OR IGNORE`` under a stable identity (:func:`item_identity`), in the
+same transaction as the feed state that produced it; every later stage moves
+the row forward in one transaction; and a run starts by re-queueing rows left
+in the in-flight statuses (:data:`~pipeline.ledger.schema.RESUMABLE_STATUSES`).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sqlite3
+from collections.abc import AsyncIterator, Iterable, Sequence
+from contextlib import asynccontextmanager
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Literal
+
+import aiosqlite
+import anyio
+import anyio.to_thread
+
+from signaldesk.faults import (
+    cannot_write_in,
+    is_corruption_error,
+    is_disk_full_error,
+    is_read_only_error,
+)
+from signaldesk.items import Item, SourceKind
+from signaldesk.pipeline.errors import LedgerError
+from signaldesk.pipeline.intake.dedupe import (
+    DedupeIndex,
+    canonical_url,
+    from_signed64,
+    simhash64,
+    simhash_bands,
+    to_signed64,
+)
+from signaldesk.pipeline.ledger.clippings import ClippingClaim, read_clipping_claims
+from signaldesk.pipeline.ledger.records import (
+    ENTRY_COLUMNS,
+    DedupeVerdict,
+    ItemStatus,
+    LedgerEntry,
+    entry_from_row,
+    global_guid,
+    iso_utc,
+    item_from_json,
+    item_identity,
+    item_to_json,
+    location_identity,
+    stored_item,
+    stored_text,
+    utcnow,
+)
+from signaldesk.pipeline.ledger.schema import (
+    ITEM_STATUSES,
+    MIGRATIONS,
+    RESUMABLE_STATUSES,
+    SCHEMA_VERSION,
+    SETTLED_STATUSES,
+)
+
+__all__ = [
+    "BUSY_TIMEOUT_MS",
+    "DedupeVerdict",
+    "ItemStatus",
+    "Ledger",
+    "LedgerEntry",
+    "global_guid",
+    "item_from_json",
+    "item_identity",
+    "item_to_json",
+    "ledger_error",
+    "utcnow",
+]
+
+logger = logging.getLogger(__name__)
+
+BUSY_TIMEOUT_MS = 5000
+
+
+async def _migrate(conn: aiosqlite.Connection) -> None:
+    async with conn.execute("PRAGMA user_version") as cursor:
+        row = await cursor.fetchone()
+    version = int(row[0]) if row else 0
+    if version > SCHEMA_VERSION:
+        raise LedgerError(
+            f"the ledger is at schema version {version}, newer than this signaldesk "
+            f"({SCHEMA_VERSION})",
+            hint="upgrade signaldesk",
+        )
+    for target in range(version, SCHEMA_VERSION):
+        # executescript commits first; the version bump rides in the same script so
+        # a crash leaves either the old schema or the new one.
+        await conn.executescript(
+            f"BEGIN IMMEDIATE;\n{MIGRATIONS[target]}\nPRAGMA user_version = {target + 1};\nCOMMIT;"
+        )
+        logger.info("ledger migrated to schema version %d", target + 1)
+
+
+def _why_read_only(exc: BaseException, path: Path) -> str:
+    if "unable to open" in str(exc).lower():
+        return f"{path.parent} is read-only for this user or on a read-only file system"
+    return str(exc)
+
+
+def ledger_error(exc: BaseException, path: Path) -> LedgerError:
+    """A message a person can act on for a failed ledger operation.
+
+    Unlike the index, the ledger is not a cache: a damaged one is never replaced
+    silently, and a full disk or a read-only folder is reported as what it is.
+    """
+    if is_disk_full_error(exc):
+        return LedgerError(
+            f"the ledger {path} cannot be written: the disk is full ({exc})",
+            hint="free some space on that disk and run the command again; the ledger keeps "
+            "what was done, and the next run resumes where this one stopped",
+        )
+    if is_read_only_error(exc) or (
+        "unable to open" in str(exc).lower() and cannot_write_in(path.parent)
+    ):
+        return LedgerError(
+            f"the ledger {path} cannot be written ({_why_read_only(exc, path)})",
+            hint=f"make {path.parent} and the files in it writable for this user "
+            "(searching a read-only vault needs no ledger: `signaldesk search`, `mcp`)",
+        )
+    if is_corruption_error(exc):
+        return LedgerError(
+            f"the ledger {path} is damaged ({exc})",
+            hint=f"keep a copy and move it aside (mv {path.name} {path.name}.damaged); "
+            "signaldesk then starts a new ledger. The notes in the vault are not affected, "
+            "but items seen before may be taken in again",
+        )
+    if "unable to open" in str(exc).lower() or isinstance(exc, OSError):
+        return LedgerError(
+            f"cannot open the ledger {path}: {exc}",
+            hint="check that the file and its folder exist and are readable and writable "
+            "for this user",
+        )
+    return LedgerError(f"the ledger {path} failed: {exc}")
+
+
+def _first_sqlite_error(group: BaseExceptionGroup[BaseException]) -> sqlite3.Error | None:
+    for exc in group.exceptions:
+        if isinstance(exc, sqlite3.Error):
+            return exc
+        if isinstance(exc, BaseExceptionGroup):
+            found = _first_sqlite_error(exc)
+            if found is not None:
+                return found
+    return None
+
+
+async def _join_worker(pending: aiosqlite.Connection) -> None:
+    thread = getattr(pending, "_thread", None)
+    if thread is not None and thread.is_alive():
+        await anyio.to_thread.run_sync(thread.join, 5.0)
+
+
+def _dedupe_keys(
+    batch: Sequence[tuple[str, Item]],
+) -> list[tuple[str, Item, str | None, str | None, int | None]]:
+    return [
+        (item_id, item, global_guid(item), canonical_url(item.url), simhash64(item.text))
+        for item_id, item in batch
+    ]
+
+
+class Ledger:
+    """The item ledger and feed table over one aiosqlite connection (use :meth:`open`)."""
+
+    def __init__(self, conn: aiosqlite.Connection, path: Path) -> None:
+        self._conn = conn
+        self.path = path
+        self._lock = anyio.Lock()
+
+    @classmethod
+    @asynccontextmanager
+    async def open(cls, path: Path) -> AsyncIterator[Ledger]:
+        """Open (creating and migrating as needed) the ledger at ``path``.
+
+        :raises LedgerError: the file cannot be opened or is not a ledger.
+        """
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise ledger_error(exc, path) from exc
+        pending = aiosqlite.connect(str(path), timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
+        try:
+            conn = await pending
+        except sqlite3.Error as exc:
+            # aiosqlite stops its worker thread on a failed connect; wait for it, or
+            # it reports to an event loop that is closed by then ("Event loop is closed").
+            await _join_worker(pending)
+            raise ledger_error(exc, path) from exc
+        try:
+            try:
+                await conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+                await conn.execute("PRAGMA journal_mode = WAL")
+                await conn.execute("PRAGMA synchronous = NORMAL")
+                await conn.execute("PRAGMA foreign_keys = ON")
+                await _migrate(conn)
+            except sqlite3.Error as exc:
+                raise ledger_error(exc, path) from exc
+            try:
+                yield cls(conn, path)
+            except sqlite3.Error as exc:
+                raise ledger_error(exc, path) from exc
+            except BaseExceptionGroup as group:
+                # A failure inside a task group (a scan's stages) arrives wrapped.
+                found = _first_sqlite_error(group)
+                if found is None:
+                    raise
+                raise ledger_error(found, path) from group
+        finally:
+            with anyio.CancelScope(shield=True):
+                try:
+                    await conn.close()
+                except sqlite3.Error as exc:  # a full disk can fail the final checkpoint
+                    logger.warning("the ledger %s did not close cleanly: %s", path, exc)
+
+    @asynccontextmanager
+    async def transaction(self) -> AsyncIterator[aiosqlite.Connection]:
+        """The single write path: ``BEGIN IMMEDIATE`` … ``COMMIT`` (``ROLLBACK`` on error),
+        serialised across tasks."""
+        async with self._lock:
+            await self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield self._conn
+            except BaseException:
+                with anyio.CancelScope(shield=True):
+                    await self._conn.rollback()
+                raise
+            else:
+                with anyio.CancelScope(shield=True):
+                    await self._conn.commit()
+
+    @property
+    def connection(self) -> aiosqlite.Connection:
+        """The underlying connection, for reads by modules sharing this ledger."""
+        return self._conn
+
+    # -- recording ----------------------------------------------------------------
+
+    @staticmethod
+    async def insert_items(
+        conn: aiosqlite.Connection,
+        items: Iterable[Item],
+        *,
+        status: ItemStatus,
+        now: datetime,
+    ) -> list[str]:
+        """Insert ``items`` inside an open transaction; returns the ids that were new.
+
+        Two statements whatever the count (each aiosqlite call is a thread round trip):
+        which ids exist already, then one ``INSERT OR IGNORE`` batch. The open
+        ``BEGIN IMMEDIATE`` keeps any other writer out in between.
+        """
+        stamp = iso_utc(now)
+        rows: dict[str, tuple[Any, ...]] = {}
+        for raw in items:
+            item_id = item_identity(raw)
+            item = stored_item(raw)
+            rows.setdefault(
+                item_id,
+                (
+                    item_id,
+                    item.source_kind,
+                    item.source_id,
+                    global_guid(item),
+                    item.url,
+                    canonical_url(item.url),
+                    item.title,
+                    status,
+                    item_to_json(item),
+                    stamp,
+                    stamp,
+                ),
+            )
+        if not rows:
+            return []
+        ids = list(rows)
+        marks = ", ".join("?" for _ in ids)
+        existing = {
+            r[0]
+            for r in await conn.execute_fetchall(f"SELECT id FROM items WHERE id IN ({marks})", ids)
+        }
+        new = [i for i in ids if i not in existing]
+        await conn.executemany(
+            "INSERT OR IGNORE INTO items (id, source_kind, source_id, guid, url, canonical_url, "
+            "title, status, payload, discovered_at, updated_at) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [rows[i] for i in new],
+        )
+        return new
+
+    async def record(
+        self,
+        items: Iterable[Item],
+        *,
+        status: ItemStatus = "discovered",
+        now: datetime | None = None,
+    ) -> list[str]:
+        """Record newly seen items (already known ones are left alone); returns new ids."""
+        async with self.transaction() as conn:
+            return await self.insert_items(conn, items, status=status, now=now or utcnow())
+
+    async def park_location(
+        self,
+        kind: SourceKind,
+        source_id: str,
+        location: str,
+        reason: str,
+        *,
+        now: datetime | None = None,
+    ) -> tuple[str, bool]:
+        """Park something that could not even be read as an item (a broken clipping or
+        mail), keyed by where it is. Returns its id and whether it was new."""
+        item_id = location_identity(kind, source_id, location)
+        placeholder = Item(
+            source_kind=kind, source_id=source_id, title=location, text="", origin_path=location
+        )
+        stamp = iso_utc(now or utcnow())
+        async with self.transaction() as conn:
+            cursor = await conn.execute(
+                "INSERT OR IGNORE INTO items (id, source_kind, source_id, title, status, "
+                "last_error, "
+                "attempts, payload, discovered_at, updated_at, settled_at) "
+                "VALUES (?, ?, ?, ?, 'parked', ?, 1, ?, ?, ?, ?)",
+                (
+                    item_id,
+                    kind,
+                    source_id,
+                    location,
+                    stored_text(reason),
+                    item_to_json(placeholder),
+                    stamp,
+                    stamp,
+                    stamp,
+                ),
+            )
+            if cursor.rowcount:
+                return item_id, True
+            await conn.execute(
+                "UPDATE items SET last_error = ?, updated_at = ? WHERE id = ? AND status = "
+                "'parked' "
+                "AND last_error IS NOT ?",
+                (stored_text(reason), stamp, item_id, stored_text(reason)),
+            )
+            return item_id, False
+
+    async def clear_parked_locations(
+        self, kind: SourceKind, source_id: str, locations: Sequence[str]
+    ) -> None:
+        """Forget parked-by-location rows for ``locations`` (they read fine now)."""
+        if not locations:
+            return
+        async with self.transaction() as conn:
+            await conn.executemany(
+                "DELETE FROM items WHERE id = ? AND status = 'parked'",
+                [(location_identity(kind, source_id, loc),) for loc in locations],
+            )
+
+    async def advance(
+        self,
+        item_id: str,
+        status: ItemStatus,
+        *,
+        item: Item | None = None,
+        now: datetime | None = None,
+    ) -> None:
+        """Move an in-flight item to ``status``, replacing its payload when given."""
+        stamp = iso_utc(now or utcnow())
+        async with self.transaction() as conn:
+            if item is None:
+                await conn.execute(
+                    "UPDATE items SET status = ?, updated_at = ? WHERE id = ?",
+                    (status, stamp, item_id),
+                )
+            else:
+                item = stored_item(item)
+                await conn.execute(
+                    "UPDATE items SET status = ?, payload = ?, title = ?, url = ?, canonical_url "
+                    "= ?, "
+                    "updated_at = ? WHERE id = ?",
+                    (
+                        status,
+                        item_to_json(item),
+                        item.title,
+                        item.url,
+                        canonical_url(item.url),
+                        stamp,
+                        item_id,
+                    ),
+                )
+
+    async def replace_payload(
+        self, item_id: str, item: Item, *, status: ItemStatus, now: datetime | None = None
+    ) -> bool:
+        """Store a new payload for an item that is still in ``status`` (a teaser whose page
+        arrived later); returns whether it was. Its status and scores are left alone."""
+        async with self.transaction() as conn:
+            cursor = await conn.execute(
+                "UPDATE items SET payload = ?, updated_at = ? WHERE id = ? AND status = ?",
+                (item_to_json(stored_item(item)), iso_utc(now or utcnow()), item_id, status),
+            )
+            return bool(cursor.rowcount)
+
+    async def teasers_due(
+        self, *, now: datetime, max_attempts: int, limit: int
+    ) -> list[LedgerEntry]:
+        """Feed entries settled on their teaser whose article page is due another try
+        (``extra.full_text_after`` passed, fewer than ``max_attempts`` tries), oldest first."""
+        async with self._conn.execute(
+            f"SELECT {ENTRY_COLUMNS} FROM items WHERE source_kind = 'rss' "
+            "AND status IN ('pending', 'filed', 'rejected') "
+            "AND json_extract(payload, '$.teaser') "
+            "AND json_extract(payload, '$.extra.full_text_after') <= ? "
+            "AND COALESCE(json_extract(payload, '$.extra.full_text_attempts'), 0) < ? "
+            "ORDER BY updated_at LIMIT ?",
+            (iso_utc(now), max_attempts, limit),
+        ) as cursor:
+            return [entry_from_row(row) async for row in cursor]
+
+    async def record_failure(self, item_id: str, error: str, *, now: datetime | None = None) -> int:
+        """Count a failed attempt (the item stays where it is); returns the attempt count."""
+        async with self.transaction() as conn:
+            await conn.execute(
+                "UPDATE items SET attempts = attempts + 1, last_error = ?, updated_at = ? WHERE "
+                "id = ?",
+                (stored_text(error), iso_utc(now or utcnow()), item_id),
+            )
+            async with conn.execute(
+                "SELECT attempts FROM items WHERE id = ?", (item_id,)
+            ) as cursor:
+                row = await cursor.fetchone()
+        return int(row[0]) if row else 0
+
+    async def park(self, item_id: str, reason: str, *, now: datetime | None = None) -> None:
+        """Park an item for good with the reason (a permanent error)."""
+        stamp = iso_utc(now or utcnow())
+        async with self.transaction() as conn:
+            await conn.execute(
+                "UPDATE items SET status = 'parked', last_error = ?, attempts = attempts + 1, "
+                "updated_at = ?, settled_at = ? WHERE id = ?",
+                (stored_text(reason), stamp, stamp, item_id),
+            )
+
+    async def settle(
+        self, item_id: str, item: Item, *, now: datetime | None = None
+    ) -> DedupeVerdict:
+        """Normalise-and-dedupe one item (see :meth:`settle_many`)."""
+        [verdict] = await self.settle_many([(item_id, item)], now=now)
+        return verdict
+
+    async def settle_many(
+        self, batch: Sequence[tuple[str, Item]], *, now: datetime | None = None
+    ) -> list[DedupeVerdict]:
+        """Dedupe a batch in one transaction: each item becomes ``pending`` or a
+        ``duplicate`` of the earliest settled item (or earlier batch member) sharing
+        its global GUID, its canonical URL, or near-identical text.
+
+        A fixed number of statements per batch, whatever its size: the candidate
+        rows are read with two indexed queries, the verdicts written with three
+        batched statements. Calls must not run concurrently with each other for the
+        verdicts to hold (intake runs one dedupe worker); each call is atomic.
+        """
+        if not batch:
+            return []
+        stamp = iso_utc(now or utcnow())
+        # The fingerprints (~1 ms of CPU per article) are computed in a worker thread, so
+        # a batch of 64 does not hold every other task of the scan up for that long.
+        prepared = await anyio.to_thread.run_sync(_dedupe_keys, batch)
+        ids = [p[0] for p in prepared]
+        guids = sorted({p[2] for p in prepared if p[2] is not None})
+        urls = sorted({p[3] for p in prepared if p[3] is not None})
+        bands = sorted({b for p in prepared if p[4] is not None for b in simhash_bands(p[4])})
+        settled = ", ".join(f"'{s}'" for s in SETTLED_STATUSES)
+        not_batch = f"id NOT IN ({', '.join('?' for _ in ids)})"
+        index = DedupeIndex()
+        verdicts: list[DedupeVerdict] = []
+        async with self.transaction() as conn:
+            if guids or urls:
+                # Only non-empty IN lists: `x IN ()` stops SQLite using the indexes.
+                keys = [
+                    f"{column} IN ({', '.join('?' for _ in values)})"
+                    for column, values in (("guid", guids), ("canonical_url", urls))
+                    if values
+                ]
+                rows = await conn.execute_fetchall(
+                    f"SELECT id, guid, canonical_url FROM items WHERE ({' OR '.join(keys)}) "
+                    f"AND status IN ({settled}) AND {not_batch} ORDER BY discovered_at",
+                    (*guids, *urls, *ids),
+                )
+                for row in rows:
+                    index.add(row[0], row[1], row[2], None)
+            if bands:
+                rows = await conn.execute_fetchall(
+                    "SELECT DISTINCT i.id, i.simhash FROM simhash_bands b JOIN items i "
+                    f"ON i.id = b.item_id WHERE b.band IN ({', '.join('?' for _ in bands)}) "
+                    f"AND i.{not_batch} ORDER BY i.discovered_at",
+                    (*bands, *ids),
+                )
+                for row in rows:
+                    index.add(row[0], None, None, from_signed64(row[1]))
+            duplicates: list[tuple[Any, ...]] = []
+            uniques: list[tuple[Any, ...]] = []
+            new_bands: list[tuple[int, str]] = []
+            for item_id, item, guid, canon, fingerprint in prepared:
+                signed = to_signed64(fingerprint) if fingerprint is not None else None
+                item = stored_item(item)
+                payload = item_to_json(item)
+                stored_canon = stored_text(canon) if canon else canon
+                match = index.match(guid, canon, fingerprint)
+                if match is not None:
+                    duplicates.append(
+                        (match[0], payload, stored_canon, signed, stamp, stamp, item_id)
+                    )
+                    verdicts.append(DedupeVerdict(item_id, "duplicate", match[0], match[1]))
+                    continue
+                index.add(item_id, guid, canon, fingerprint)
+                uniques.append(
+                    (payload, item.title, item.url, stored_canon, signed, stamp, stamp, item_id)
+                )
+                if fingerprint is not None:
+                    new_bands += [(band, item_id) for band in simhash_bands(fingerprint)]
+                verdicts.append(DedupeVerdict(item_id, "pending"))
+            if duplicates:
+                await conn.executemany(
+                    "UPDATE items SET status = 'duplicate', duplicate_of = ?, payload = ?, "
+                    "canonical_url = ?, simhash = ?, updated_at = ?, settled_at = ? WHERE id = ?",
+                    duplicates,
+                )
+            if uniques:
+                await conn.executemany(
+                    "UPDATE items SET status = 'pending', duplicate_of = NULL, payload = ?, "
+                    "title = ?, url = ?, canonical_url = ?, simhash = ?, updated_at = ?, "
+                    "settled_at = ? WHERE id = ?",
+                    uniques,
+                )
+            if new_bands:
+                await conn.executemany(
+                    "INSERT OR IGNORE INTO simhash_bands (band, item_id) VALUES (?, ?)", new_bands
+                )
+        return verdicts
+
+    async def record_triage(
+        self,
+        item_id: str,
+        status: Literal["filed", "rejected", "pending"],
+        *,
+        score: float | None = None,
+        scores: dict[str, Any] | None = None,
+        domain: str | None = None,
+        note_path: str | None = None,
+        index_paths: Sequence[str] = (),
+        now: datetime | None = None,
+    ) -> None:
+        """Record triage's outcome for an item (the seam for scoring and routing).
+
+        :param index_paths: vault paths the index must look at for this item (its note,
+            where a moved clipping was), queued in the same transaction (see
+            :meth:`index_queue`).
+        """
+        stamp = iso_utc(now or utcnow())
+        async with self.transaction() as conn:
+            if index_paths:
+                await conn.executemany(
+                    "INSERT INTO index_queue (path, item_id, queued_at) VALUES (?, ?, ?) "
+                    "ON CONFLICT (path) DO UPDATE SET item_id = excluded.item_id, "
+                    "queued_at = excluded.queued_at",
+                    [(path, item_id, stamp) for path in dict.fromkeys(index_paths)],
+                )
+            await conn.execute(
+                "UPDATE items SET status = ?, score = ?, scores = ?, domain = ?, note_path = ?, "
+                "updated_at = ? WHERE id = ?",
+                (
+                    status,
+                    score,
+                    json.dumps(scores) if scores is not None else None,
+                    domain,
+                    note_path,
+                    stamp,
+                    item_id,
+                ),
+            )
+
+    async def index_queue(self) -> list[str]:
+        """Vault paths triage wrote that no index run has looked at since, oldest first."""
+        rows = await self._conn.execute_fetchall(
+            "SELECT path FROM index_queue ORDER BY queued_at, path"
+        )
+        return [str(row[0]) for row in rows]
+
+    async def clear_index_queue(
+        self, started: datetime, paths: Sequence[str] | None = None
+    ) -> None:
+        """Forget queued paths an index run that began at ``started`` has looked at.
+
+        :param paths: the paths that run was given (``None``: it looked at the whole
+            vault). A path queued again after ``started`` stays queued.
+        """
+        stamp = iso_utc(started)
+        async with self.transaction() as conn:
+            if paths is None:
+                await conn.execute("DELETE FROM index_queue WHERE queued_at <= ?", (stamp,))
+            else:
+                await conn.executemany(
+                    "DELETE FROM index_queue WHERE path = ? AND queued_at <= ?",
+                    [(path, stamp) for path in paths],
+                )
+
+    # -- reading --------------------------------------------------------------------
+
+    async def get(self, item_id: str) -> LedgerEntry | None:
+        """One entry by id."""
+        async with self._conn.execute(
+            f"SELECT {ENTRY_COLUMNS} FROM items WHERE id = ?", (item_id,)
+        ) as cursor:
+            row = await cursor.fetchone()
+        return entry_from_row(row) if row else None
+
+    async def in_flight(self) -> list[LedgerEntry]:
+        """Entries a previous run left mid-stage, oldest first."""
+        marks = ", ".join("?" for _ in RESUMABLE_STATUSES)
+        async with self._conn.execute(
+            f"SELECT {ENTRY_COLUMNS} FROM items WHERE status IN ({marks}) ORDER BY discovered_at",
+            RESUMABLE_STATUSES,
+        ) as cursor:
+            return [entry_from_row(row) async for row in cursor]
+
+    async def entries(
+        self,
+        *,
+        status: str | None = None,
+        source_kind: str | None = None,
+        limit: int | None = None,
+    ) -> list[LedgerEntry]:
+        """Entries, newest first, optionally filtered by status and source kind.
+
+        :raises LedgerError: ``status`` is not a known status.
+        """
+        if status is not None and status not in ITEM_STATUSES:
+            raise LedgerError(
+                f"unknown item status {status!r}", hint=f"use one of: {', '.join(ITEM_STATUSES)}"
+            )
+        clauses: list[str] = []
+        params: list[Any] = []
+        if status is not None:
+            clauses.append("status = ?")
+            params.append(status)
+        if source_kind is not None:
+            clauses.append("source_kind = ?")
+            params.append(source_kind)
+        where = f"WHERE {' AND '.join(clauses)}" if clauses else ""
+        tail = ""
+        if limit is not None:
+            tail = " LIMIT ?"
+            params.append(limit)
+        async with self._conn.execute(
+            f"SELECT {ENTRY_COLUMNS} FROM items {where} ORDER BY discovered_at DESC, id{tail}",
+            params,
+        ) as cursor:
+            return [entry_from_row(row) async for row in cursor]
+
+    async def clipping_claims(self) -> dict[str, list[ClippingClaim]]:
+        """The clipper items by vault path (see :mod:`pipeline.ledger.clippings` for
+        how a clipping file is matched to one)."""
+        return await read_clipping_claims(self._conn)
+
+    async def known_guids(self, source_kind: str) -> set[str]:
+        """The source's own guids (as the adapter gave them) already in the ledger."""
+        async with self._conn.execute(
+            "SELECT json_extract(payload, '$.guid') FROM items WHERE source_kind = ?",
+            (source_kind,),
+        ) as cursor:
+            return {row[0] async for row in cursor if row[0]}
+
+    async def duplicates_of(self, item_id: str) -> list[LedgerEntry]:
+        """The entries recorded as duplicates of ``item_id`` (other sources of the same signal)."""
+        async with self._conn.execute(
+            f"SELECT {ENTRY_COLUMNS} FROM items WHERE duplicate_of = ? ORDER BY discovered_at",
+            (item_id,),
+        ) as cursor:
+            return [entry_from_row(row) async for row in cursor]
+
+    async def status_counts(self) -> dict[tuple[str, str], int]:
+        """``{(source_kind, status): count}`` over the whole ledger."""
+        async with self._conn.execute(
+            "SELECT source_kind, status, COUNT(*) FROM items GROUP BY source_kind, status"
+        ) as cursor:
+            return {(row[0], row[1]): int(row[2]) async for row in cursor}

@@ -1,0 +1,249 @@
+"""The captain's log: a daily note of what was done, decided, left open and read.
+
+Built only from local sources: git history of the configured repositories, the
+notes touched in the period, and the signals filed in it. No network.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from dataclasses import dataclass, field
+from datetime import date, datetime, time, timedelta, tzinfo
+from pathlib import Path
+
+from signaldesk.frontmatter import parse_note
+from signaldesk.pipeline.reports.generated_notes import GeneratedNote, write_generated_note
+from signaldesk.pipeline.reports.gitlog import (
+    AddedTodo,
+    Commit,
+    GitError,
+    added_todos,
+    commits_between,
+    find_repositories,
+    is_repository,
+)
+from signaldesk.pipeline.settings import CaptainsLogSettings
+from signaldesk.pipeline.wording import plural
+from signaldesk.retrieval.ignore import VaultFilter, iter_vault_notes
+from signaldesk.signal_note import COMPOSITE_KEY, SIGNAL_TYPE, signal_scores
+
+logger = logging.getLogger(__name__)
+
+# Words that mark a commit message or a note line as a decision or a lesson.
+_DECISION = re.compile(
+    r"\b(decid\w*|decision|chose|choose|switch(ed|ing)? (to|from)|migrat\w+ (to|from)|"
+    r"replac\w+ .{1,40} with|revert\w*|drop(ped)? support|deprecat\w+|adopt\w*|"
+    r"lesson\w*|learn(ed|t)|TIL|turns out|root cause|gotcha|instead of)\b",
+    re.IGNORECASE,
+)
+_UNCHECKED = re.compile(r"^\s*[-*+] \[ \] (.+)$")
+# A numbered step ("1. Switch to the new client") is an instruction, not a decision.
+_NUMBERED_STEP = re.compile(r"^\s*\d+[.)]\s")
+_GENERATED_SUFFIXES = ("-captains-log.md", "-triage.md")
+
+
+@dataclass(frozen=True, slots=True)
+class Period:
+    """The half-open span of local time a log covers."""
+
+    start: datetime
+    end: datetime
+
+    @property
+    def days(self) -> list[date]:
+        first, last = self.start.date(), (self.end - timedelta(microseconds=1)).date()
+        return [first + timedelta(days=n) for n in range((last - first).days + 1)]
+
+
+@dataclass(frozen=True, slots=True)
+class NoteLine:
+    path: str
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class SignalEntry:
+    path: str
+    title: str
+    domain: str
+    composite: float
+
+
+@dataclass
+class CaptainsLog:
+    """Everything the log shows, gathered before it is rendered (tests read this)."""
+
+    day: date
+    period: Period
+    commits: dict[str, list[Commit]] = field(default_factory=dict)
+    decisions: list[str] = field(default_factory=list)
+    todos: list[AddedTodo] = field(default_factory=list)
+    unchecked: list[NoteLine] = field(default_factory=list)
+    signals: list[SignalEntry] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+
+
+def period_for(day: date, covers: str, tz: tzinfo) -> Period:
+    """The period the log dated ``day`` covers; Monday's reaches back over the weekend."""
+    monday = day.weekday() == 0
+    if covers == "same_day":
+        first, last = (day - timedelta(days=2) if monday else day), day
+    else:
+        first = day - timedelta(days=3 if monday else 1)
+        last = day - timedelta(days=1)
+    start = datetime.combine(first, time.min, tzinfo=tz)
+    end = datetime.combine(last + timedelta(days=1), time.min, tzinfo=tz)
+    return Period(start, end)
+
+
+def _repositories(settings: CaptainsLogSettings) -> list[Path]:
+    repos = [Path(p).expanduser() for p in settings.repos]
+    repos += find_repositories(Path(p) for p in settings.repo_roots)
+    unique: dict[Path, None] = {}
+    for repo in repos:
+        if is_repository(repo):
+            unique.setdefault(repo.resolve(), None)
+        else:
+            logger.warning("not a git repository, skipped: %s", repo)
+    return list(unique)
+
+
+def gather(
+    vault: Path, settings: CaptainsLogSettings, day: date, *, tz: tzinfo | None = None
+) -> CaptainsLog:
+    """Collect the log's content for ``day`` (local time unless ``tz`` is given)."""
+    zone = tz or datetime.now().astimezone().tzinfo
+    assert zone is not None
+    log = CaptainsLog(day=day, period=period_for(day, settings.covers, zone))
+    for repo in _repositories(settings):
+        try:
+            commits = commits_between(repo, log.period.start, log.period.end)
+            todos = added_todos(repo, commits)
+        except GitError as exc:
+            log.errors.append(str(exc))
+            continue
+        if commits:
+            log.commits[repo.name] = commits
+        log.todos.extend(todos)
+        log.decisions.extend(
+            f"{c.subject} ({repo.name} {c.sha[:7]})"
+            for c in commits
+            if _DECISION.search(f"{c.subject}\n{c.body}")
+        )
+    _gather_notes(vault, log, settings.top_signals)
+    return log
+
+
+def _gather_notes(vault: Path, log: CaptainsLog, top_signals: int) -> None:
+    start_ts, end_ts = log.period.start.timestamp(), log.period.end.timestamp()
+    days = {d.isoformat() for d in log.period.days}
+    signals: list[SignalEntry] = []
+    for rel, stat in iter_vault_notes(vault, VaultFilter(vault)):
+        if rel.endswith(_GENERATED_SUFFIXES):
+            continue
+        parsed = parse_note((vault / rel).read_text(encoding="utf-8", errors="replace"))
+        meta = parsed.frontmatter
+        created = str(meta.get("created", ""))[:10]
+        # A signal is a note of type signal wherever it lives (the signals folder is
+        # configurable, and a person may move a note).
+        if meta.get("type") == SIGNAL_TYPE:
+            if created in days:
+                signals.append(
+                    SignalEntry(
+                        path=rel,
+                        title=str(meta.get("title") or Path(rel).stem),
+                        domain=str(meta.get("domain") or "other"),
+                        composite=signal_scores(meta).get(COMPOSITE_KEY, 0.0),
+                    )
+                )
+            continue
+        if not (start_ts <= stat.st_mtime < end_ts or created in days):
+            continue
+        for line in parsed.body.splitlines():
+            unchecked = _UNCHECKED.match(line)
+            if unchecked:
+                log.unchecked.append(NoteLine(rel, unchecked.group(1).strip()))
+            elif (
+                _DECISION.search(line) and len(line.strip()) > 12 and not _NUMBERED_STEP.match(line)
+            ):
+                log.decisions.append(f"{line.strip(' -*#>')} ([[{rel[:-3]}]])")
+    signals.sort(key=lambda s: (-s.composite, s.path))
+    log.signals = signals[:top_signals]
+
+
+def summary_line(log: CaptainsLog) -> str:
+    """What the log holds, in one line (``signaldesk log`` prints it)."""
+    commits = sum(len(c) for c in log.commits.values())
+    return (
+        f"{plural(commits, 'commit')} in "
+        f"{plural(len(log.commits), 'repository', 'repositories')}, "
+        f"{plural(len(log.decisions), 'decision')}, "
+        f"{plural(len(log.todos) + len(log.unchecked), 'open loop')}, "
+        f"{plural(len(log.signals), 'signal')}"
+    )
+
+
+def render(log: CaptainsLog) -> str:
+    """The log as markdown, H2 sections, readable in Obsidian."""
+    total = [c for commits in log.commits.values() for c in commits]
+    first, last = log.period.days[0], log.period.days[-1]
+    span = first.isoformat() if first == last else f"{first.isoformat()} to {last.isoformat()}"
+    lines = [f"# Captain's log {log.day.isoformat()}", ""]
+    lines.append(
+        f"Covers {span}: {plural(len(total), 'commit')} in "
+        f"{plural(len(log.commits), 'repository', 'repositories')} "
+        f"(+{sum(c.insertions for c in total)} / -{sum(c.deletions for c in total)} lines), "
+        f"{plural(len(log.signals), 'top signal')}, "
+        f"{plural(len(log.todos) + len(log.unchecked), 'open loop')}."
+    )
+    lines += ["", "## Commits", ""]
+    if not log.commits:
+        lines.append("No commits in the configured repositories.")
+    for repo, commits in sorted(log.commits.items()):
+        ins, dels = sum(c.insertions for c in commits), sum(c.deletions for c in commits)
+        lines += [f"### {repo} ({plural(len(commits), 'commit')}, +{ins} / -{dels})", ""]
+        lines += ["| when | author | subject | files | +/- |", "| --- | --- | --- | --- | --- |"]
+        for c in commits:
+            subject = c.subject.replace("|", "\\|")
+            lines.append(
+                f"| {c.date:%a %H:%M} | {c.author} | {subject} `{c.sha[:7]}` "
+                f"| {c.files} | +{c.insertions} / -{c.deletions} |"
+            )
+        lines.append("")
+    lines += ["", "## Decisions and learnings", ""]
+    lines += [f"- {d}" for d in log.decisions] or ["Nothing recorded."]
+    lines += ["", "## Open loops", ""]
+    lines += [f"- [ ] {t.tag}: {t.text} (`{t.repo}/{t.path}`)" for t in log.todos]
+    lines += [f"- [ ] {u.text} ([[{u.path[:-3]}]])" for u in log.unchecked]
+    if not log.todos and not log.unchecked:
+        lines.append("None.")
+    lines += ["", "## Top signals", ""]
+    lines += [
+        f"- [[{s.path[:-3]}|{s.title}]] · {s.domain} · {s.composite:.2f}" for s in log.signals
+    ] or ["No signals filed."]
+    if log.errors:
+        lines += ["", "## Problems", ""] + [f"- {e}" for e in log.errors]
+    return "\n".join(lines) + "\n"
+
+
+def log_path(vault: Path, settings: CaptainsLogSettings, day: date) -> Path:
+    """Where the log dated ``day`` is written."""
+    return vault / settings.path.format(date=day.isoformat())
+
+
+def write_captains_log(
+    vault: Path, settings: CaptainsLogSettings, day: date, *, tz: tzinfo | None = None
+) -> tuple[CaptainsLog, GeneratedNote]:
+    """Gather, render and write the log dated ``day``."""
+    log = gather(vault, settings, day, tz=tz)
+    path = log_path(vault, settings, day)
+    frontmatter = {
+        "title": f"Captain's log {day.isoformat()}",
+        "type": "daily",
+        "tags": ["captains-log"],
+        "created": datetime.now().astimezone().isoformat(timespec="seconds"),
+        "covers": [d.isoformat() for d in log.period.days],
+        "status": "active",
+    }
+    return log, write_generated_note(path, frontmatter, render(log))

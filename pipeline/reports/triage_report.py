@@ -1,0 +1,282 @@
+"""The daily triage report: a note on what arrived, what was filed, what nearly was, and
+what needs a person — read from the ledger, with Mermaid charts Obsidian draws.
+
+A day is a local calendar day, and an item belongs to the day it *arrived*
+(``discovered_at``), whatever stage it has reached since; so a report can be
+rewritten later and still lists the same items, only further along.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from datetime import UTC, date, datetime, time, timedelta, tzinfo
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+import anyio.to_thread
+
+from signaldesk.frontmatter import parse_note
+from signaldesk.pipeline.config import Workspace
+from signaldesk.pipeline.intake.feeds import FeedRecord, FeedRegistry
+from signaldesk.pipeline.intake.run import open_ledger
+from signaldesk.pipeline.ledger.corrections import corrections_recorded
+from signaldesk.pipeline.ledger.store import Ledger, LedgerEntry
+from signaldesk.pipeline.reports.generated_notes import GeneratedNote, write_generated_note
+from signaldesk.pipeline.reports.triage_report_model import (
+    DIMENSIONS,
+    CorrectionNote,
+    FeedIssue,
+    ReportItem,
+    SourceCount,
+    TriageReportNote,
+    WaitingNote,
+)
+from signaldesk.pipeline.reports.triage_report_render import render_triage_report, score_histogram
+from signaldesk.signal_note import score_number
+from signaldesk.vault import STATE_DIR
+
+__all__ = [
+    "DIMENSIONS",
+    "CorrectionNote",
+    "FeedIssue",
+    "ReportItem",
+    "SourceCount",
+    "TriageReportNote",
+    "WaitingNote",
+    "feed_issues",
+    "gather_triage_report",
+    "render_triage_report",
+    "report_path",
+    "score_histogram",
+    "write_triage_report",
+]
+
+logger = logging.getLogger(__name__)
+
+
+def report_path(workspace: Workspace, day: date) -> Path:
+    """Where the report dated ``day`` is written."""
+    return workspace.resolve(workspace.config.report.path.format(date=day.isoformat()))
+
+
+def _day_bounds(day: date, tz: tzinfo) -> tuple[str, str]:
+    # The ledger stores fixed-width UTC ISO stamps, so text comparison is time order.
+    start = datetime.combine(day, time.min, tzinfo=tz)
+    end = datetime.combine(day + timedelta(days=1), time.min, tzinfo=tz)
+    return (
+        start.astimezone(UTC).isoformat(timespec="microseconds"),
+        end.astimezone(UTC).isoformat(timespec="microseconds"),
+    )
+
+
+def _dimension_values(scores: dict[str, Any] | None) -> dict[str, float]:
+    values: dict[str, float] = {}
+    for name in DIMENSIONS:
+        number = score_number((scores or {}).get(name))
+        if number is not None:
+            values[name] = number
+    return values
+
+
+def _source_name(entry: LedgerEntry, feeds: dict[str, FeedRecord]) -> str:
+    item = entry.item
+    if item.source_kind == "rss":
+        record = feeds.get(item.source_id)
+        return (record.state.title if record else None) or item.site_name or item.source_id
+    if item.source_kind == "newsletter":
+        return item.site_name or item.author or item.source_id
+    return item.source_id
+
+
+def _report_item(
+    entry: LedgerEntry, feeds: dict[str, FeedRecord], titles: dict[str, str]
+) -> ReportItem:
+    return ReportItem(
+        id=entry.id,
+        title=entry.item.title,
+        source_kind=entry.item.source_kind,
+        source=_source_name(entry, feeds),
+        status=entry.status,
+        url=entry.item.url,
+        score=entry.score,
+        scores=_dimension_values(entry.scores),
+        domain=entry.domain,
+        note_path=entry.note_path,
+        error=entry.last_error,
+        duplicate_of=titles.get(entry.duplicate_of or "", entry.duplicate_of),
+        arrived=entry.discovered_at,
+        teaser=entry.item.teaser,
+        page_cause=entry.item.extra.get("full_text_cause") if entry.item.teaser else None,
+    )
+
+
+async def _day_entries(ledger: Ledger, day: date, tz: tzinfo) -> list[LedgerEntry]:
+    start, end = _day_bounds(day, tz)
+    async with ledger.connection.execute(
+        "SELECT id FROM items WHERE discovered_at >= ? AND discovered_at < ? "
+        "ORDER BY discovered_at, id",
+        (start, end),
+    ) as cursor:
+        ids = [row[0] async for row in cursor]
+    entries = [await ledger.get(item_id) for item_id in ids]
+    return [e for e in entries if e is not None]
+
+
+def feed_issues(records: Iterable[FeedRecord]) -> list[FeedIssue]:
+    issues = []
+    for r in records:
+        if not r.disabled and r.state.error_count <= 0:
+            continue
+        issues.append(
+            FeedIssue(
+                url=r.url,
+                title=r.state.title,
+                state="disabled" if r.disabled else "backoff",
+                error_count=r.state.error_count,
+                last_error=r.state.disabled_reason or r.state.last_error,
+                next_check_at=r.state.next_check_at,
+                last_success_at=r.state.last_success_at,
+            )
+        )
+    return sorted(issues, key=lambda f: (f.state != "disabled", f.url))
+
+
+def _waiting_folders(workspace: Workspace) -> tuple[list[Path], list[Path]]:
+    """(folders to list, folders inside them to skip: the mail and tool drops)."""
+    config = workspace.config
+    listed = [
+        workspace.resolve(config.vault.inbox_folder),
+        workspace.resolve(config.clipper.folder),
+    ]
+    skipped = [
+        workspace.resolve(config.newsletter.drop_folder),
+        workspace.resolve(config.tool_output.drop_folder),
+    ]
+    return listed, skipped
+
+
+def _list_waiting(vault: Path, listed: list[Path], skipped: list[Path]) -> list[tuple[str, str]]:
+    found: dict[str, str] = {}
+    for root in listed:
+        if not root.is_dir():
+            continue
+        for path in sorted(root.rglob("*.md")):
+            if any(path.is_relative_to(s) for s in skipped):
+                continue
+            try:
+                rel = path.relative_to(vault).as_posix()
+            except ValueError:
+                continue
+            parts = PurePosixPath(rel).parts
+            if any(p.startswith(".") for p in parts) or parts[0] == STATE_DIR:
+                continue
+            try:
+                meta = parse_note(path.read_text(encoding="utf-8", errors="replace")).frontmatter
+            except OSError:
+                continue
+            found[rel] = str(meta.get("title") or path.stem)
+    return sorted(found.items())
+
+
+async def _day_corrections(ledger: Ledger, day: date, tz: tzinfo) -> list[CorrectionNote]:
+    start, end = _day_bounds(day, tz)
+    out = []
+    for row in await corrections_recorded(ledger, start, end):
+        entry = await ledger.get(row.item_id)
+        out.append(
+            CorrectionNote(
+                item_id=row.item_id,
+                title=entry.item.title if entry is not None else row.item_id[:10],
+                how=row.how,
+                accept=row.accept,
+                domain=row.domain,
+                recorded_at=row.recorded_at,
+                undone=row.undone_at is not None,
+                note_path=entry.note_path if entry is not None else None,
+                url=entry.item.url if entry is not None else None,
+            )
+        )
+    return out
+
+
+async def gather_triage_report(
+    workspace: Workspace, ledger: Ledger, day: date, *, tz: tzinfo | None = None
+) -> TriageReportNote:
+    """Collect the report of ``day`` (local time unless ``tz`` is given) from the ledger,
+    the feed registry and the inbox folders."""
+    zone = tz or datetime.now().astimezone().tzinfo
+    assert zone is not None
+    config = workspace.config
+    report = TriageReportNote(
+        day=day,
+        threshold=config.scoring.threshold,
+        near_margin=config.report.near_threshold,
+    )
+    records = await FeedRegistry(ledger).records()
+    feeds = {r.url: r for r in records}
+    entries = await _day_entries(ledger, day, zone)
+    titles: dict[str, str] = {}
+    for original_id in {e.duplicate_of for e in entries if e.duplicate_of}:
+        original = await ledger.get(original_id)
+        if original is not None:
+            titles[original_id] = original.item.title
+    report.items = [_report_item(e, feeds, titles) for e in entries]
+    report.feed_issues = feed_issues(records)
+
+    counts = await ledger.status_counts()
+    report.pending_total = sum(n for (_, status), n in counts.items() if status == "pending")
+    pending = await ledger.entries(status="pending", limit=config.report.max_rows)
+    report.pending = [_report_item(e, feeds, titles) for e in pending]
+
+    clippings = {
+        e.item.origin_path: e
+        for e in reversed(await ledger.entries(source_kind="clipper"))
+        if e.item.origin_path
+    }
+    listed, skipped = _waiting_folders(workspace)
+    waiting = await anyio.to_thread.run_sync(_list_waiting, workspace.vault, listed, skipped)
+    for rel, title in waiting:
+        entry = clippings.get(rel)
+        report.waiting_notes.append(
+            WaitingNote(
+                rel,
+                title,
+                status=entry.status if entry else None,
+                score=entry.score if entry else None,
+            )
+        )
+    report.corrections = await _day_corrections(ledger, day, zone)
+    return report
+
+
+async def write_triage_report(
+    workspace: Workspace, day: date, *, tz: tzinfo | None = None, ledger: Ledger | None = None
+) -> tuple[TriageReportNote, GeneratedNote]:
+    """Gather, render and write the report dated ``day`` (a hand-edited report is kept).
+
+    :param ledger: an open ledger to read (default: open the workspace's own).
+    """
+    if ledger is None:
+        async with open_ledger(workspace) as own:
+            report = await gather_triage_report(workspace, own, day, tz=tz)
+    else:
+        report = await gather_triage_report(workspace, ledger, day, tz=tz)
+    settings = workspace.config.report
+    body = render_triage_report(report, charts=settings.charts, max_rows=settings.max_rows)
+    frontmatter = {
+        "title": f"Triage report {day.isoformat()}",
+        "type": "daily",
+        "tags": ["triage-report"],
+        "created": datetime.now().astimezone().isoformat(timespec="seconds"),
+        "date": day.isoformat(),
+        "status": "active",
+        "arrived": len(report.items),
+        "filed": len(report.filed),
+        "rejected": len(report.with_status("rejected")),
+        "duplicates": len(report.duplicates),
+        "parked": len(report.parked),
+    }
+    path = report_path(workspace, day)
+    note = await anyio.to_thread.run_sync(write_generated_note, path, frontmatter, body)
+    return report, note

@@ -1,0 +1,184 @@
+"""The jobs `signaldesk serve` runs: each one step of work that returns a one-line summary.
+
+A job knows nothing of scheduling; :mod:`pipeline.service.scheduler` decides when it
+runs, bounds it with a timeout and records how it went. Jobs that write into the
+vault ask for an index run afterwards through ``trigger``.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime, timedelta, tzinfo
+
+import anyio
+import anyio.to_thread
+
+from signaldesk.pipeline.config import Workspace
+from signaldesk.pipeline.intake.summary import ScanStats
+from signaldesk.pipeline.ledger.index_queue import forget_indexed
+from signaldesk.pipeline.reports.captains_log import write_captains_log
+from signaldesk.pipeline.reports.triage_report import write_triage_report
+from signaldesk.pipeline.service.watcher import VaultWatcher
+from signaldesk.pipeline.triage.run import TriageReport, scan_and_triage, triage
+from signaldesk.retrieval.embedder import Embedder
+from signaldesk.retrieval.indexer import Indexer
+
+__all__ = [
+    "DROP_SOURCES",
+    "JobFunc",
+    "JobServices",
+    "captains_log_job",
+    "drops_job",
+    "feeds_job",
+    "index_job",
+    "report_day",
+    "report_job",
+    "triage_job",
+    "watch_job",
+]
+
+logger = logging.getLogger(__name__)
+
+DROP_SOURCES = ("clipper", "newsletter", "tool_output")
+_STOPPING = "not started: serve is stopping"
+
+
+@dataclass
+class JobServices:
+    """What the jobs share for the life of one `serve` process.
+
+    :param embedder: one embedding model for scoring and indexing, loaded once.
+    :param trigger: ask for a job to run soon (coalesced with a run already queued).
+    """
+
+    workspace: Workspace
+    embedder: Embedder
+    tz: tzinfo
+    trigger: Callable[[str], None]
+    watcher: VaultWatcher
+    clock: Callable[[], datetime] = field(default=lambda: datetime.now().astimezone())
+    # Scans and triage runs take turns: each sweeps the ledger's pending items, and two
+    # sweeps at once would score (and try to file) the same item twice.
+    intake_lock: anyio.Lock = field(default_factory=anyio.Lock)
+    stopping: Callable[[], bool] = field(default=lambda: False)
+
+    def today(self) -> date:
+        return self.clock().astimezone(self.tz).date()
+
+
+JobFunc = Callable[[JobServices], Awaitable[str]]
+
+
+def _scan_summary(stats: ScanStats, report: TriageReport | None) -> str:
+    t = stats.totals
+    text = f"{t.new} new, {t.duplicate} duplicate, {t.parked} parked"
+    if stats.feeds_due or stats.feeds_polled:
+        text = f"{stats.feeds_polled}/{stats.feeds_due} due feeds polled; " + text
+    if report is not None and report.decisions:
+        text += f"; filed {len(report.filed)}, rejected {len(report.rejected)}"
+    return text + _not_indexed(report)
+
+
+def _not_indexed(report: TriageReport | None) -> str:
+    # The paths stay queued in the ledger; the index job the caller triggers catches up.
+    return f"; not indexed: {report.index_error}" if report and report.index_error else ""
+
+
+async def feeds_job(services: JobServices) -> str:
+    """Poll the feeds that are due (each keeps its own next check time) and triage what came."""
+    async with services.intake_lock:
+        if services.stopping():  # waited for the lock while a stop came: start nothing
+            return _STOPPING
+        stats, report = await scan_and_triage(
+            services.workspace, sources=("rss",), embedder=services.embedder
+        )
+    if report is not None and (report.written or report.index_error):
+        services.trigger("index")
+    return _scan_summary(stats, report)
+
+
+async def drops_job(services: JobServices) -> str:
+    """Read the clipper, newsletter and tool-output drops and triage what came."""
+    async with services.intake_lock:
+        if services.stopping():
+            return _STOPPING
+        stats, report = await scan_and_triage(
+            services.workspace, sources=DROP_SOURCES, embedder=services.embedder
+        )
+    if report is not None and (report.written or report.index_error):
+        services.trigger("index")
+    return _scan_summary(stats, report)
+
+
+async def triage_job(services: JobServices) -> str:
+    """Triage whatever is still pending (a scan interrupted earlier, a config change)."""
+    async with services.intake_lock:
+        if services.stopping():
+            return _STOPPING
+        report = await triage(services.workspace, embedder=services.embedder)
+    if report.written or report.index_error:
+        services.trigger("index")
+    return f"filed {len(report.filed)}, rejected {len(report.rejected)}" + _not_indexed(report)
+
+
+async def index_job(services: JobServices) -> str:
+    """Bring the index up to date with the vault (incremental)."""
+    workspace = services.workspace
+    indexer = Indexer(workspace.vault, workspace.config.index, services.embedder)
+    started = datetime.now(UTC)
+    report = await indexer.run()
+    if not report.interrupted:
+        await forget_indexed(workspace, started)
+    text = (
+        f"{report.added} added, {report.changed} changed, {report.deleted} deleted, "
+        f"{report.chunks_embedded} chunks embedded"
+    )
+    if report.errors:
+        text += f"; {len(report.errors)} file(s) skipped"
+    return text
+
+
+async def watch_job(services: JobServices) -> str:
+    """Stat the vault; once an edit has settled, ask for an index run."""
+    if await services.watcher.poll():
+        services.trigger("index")
+        return f"vault changed ({services.watcher.notes} notes): indexing"
+    # A poll skipped for the CPU budget reads the same as "no change", so the state
+    # file is not rewritten for it.
+    state = "changes settling" if services.watcher.dirty else "no change"
+    return f"{state} ({services.watcher.notes} notes)"
+
+
+def report_day(today: date, which: str) -> date:
+    """The day the scheduled report covers: ``previous_day`` or ``same_day``."""
+    return today - timedelta(days=1) if which == "previous_day" else today
+
+
+async def report_job(services: JobServices) -> str:
+    """Write the daily triage report."""
+    workspace = services.workspace
+    day = report_day(services.today(), workspace.config.schedule.report_day)
+    report, note = await write_triage_report(workspace, day, tz=services.tz)
+    if note.outcome in ("created", "updated"):
+        services.trigger("index")
+    rel = note.path.relative_to(workspace.vault).as_posix()
+    return f"{rel} {note.outcome}: {len(report.items)} arrived, {len(report.filed)} filed"
+
+
+async def captains_log_job(services: JobServices) -> str:
+    """Write the daily captain's log (each morning: yesterday's, when a log covers its own day)."""
+    workspace = services.workspace
+    covers_own_day = workspace.config.captains_log.covers == "same_day"
+    day = services.today() - timedelta(days=1) if covers_own_day else services.today()
+    log, note = await anyio.to_thread.run_sync(
+        lambda: write_captains_log(
+            workspace.vault, workspace.config.captains_log, day, tz=services.tz
+        )
+    )
+    if note.outcome in ("created", "updated"):
+        services.trigger("index")
+    commits = sum(len(c) for c in log.commits.values())
+    rel = note.path.relative_to(workspace.vault).as_posix()
+    return f"{rel} {note.outcome}: {commits} commits, {len(log.signals)} signals"

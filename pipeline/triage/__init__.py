@@ -1,0 +1,1 @@
+"""Triage: scoring pending items, filing signal notes, learning from corrections."""

@@ -1,0 +1,491 @@
+"""What a signal note says: its file name, its frontmatter and a body a person wants to read.
+
+Everything here is a pure function of the item, its score card and the settings,
+so the same item always renders the same note (apart from the filing time).
+Titles and texts are untrusted input: file names are built from a slug that
+keeps only letters and digits, and every frontmatter value goes through a YAML
+emitter, never string formatting.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import re
+import unicodedata
+from collections import Counter
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any
+
+from signaldesk.frontmatter import render_note
+from signaldesk.frontmatter_patch import Scalar
+from signaldesk.items import Item
+from signaldesk.retrieval.scrubber import scrub_text, scrub_value
+from signaldesk.scoring.records import ScoreCard
+from signaldesk.signal_note import COMPOSITE_KEY, DIMENSIONS, HASH_KEY, ID_KEY, SIGNAL_TYPE
+
+__all__ = [
+    "GENERATED_KEYS",
+    "OPTIONAL_GENERATED_KEYS",
+    "generated_fields",
+    "generated_hash",
+    "key_points",
+    "render_body",
+    "render_signal_note",
+    "signal_frontmatter",
+    "slugify",
+]
+
+
+# The frontmatter triage owns: rewritten on every re-score, as long as a person has
+# not edited any of them (the hash in HASH_KEY tells). Everything else in a signal
+# note (title, tags, domain, dates, the body) is written once and then belongs to
+# the person.
+GENERATED_KEYS: tuple[str, ...] = (
+    *(key for name in DIMENSIONS for key in (name, f"{name}_reason")),
+    COMPOSITE_KEY,
+    "threshold",
+    "suggested_domain",
+    "route_confidence",
+    "route_reason",
+    "scored_at",
+    "learned",
+    "learned_reason",
+)
+# Generated keys only a note whose score this vault's corrections moved has (see
+# generated_fields); the hash leaves out keys a note does not have.
+OPTIONAL_GENERATED_KEYS: tuple[str, ...] = ("learned", "learned_reason")
+_NO_LONGER_LEARNED = "none of your corrections applies any more"
+
+_SOURCE_KIND_LABEL = {
+    "rss": "feed",
+    "clipper": "Web Clipper",
+    "newsletter": "newsletter",
+    "tool_output": "tool output",
+}
+
+# -- file names -----------------------------------------------------------------
+
+# Letters a plain NFKD decomposition does not reduce to ASCII.
+_FOLD = str.maketrans(
+    {
+        "ß": "ss",
+        "æ": "ae",
+        "œ": "oe",
+        "ø": "o",
+        "đ": "d",
+        "ð": "d",
+        "ł": "l",
+        "þ": "th",
+        "\u0131": "i",
+    }
+)
+_SLUG_MAX_BYTES = 150  # well under the 255-byte file name limit, with room for date and "-NN"
+
+
+def _is_wide_script(char: str) -> bool:
+    """CJK ideographs, kana and hangul: kept as they are (no sensible ASCII form)."""
+    code = ord(char)
+    return (
+        0x3040 <= code <= 0x30FF  # hiragana, katakana
+        or 0x3400 <= code <= 0x4DBF  # CJK extension A
+        or 0x4E00 <= code <= 0x9FFF  # CJK unified ideographs
+        or 0xAC00 <= code <= 0xD7AF  # hangul syllables
+        or 0xF900 <= code <= 0xFAFF  # CJK compatibility ideographs
+        or 0x20000 <= code <= 0x2FA1F  # CJK extensions B and later
+    )
+
+
+def slugify(title: str, *, max_chars: int = 60, fallback: str = "untitled") -> str:
+    """A file-name-safe slug of ``title``: lower-case, ASCII-folded, CJK kept, hyphenated.
+
+    Only letters and digits survive (anything else, including ``/``, ``.``, NUL and
+    emoji, becomes a separator), so the result can never name a path outside its
+    folder, and it is never empty (``fallback`` then). Capped at ``max_chars``
+    characters and 150 UTF-8 bytes, cut at a hyphen when one is near the end.
+    """
+    out: list[str] = []
+    for char in unicodedata.normalize("NFKC", title).lower().translate(_FOLD):
+        if char.isascii():
+            out.append(char if char.isalnum() else "-")
+            continue
+        if _is_wide_script(char):
+            out.append(char)
+            continue
+        category = unicodedata.category(char)
+        if category[0] not in "LN":
+            out.append("-")
+            continue
+        folded = "".join(
+            c for c in unicodedata.normalize("NFKD", char) if not unicodedata.combining(c)
+        )
+        if folded.isascii():
+            out.append("".join(c for c in folded if c.isalnum()) or "-")
+        else:
+            # Greek, Cyrillic, Arabic, ...: a letter is still better than nothing.
+            out.append(unicodedata.normalize("NFC", folded))
+    slug = re.sub(r"-{2,}", "-", "".join(out)).strip("-")
+    slug = _cap(slug, max(1, max_chars))
+    return slug or fallback
+
+
+def _cap(slug: str, max_chars: int) -> str:
+    cut = slug[:max_chars]
+    while len(cut.encode("utf-8")) > _SLUG_MAX_BYTES:
+        cut = cut[:-1]
+    if len(cut) < len(slug):
+        hyphen = cut.rfind("-")
+        if hyphen >= len(cut) // 2:
+            cut = cut[:hyphen]
+    return cut.strip("-")
+
+
+# -- key points -------------------------------------------------------------------
+
+_FENCE = re.compile(r"^\s*(```|~~~)")
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'“(\[]?[A-Z0-9])|(?<=[\u3002\uff01\uff1f])")
+_WORD = re.compile(r"[^\W\d_]{3,}|\d+(?:\.\d+)+", re.UNICODE)
+_WIDE_RUN = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]+")
+_MD_LINK = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")
+_MD_NOISE = re.compile(r"(?<!\\)(\*\*|__|`|\*(?=\S)|(?<=[^\s\\])\*)")
+_MD_ESCAPE = re.compile(r"\\([\\`*_{}\[\]()#+\-.!<>|~])")
+# A line inside a paragraph that reads as a title, not a sentence: bold all through, or
+# a short first line with no closing punctuation and a capitalised line below it.
+_BOLD_LINE = re.compile(r"^(\*\*|__)[^*_].*\1$")
+_SENTENCE_CLOSE = re.compile(r"[.!?:;,…)\]\"'\u201d\u2019]$")
+_LIST_MARK = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+(\[[ xX]\]\s+)?")
+_STOPWORDS = """
+    the and for that this with from have has had are was were will would could should
+    been being into onto than then them they their there these those what when where
+    which while who whom whose why how its it's not but you your yours our ours his her
+    hers she him also just more most some such very can may might must one two any all
+    each other about after before over under again out off only own same too here
+"""
+_STOP = frozenset(_STOPWORDS.split())
+
+
+def _prose_units(text: str) -> list[str]:
+    """Sentences and list items of ``text``, skipping code, tables, headings and images."""
+    units: list[str] = []
+    in_code = False
+    paragraph: list[str] = []
+
+    def flush() -> None:
+        if paragraph:
+            joined = " ".join(paragraph)
+            units.extend(s.strip() for s in _SENTENCE_END.split(joined) if s.strip())
+            paragraph.clear()
+
+    lines = text.splitlines()
+    for number, line in enumerate(lines):
+        if _FENCE.match(line):
+            flush()
+            in_code = not in_code
+            continue
+        stripped = line.strip()
+        if in_code or not stripped:
+            flush()
+            continue
+        if stripped.startswith(("#", "|", ">", "<", "---", "===")) or stripped.startswith("!["):
+            flush()
+            continue
+        if _LIST_MARK.match(line):
+            flush()
+            units.append(_LIST_MARK.sub("", line).strip())
+            continue
+        following = lines[number + 1].strip() if number + 1 < len(lines) else ""
+        if (
+            _BOLD_LINE.match(stripped)
+            or (
+                not paragraph  # the first line of a block: hard-wrapped prose never qualifies
+                and len(stripped) <= 80
+                and following[:1].isupper()
+                and not _SENTENCE_CLOSE.search(_MD_LINK.sub(r"\1", stripped))
+            )
+        ):
+            flush()  # a title inside a paragraph: never run into the text below it
+            continue
+        paragraph.append(stripped)
+    flush()
+    cleaned = []
+    for unit in units:
+        plain = _MD_ESCAPE.sub(r"\1", _MD_NOISE.sub("", _MD_LINK.sub(r"\1", unit))).strip()
+        plain = " ".join(plain.split())
+        # CJK packs a word into one or two characters: count them double.
+        width = len(plain) + sum(len(run) for run in _WIDE_RUN.findall(plain))
+        if width >= 25 and sum(c.isalpha() for c in plain) >= 10:
+            cleaned.append(plain)
+    return cleaned
+
+
+def _terms(sentence: str) -> list[str]:
+    lowered = sentence.lower()
+    words = [w for w in _WORD.findall(lowered) if w not in _STOP and not _WIDE_RUN.fullmatch(w)]
+    for run in _WIDE_RUN.findall(lowered):
+        words.extend(run[i : i + 2] for i in range(max(1, len(run) - 1)))
+    return words
+
+
+def key_points(text: str, *, limit: int = 5, max_chars: int = 280) -> list[str]:
+    """The few sentences that carry the most of ``text``'s vocabulary, in reading order.
+
+    Extractive and deterministic: each sentence (or list item) scores the summed
+    frequency of its content words across the text, divided by the square root of
+    its length so long sentences do not win by size; the opening sentence gets a
+    small bonus (articles tend to lead with their point). Near-repeats are skipped.
+    """
+    if limit <= 0:
+        return []
+    units = _prose_units(text)
+    if not units:
+        return []
+    terms = [_terms(u) for u in units]
+    frequency = Counter(t for ts in terms for t in set(ts))
+    scored: list[tuple[float, int]] = []
+    for index, ts in enumerate(terms):
+        if not ts:
+            continue
+        weight = sum(frequency[t] for t in set(ts) if frequency[t] > 1) / math.sqrt(len(ts))
+        if index == 0:
+            weight *= 1.25
+        scored.append((weight, index))
+    scored.sort(key=lambda pair: (-pair[0], pair[1]))
+    chosen: list[int] = []
+    seen: list[set[str]] = []
+    for _, index in scored:
+        words = set(terms[index])
+        if any(len(words & other) >= 0.7 * min(len(words), len(other)) for other in seen):
+            continue
+        chosen.append(index)
+        seen.append(words)
+        if len(chosen) == limit:
+            break
+    return [_clip(units[i], max_chars) for i in sorted(chosen)]
+
+
+def _clip(text: str, max_chars: int) -> str:
+    if len(text) <= max_chars:
+        return text
+    cut = text[: max_chars - 1]
+    space = cut.rfind(" ")
+    return (cut[:space] if space > max_chars // 2 else cut).rstrip(" ,;:") + "…"
+
+
+# -- body -------------------------------------------------------------------------
+
+_HEADING = re.compile(r"^(#{1,6})(?=\s)")
+_CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\u2028\u2029]")
+
+
+def _one_line(text: str) -> str:
+    return " ".join(_CONTROL.sub(" ", text).split())
+
+
+def _first_paragraph(text: str) -> str:
+    """The opening prose, up to about 200 characters, never past the first heading that
+    follows it (so "... and higher. Why this change is happening ..." cannot happen)."""
+    head: list[str] = []
+    in_code = seen_prose = False
+    for line in text.splitlines():
+        if _FENCE.match(line):
+            in_code = not in_code
+        elif not in_code and _HEADING.match(line.strip()):
+            if seen_prose:
+                break
+            continue
+        elif not in_code and line.strip():
+            seen_prose = True
+        head.append(line)
+    units = _prose_units("\n".join(head))
+    paragraph: list[str] = []
+    for unit in units:
+        paragraph.append(unit)
+        if sum(len(u) for u in paragraph) > 200:
+            break
+    return " ".join(paragraph)
+
+
+def _demote_headings(markdown: str) -> str:
+    """Push the content's headings two levels down, so they nest under "## Content"."""
+    out: list[str] = []
+    in_code = False
+    for line in markdown.splitlines():
+        if _FENCE.match(line):
+            in_code = not in_code
+        if not in_code:
+            match = _HEADING.match(line)
+            if match:
+                level = min(6, len(match.group(1)) + 2)
+                line = "#" * level + line[len(match.group(1)) :]
+        out.append(line)
+    return "\n".join(out)
+
+
+def _excerpt(markdown: str, max_chars: int) -> tuple[str, int]:
+    """``markdown`` cut at a paragraph break near ``max_chars``, and how much was left out."""
+    text = _CONTROL.sub("", markdown).strip()
+    if len(text) <= max_chars:
+        return text, 0
+    cut = text[:max_chars]
+    brk = cut.rfind("\n\n")
+    if brk > max_chars // 2:
+        cut = cut[:brk]
+    if cut.count("```") % 2:
+        cut += "\n```"  # never leave a code fence open: the rest of the note would be code
+    return cut.rstrip(), len(text) - len(cut)
+
+
+def _date_text(value: datetime | None) -> str | None:
+    if value is None:
+        return None
+    return value.date().isoformat() if value.time() == datetime.min.time() else value.isoformat()
+
+
+def render_body(
+    item: Item,
+    *,
+    key_point_count: int = 5,
+    summary_chars: int = 600,
+    content_chars: int = 12_000,
+    arrived: datetime | None = None,
+) -> str:
+    """The note body: the title, then Summary, Key points, Content and Source sections."""
+    title = _one_line(item.title) or "Untitled"
+    # The feed's summary is markdown too: take its prose, never a flattened code block.
+    summary = (
+        _first_paragraph(item.summary or "")
+        or _first_paragraph(item.text)
+        or _one_line(item.summary or "")
+    )
+    summary = _clip(summary, summary_chars) if summary else "_No summary available._"
+    points = key_points(item.text, limit=key_point_count)
+    content, left = _excerpt(_demote_headings(item.text), content_chars)
+    lines = [f"# {title}", "", "## Summary", "", summary, "", "## Key points", ""]
+    lines += [f"- {p}" for p in points] or ["_Nothing stood out: see the content below._"]
+    lines += ["", "## Content", "", content or "_The source gave no text._"]
+    if left:
+        lines += ["", f"_… {left:,} more characters: see the source._"]
+    lines += ["", "## Source", ""]
+    if item.url:
+        lines.append(f"- Link: <{item.url}>")
+    if item.author:
+        lines.append(f"- Author: {_one_line(item.author)}")
+    if item.site_name:
+        lines.append(f"- Site: {_one_line(item.site_name)}")
+    if item.published:
+        lines.append(f"- Published: {_date_text(item.published)}")
+    how = _SOURCE_KIND_LABEL.get(item.source_kind, item.source_kind)
+    where = f" `{_one_line(item.source_id)}`" if item.source_id else ""
+    when = f" on {arrived.date().isoformat()}" if arrived else ""
+    lines.append(f"- Arrived: via {how}{where}{when}")
+    if item.origin_path:
+        lines.append(f"- Original note: `{_one_line(item.origin_path)}`")
+    return "\n".join(lines) + "\n"
+
+
+# -- frontmatter --------------------------------------------------------------------
+
+
+def generated_fields(
+    card: ScoreCard,
+    *,
+    threshold: float,
+    scored_at: datetime,
+    previous: Mapping[str, Any] | None = None,
+) -> dict[str, Scalar]:
+    """The triage-owned frontmatter fields for ``card`` (see :data:`GENERATED_KEYS`).
+
+    :param previous: the note's frontmatter when re-scoring: a ``learned`` shift it shows
+        that the card no longer has (the corrections were undone) is set to 0, not left.
+    """
+    fields: dict[str, Scalar] = {}
+    for name in DIMENSIONS:
+        score = card.dimension(name)
+        fields[name] = round(float(score.value), 3)
+        fields[f"{name}_reason"] = _one_line(score.reason)
+    fields["composite"] = round(float(card.composite), 3)
+    fields["threshold"] = round(float(threshold), 3)
+    fields["suggested_domain"] = card.route.domain
+    fields["route_confidence"] = round(float(card.route.confidence), 3)
+    fields["route_reason"] = _one_line(card.route.reason)
+    fields["scored_at"] = scored_at.isoformat(timespec="seconds")
+    if card.learned is not None:
+        fields["learned"] = round(float(card.learned.value), 3)
+        fields["learned_reason"] = _one_line(card.learned.reason)
+    elif previous is not None and previous.get("learned") is not None:
+        fields["learned"] = 0.0
+        fields["learned_reason"] = _NO_LONGER_LEARNED
+    return fields
+
+
+def generated_hash(values: Mapping[str, Any]) -> str:
+    """A short hash of the generated fields as they read back from a note."""
+    # Keys a note does not have are left out, so a note written before a key existed
+    # (``learned``) keeps its hash.
+    canonical = {
+        key: round(float(v), 3) if isinstance(v, int | float) and not isinstance(v, bool) else v
+        for key, v in ((k, values.get(k)) for k in GENERATED_KEYS)
+        if v is not None
+    }
+    blob = json.dumps(canonical, sort_keys=True, ensure_ascii=False, default=str)
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:16]
+
+
+def _tag(raw: str) -> str | None:
+    """An Obsidian-valid tag: no spaces or punctuation other than ``-``, ``_`` and ``/``."""
+    tag = re.sub(r"[^\w/-]+", "-", raw.strip().lstrip("#"), flags=re.UNICODE).strip("-/")
+    if not tag or tag.isdigit():
+        return None
+    return tag[:64]
+
+
+def signal_frontmatter(
+    item: Item,
+    card: ScoreCard,
+    *,
+    item_id: str,
+    domain: str,
+    threshold: float,
+    now: datetime,
+) -> dict[str, Any]:
+    """The whole frontmatter of a new signal note (SPEC sections 2 and 5), flat keys."""
+    tags: list[str] = ["signal", domain]
+    for raw in item.tags:
+        tag = _tag(raw)
+        if tag and tag not in tags and tag != "clippings":
+            tags.append(tag)
+    # Local wall-clock time without an offset: the form Obsidian's Properties view
+    # shows as a date-time (with an offset it falls back to plain text).
+    stamp = now.strftime("%Y-%m-%dT%H:%M:%S")
+    meta: dict[str, Any] = {
+        "title": _one_line(item.title) or "Untitled",
+        "type": SIGNAL_TYPE,
+        "domain": domain,
+        "tags": tags,
+        "created": stamp,
+        "updated": stamp,
+    }
+    if item.url:
+        meta["source"] = item.url
+    meta["source_kind"] = item.source_kind
+    if item.author:
+        meta["author"] = _one_line(item.author)
+    if item.published:
+        meta["published"] = _date_text(item.published)
+    meta["status"] = "active"
+    fields = generated_fields(card, threshold=threshold, scored_at=now)
+    meta.update(fields)
+    meta[ID_KEY] = item_id
+    meta[HASH_KEY] = generated_hash(fields)
+    return meta
+
+
+def render_signal_note(meta: Mapping[str, Any], body: str) -> str:
+    """Frontmatter and body as one note. The emitter quotes whatever needs it.
+
+    Credentials in what the item carried (a tool's output, an article) are scrubbed:
+    signaldesk wrote this note, so it must not copy a secret into the vault.
+    """
+    return render_note(scrub_value(dict(meta)), scrub_text(body))
