@@ -662,7 +662,10 @@ def main(argv: list[str] | None = None) -> None:
     wanted = [s.strip() for s in args.only.split(",") if s.strip()]
     print(f"kill matrix: {args.trials} trials each of {', '.join(wanted)}; seed {args.seed}")
     print(f"load average at start: {os.getloadavg()}; work folder {work}")
-    print(f"command: python -m bench.kill_matrix --trials {args.trials} --only {args.only}")
+    print(
+        f"command: python -m bench.kill_matrix --trials {args.trials} --only {args.only} "
+        f"--seed {args.seed}"
+    )
     from http.server import ThreadingHTTPServer
 
     from tests.feedserver import FeedServer
