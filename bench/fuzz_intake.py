@@ -89,7 +89,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from signaldesk.pipeline.config import resolve_workspace
     from signaldesk.pipeline.intake.feeds import FeedRegistry
-    from signaldesk.pipeline.intake.run import open_ledger
+    from signaldesk.pipeline.ledger.store import open_ledger
     from signaldesk.pipeline.vault_setup import init_vault
     from tests.feedserver import FeedServer, Reply
     from tests.intake_data import serve_feeds

@@ -60,7 +60,7 @@ def _child(vault: Path, config: Path) -> None:
 def _run_size(feeds: int, urls: tuple[str, ...], args: argparse.Namespace) -> dict[str, float]:
     from signaldesk.pipeline.config import resolve_workspace
     from signaldesk.pipeline.intake.feeds import FeedRegistry
-    from signaldesk.pipeline.intake.run import open_ledger
+    from signaldesk.pipeline.ledger.store import open_ledger
     from signaldesk.pipeline.vault_setup import init_vault
 
     with tempfile.TemporaryDirectory(prefix="bench-intake-") as tmp:

@@ -394,7 +394,7 @@ def prepare_scan(root: Path, site: FeedSite) -> Path:
 
     from signaldesk.pipeline.config import resolve_workspace
     from signaldesk.pipeline.intake.feeds import FeedRegistry
-    from signaldesk.pipeline.intake.run import open_ledger
+    from signaldesk.pipeline.ledger.store import open_ledger
 
     vault = root / "scan-template"
     _init(vault, _CONFIG + "[http]\nper_host = 16\n")

@@ -161,7 +161,7 @@ def _scan(vault: Path, *, full_text: bool, env: dict[str, str]) -> dict[str, obj
 def _prepare(tmp: Path, urls: list[str], name: str) -> Path:
     from signaldesk.pipeline.config import resolve_workspace
     from signaldesk.pipeline.intake.feeds import FeedRegistry
-    from signaldesk.pipeline.intake.run import open_ledger
+    from signaldesk.pipeline.ledger.store import open_ledger
     from signaldesk.pipeline.vault_setup import init_vault
 
     vault = tmp / name

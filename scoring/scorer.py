@@ -26,7 +26,7 @@ from signaldesk.scoring.authority import AuthorityModel
 from signaldesk.scoring.catalogue import build_domain_rules, build_profile, build_reputation
 from signaldesk.scoring.depth import score_depth
 from signaldesk.scoring.errors import EmbeddingFailed
-from signaldesk.scoring.feedback import Correction, Feedback, item_kind, text_vector
+from signaldesk.scoring.feedback import Correction, Feedback, feed_of, item_kind, text_vector
 from signaldesk.scoring.keywords import FieldCounts, KeywordMatcher
 from signaldesk.scoring.records import DIMENSIONS, TEASER_NOTE, DimensionScore, ScoreCard
 from signaldesk.scoring.relevance import RelevanceModel
@@ -134,7 +134,7 @@ class Scorer:
             )
             if feedback is not None:
                 vector = vectors[i] if vectors is not None else text_vector(item)
-                card = self._with_feedback(card, feedback, vector, item.url, item_kind(view))
+                card = self._with_feedback(card, feedback, vector, item, item_kind(view))
             cards.append(card)
         return cards
 
@@ -180,10 +180,10 @@ class Scorer:
         card: ScoreCard,
         feedback: Feedback,
         vector: npt.NDArray[np.float32],
-        url: str | None,
+        item: Item,
         kind: str | None,
     ) -> ScoreCard:
-        learned, route = feedback.adjust(card.route, vector, url, kind)
+        learned, route = feedback.adjust(card.route, vector, item.url, kind, feed_of(item))
         if learned is None and route is card.route:
             return card
         composite = card.composite

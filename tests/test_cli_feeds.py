@@ -13,7 +13,7 @@ from signaldesk.pipeline.cli import cli
 from signaldesk.pipeline.config import resolve_workspace
 from signaldesk.pipeline.errors import FeedRegistryError
 from signaldesk.pipeline.intake.feeds import FeedRegistry
-from signaldesk.pipeline.intake.run import open_ledger
+from signaldesk.pipeline.ledger.store import open_ledger
 
 OPML = b"""<?xml version="1.0" encoding="UTF-8"?>
 <opml version="2.0"><head><title>subs</title></head><body>

@@ -14,7 +14,7 @@ from signaldesk.items import Item
 from signaldesk.pipeline.cli import cli
 from signaldesk.pipeline.config import render_default_config, resolve_workspace
 from signaldesk.pipeline.intake.feeds import FeedRegistry
-from signaldesk.pipeline.intake.run import open_ledger
+from signaldesk.pipeline.ledger.store import open_ledger
 from signaldesk.pipeline.service.job_state import (
     JobState,
     ServeLock,

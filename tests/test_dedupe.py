@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from signaldesk.pipeline.intake.dedupe import (
+from signaldesk.pipeline.ledger.dedupe import (
     MIN_SIMHASH_WORDS,
     NEAR_DUPLICATE_DISTANCE,
     SIMHASH_BANDS,

@@ -35,10 +35,14 @@ _ABSTRACT = (
 )
 
 
-def _item(title: str, text: str, url: str | None = None) -> Item:
-    return Item(
-        source_kind="rss", source_id="https://feeds.example/x", title=title, text=text, url=url
-    )
+def _item(title: str, text: str, url: str | None = None, feed: str | None = None) -> Item:
+    """A feed entry; each title its own feed unless ``feed`` names one."""
+    feed = feed or f"https://feeds.example/{title}"
+    return Item(source_kind="rss", source_id=feed, title=title, text=text, url=url)
+
+
+def _clipping(title: str, text: str, url: str) -> Item:
+    return Item(source_kind="clipper", source_id="Clippings", title=title, text=text, url=url)
 
 
 def _weighted(card: object) -> float:
@@ -114,7 +118,7 @@ def test_an_unrelated_correction_does_not_vote() -> None:
 def test_same_site_votes_a_little_and_says_so() -> None:
     url = "https://blog.example.org/a"
     item = _item("Gardening notes", _GARDEN, url="https://blog.example.org/b")
-    other = _item("Something else entirely", _SQLITE, url=url)
+    other = _clipping("Something else entirely", _SQLITE, url=url)
     card = Scorer(ScoringSettings(), None, corrections=[Correction(other, False, None, "x")]).score(
         item
     )
@@ -125,11 +129,31 @@ def test_same_site_votes_a_little_and_says_so() -> None:
     assert card.learned.features["same_site"] == 1.0
 
 
+def test_feed_entries_share_a_source_through_their_feed_not_a_redirecting_host() -> None:
+    # Two blogs behind one redirector (as feedproxy.google.com was): a rejected entry of the
+    # ads blog says nothing of the testing blog; one of the testing blog's own entries does.
+    ads = "https://ads.example/feed"
+    testing = "https://testing.example/feed"
+    item = _item("Gardening notes", _GARDEN, url="https://proxy.example/~r/t/1", feed=testing)
+    other_feed = _item("Something else", _SQLITE, url="https://proxy.example/~r/a/2", feed=ads)
+    same_feed = _item("Something else", _SQLITE, url="https://testing.example/3", feed=testing)
+    settings = ScoringSettings()
+    plain = Scorer(settings, None).score(item)
+    unrelated = Correction(other_feed, False, None, "x")
+    assert Scorer(settings, None, corrections=[unrelated]).score(item) == plain
+    card = Scorer(settings, None, corrections=[Correction(same_feed, False, None, "x")]).score(item)
+    assert card.learned is not None and card.learned.value < 0
+    shift = card.learned.value
+    assert card.learned.reason == f"you rejected 1 other item from this feed ({shift:+.2f})"
+    assert card.learned.features["same_site"] == 1.0
+    assert card.composite < plain.composite
+
+
 def test_both_sides_are_named_when_votes_disagree() -> None:
     url = "https://blog.example.org/a"
     item = _item("Fixing database is locked in SQLite", _SQLITE_2, url="https://blog.example.org/b")
     kept = Correction(_item("SQLite WAL mode", _SQLITE), True, "data", "x")
-    thrown = Correction(_item("Tomatoes", _GARDEN, url=url), False, None, "x")
+    thrown = Correction(_clipping("Tomatoes", _GARDEN, url=url), False, None, "x")
     card = Scorer(ScoringSettings(), real_embedder(), corrections=[kept, thrown]).score(item)
     assert card.learned is not None and card.learned.value > 0
     assert card.learned.reason.startswith("you kept 1 similar item; ")

@@ -13,9 +13,9 @@ import pytest
 from signaldesk.items import Item
 from signaldesk.pipeline.config import Config, Workspace
 from signaldesk.pipeline.intake.feeds import FeedRegistry
-from signaldesk.pipeline.intake.run import open_ledger, run_scan, scan
+from signaldesk.pipeline.intake.run import run_scan, scan
 from signaldesk.pipeline.intake.summary import ScanStats
-from signaldesk.pipeline.ledger.store import item_identity, utcnow
+from signaldesk.pipeline.ledger.store import item_identity, open_ledger, utcnow
 from signaldesk.sources.http import build_client
 from tests.feedserver import FeedServer, Reply
 from tests.intake_data import (

@@ -21,7 +21,7 @@ import pytest
 
 from signaldesk.pipeline.config import resolve_workspace
 from signaldesk.pipeline.intake.feeds import FeedRegistry
-from signaldesk.pipeline.intake.run import ledger_path, open_ledger
+from signaldesk.pipeline.ledger.store import ledger_path, open_ledger
 from tests.feedserver import FeedServer
 from tests.intake_data import serve_feeds
 

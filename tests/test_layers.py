@@ -200,3 +200,42 @@ def test_allowed_imports_pass(tmp_path: Path) -> None:
     )
     _, violations = find_violations(tmp_path)
     assert violations == []
+
+
+# Inside `pipeline/`, the rooms by level: a room imports only rooms on lower levels (and
+# the modules at pipeline's top: config, settings, errors, ...). `cli` is on top.
+PIPELINE_LEVELS: tuple[frozenset[str], ...] = (
+    frozenset({"cli"}),
+    frozenset({"service", "demo"}),
+    frozenset({"reports", "triage"}),
+    frozenset({"intake"}),
+    frozenset({"ledger"}),
+)
+
+
+def room_violations(root: Path) -> list[Violation]:
+    """Imports from a pipeline room into a room on its own level or above."""
+    level = {room: i for i, rooms in enumerate(PIPELINE_LEVELS) for room in rooms}
+    found: list[Violation] = []
+    for room, own in level.items():
+        for path in sorted((root / "pipeline" / room).rglob("*.py")):
+            for line, imported in _imports(root, path):
+                parts = imported.split(".")
+                if parts[:2] != ["signaldesk", "pipeline"] or len(parts) < 3:
+                    continue
+                other = level.get(parts[2])
+                if other is not None and parts[2] != room and other <= own:
+                    found.append(Violation(_module_name(root, path), line, imported))
+    return found
+
+
+def test_pipeline_rooms_import_only_downwards() -> None:
+    assert room_violations(REPO_ROOT) == []
+
+
+def test_a_room_importing_upwards_is_reported(tmp_path: Path) -> None:
+    _write(tmp_path, "pipeline/ledger/store.py", "from signaldesk.pipeline.triage.run import x\n")
+    _write(tmp_path, "pipeline/triage/run.py", "from signaldesk.pipeline.ledger.store import y\n")
+    assert [str(v) for v in room_violations(tmp_path)] == [
+        "signaldesk.pipeline.ledger.store:1 imports signaldesk.pipeline.triage.run"
+    ]

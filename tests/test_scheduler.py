@@ -20,7 +20,7 @@ from apscheduler.triggers.interval import IntervalTrigger
 import signaldesk.pipeline.service.watcher as watcher_module
 from signaldesk.pipeline.config import Workspace, render_default_config, resolve_workspace
 from signaldesk.pipeline.intake.feeds import FeedRegistry
-from signaldesk.pipeline.intake.run import open_ledger
+from signaldesk.pipeline.ledger.store import open_ledger
 from signaldesk.pipeline.service.job_state import (
     ServeLock,
     ServiceRunningError,

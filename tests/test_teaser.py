@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from signaldesk.pipeline.intake.run import open_ledger
+from signaldesk.pipeline.ledger.store import open_ledger
 from signaldesk.pipeline.triage.run import card_to_json, triage
 from signaldesk.scoring import Scorer, ScoringSettings
 from signaldesk.scoring.records import TEASER_NOTE

@@ -11,8 +11,7 @@ import pytest
 
 from signaldesk.frontmatter import parse_note
 from signaldesk.pipeline.config import Config, Workspace
-from signaldesk.pipeline.intake.run import ledger_path, open_ledger
-from signaldesk.pipeline.ledger.store import LedgerEntry
+from signaldesk.pipeline.ledger.store import LedgerEntry, ledger_path, open_ledger
 from signaldesk.pipeline.settings import TriageSettings
 from signaldesk.pipeline.triage.filing import NoteWriter, read_note_id
 from signaldesk.pipeline.triage.lock import triage_lock

@@ -12,8 +12,8 @@ from click.testing import CliRunner
 from signaldesk.frontmatter import parse_note
 from signaldesk.items import Item
 from signaldesk.pipeline.cli import cli
-from signaldesk.pipeline.intake.run import open_ledger
 from signaldesk.pipeline.ledger.corrections import active_corrections
+from signaldesk.pipeline.ledger.store import open_ledger
 from signaldesk.pipeline.triage.commands import correct, list_corrections, undo
 from signaldesk.pipeline.triage.run import triage
 from tests.index_helpers import real_embedder

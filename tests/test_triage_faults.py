@@ -10,7 +10,7 @@ from click.testing import CliRunner
 
 from signaldesk.pipeline.cli import cli
 from signaldesk.pipeline.config import Config
-from signaldesk.pipeline.intake.run import open_ledger
+from signaldesk.pipeline.ledger.store import open_ledger
 from signaldesk.pipeline.triage.run import Triager, triage
 from signaldesk.retrieval.generations import pointer_path
 from signaldesk.retrieval.indexer import Indexer

@@ -15,8 +15,7 @@ import pytest
 from signaldesk.items import Item
 from signaldesk.pipeline.config import Workspace, resolve_workspace
 from signaldesk.pipeline.intake.feeds import FeedRegistry
-from signaldesk.pipeline.intake.run import open_ledger
-from signaldesk.pipeline.ledger.store import Ledger
+from signaldesk.pipeline.ledger.store import Ledger, open_ledger
 from signaldesk.pipeline.reports.triage_report import (
     gather_triage_report,
     render_triage_report,

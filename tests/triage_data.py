@@ -10,8 +10,7 @@ from typing import Any
 
 from signaldesk.items import Item
 from signaldesk.pipeline.config import Config, Workspace
-from signaldesk.pipeline.intake.run import open_ledger
-from signaldesk.pipeline.ledger.store import item_identity
+from signaldesk.pipeline.ledger.store import item_identity, open_ledger
 from signaldesk.scoring.records import DimensionScore, RouteDecision, ScoreCard
 from signaldesk.scoring.settings import ScoringSettings
 

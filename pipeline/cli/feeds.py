@@ -16,7 +16,7 @@ from signaldesk.pipeline.cli._output import print_json
 from signaldesk.pipeline.config import Workspace
 from signaldesk.pipeline.errors import FeedRegistryError
 from signaldesk.pipeline.intake.feeds import FeedRecord, FeedRegistry, check_feed
-from signaldesk.pipeline.intake.run import open_ledger
+from signaldesk.pipeline.ledger.store import open_ledger
 from signaldesk.vault import atomic_write_bytes
 
 __all__ = ["COMMANDS", "feeds"]

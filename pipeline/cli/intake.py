@@ -19,10 +19,9 @@ from signaldesk.pipeline.cli._context import AppContext
 from signaldesk.pipeline.cli._output import print_json
 from signaldesk.pipeline.cli.triage import exit_if_not_indexed, print_triage_report, triage_json
 from signaldesk.pipeline.config import Workspace
-from signaldesk.pipeline.intake.run import open_ledger
 from signaldesk.pipeline.intake.summary import SOURCE_KINDS, ScanStats, problem_lines
 from signaldesk.pipeline.ledger.schema import ITEM_STATUSES
-from signaldesk.pipeline.ledger.store import LedgerEntry
+from signaldesk.pipeline.ledger.store import LedgerEntry, open_ledger
 from signaldesk.pipeline.triage.run import capture_and_triage, scan_and_triage
 from signaldesk.pipeline.wording import plural
 

@@ -18,7 +18,7 @@ from signaldesk.pipeline.cli._context import AppContext
 from signaldesk.pipeline.cli._demo_view import DemoView
 from signaldesk.pipeline.cli._output import print_json, to_jsonable
 from signaldesk.pipeline.demo.tour import DEFAULT_DEMO_DIR, run_demo
-from signaldesk.pipeline.intake.run import open_ledger
+from signaldesk.pipeline.ledger.store import open_ledger
 from signaldesk.pipeline.reports.captains_log import (
     gather,
     log_path,

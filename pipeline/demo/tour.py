@@ -38,8 +38,8 @@ from signaldesk.pipeline.config import (
 from signaldesk.pipeline.demo.server import DEMO_DATA, DemoServer, render_template
 from signaldesk.pipeline.errors import PipelineError
 from signaldesk.pipeline.intake.feeds import FeedRegistry
-from signaldesk.pipeline.intake.run import open_ledger
 from signaldesk.pipeline.intake.summary import ScanStats
+from signaldesk.pipeline.ledger.store import open_ledger
 from signaldesk.pipeline.reports.captains_log import CaptainsLog, write_captains_log
 from signaldesk.pipeline.reports.generated_notes import GeneratedNote
 from signaldesk.pipeline.reports.triage_report import TriageReportNote, write_triage_report

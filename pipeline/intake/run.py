@@ -18,8 +18,7 @@ item's ledger id (status ``pending``) as soon as dedupe settles it.
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator, Callable, Collection
-from contextlib import asynccontextmanager
+from collections.abc import Callable, Collection
 from datetime import datetime
 from pathlib import Path
 
@@ -41,25 +40,12 @@ from signaldesk.pipeline.intake.stages import (
     settle_worker,
 )
 from signaldesk.pipeline.intake.summary import SOURCE_KINDS, FeedProblem, Handoff, ScanStats
-from signaldesk.pipeline.ledger.index_queue import ledger_file
-from signaldesk.pipeline.ledger.store import Ledger, utcnow
+from signaldesk.pipeline.ledger.store import Ledger, open_ledger, utcnow
 from signaldesk.sources.http import HostLimiter, build_client
 from signaldesk.sources.rss import feed_parse_limiter
 from signaldesk.sources.tool_output import write_capture
 
-__all__ = ["capture", "ledger_path", "open_ledger", "run_scan", "scan"]
-
-
-def ledger_path(workspace: Workspace) -> Path:
-    """Where the workspace's ledger lives (``[pipeline] ledger_path``)."""
-    return ledger_file(workspace)
-
-
-@asynccontextmanager
-async def open_ledger(workspace: Workspace) -> AsyncIterator[Ledger]:
-    """Open the workspace's ledger (created on first use)."""
-    async with Ledger.open(ledger_path(workspace)) as ledger:
-        yield ledger
+__all__ = ["capture", "run_scan", "scan"]
 
 
 def _kinds(sources: Collection[str] | None) -> tuple[SourceKind, ...]:

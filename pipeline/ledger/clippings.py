@@ -35,7 +35,7 @@ from dataclasses import dataclass
 import aiosqlite
 
 from signaldesk.items import Item
-from signaldesk.pipeline.intake.dedupe import canonical_url
+from signaldesk.pipeline.ledger.dedupe import canonical_url
 
 __all__ = [
     "FINGERPRINT_KEY",

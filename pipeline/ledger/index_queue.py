@@ -10,20 +10,14 @@ from __future__ import annotations
 import logging
 import sqlite3
 from datetime import datetime
-from pathlib import Path
 
 from signaldesk.pipeline.config import Workspace
 from signaldesk.pipeline.errors import LedgerError
-from signaldesk.pipeline.ledger.store import Ledger
+from signaldesk.pipeline.ledger.store import Ledger, ledger_path
 
-__all__ = ["forget_indexed", "ledger_file"]
+__all__ = ["forget_indexed"]
 
 logger = logging.getLogger(__name__)
-
-
-def ledger_file(workspace: Workspace) -> Path:
-    """Where the workspace's ledger lives (``[pipeline] ledger_path``)."""
-    return workspace.resolve(workspace.config.pipeline.ledger_path)
 
 
 async def forget_indexed(workspace: Workspace, started: datetime) -> None:
@@ -32,7 +26,7 @@ async def forget_indexed(workspace: Workspace, started: datetime) -> None:
     Best effort: a ledger that cannot be opened only means the next triage run
     looks at those paths once more (a stat each).
     """
-    path = ledger_file(workspace)
+    path = ledger_path(workspace)
     if not path.exists():
         return  # `index` never creates a ledger
     try:

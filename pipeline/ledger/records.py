@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from typing import Any, Literal, cast
 
 from signaldesk.items import Item, SourceKind
-from signaldesk.pipeline.intake.dedupe import MatchKey, canonical_url
+from signaldesk.pipeline.ledger.dedupe import MatchKey, canonical_url
 from signaldesk.retrieval.scrubber import scrub_text, scrub_value
 
 __all__ = [

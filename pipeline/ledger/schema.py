@@ -71,7 +71,7 @@ CREATE INDEX items_guid ON items(guid) WHERE guid IS NOT NULL;
 CREATE INDEX items_canonical_url ON items(canonical_url) WHERE canonical_url IS NOT NULL;
 
 -- Simhash bands of settled unique items: a near-duplicate look-up reads only the
--- rows sharing a band with the newcomer (see pipeline.intake.dedupe).
+-- rows sharing a band with the newcomer (see pipeline.ledger.dedupe).
 CREATE TABLE simhash_bands (
     band     INTEGER NOT NULL,
     item_id  TEXT NOT NULL REFERENCES items(id) ON DELETE CASCADE,

@@ -35,8 +35,10 @@ from signaldesk.faults import (
     is_read_only_error,
 )
 from signaldesk.items import Item, SourceKind
+from signaldesk.pipeline.config import Workspace
 from signaldesk.pipeline.errors import LedgerError
-from signaldesk.pipeline.intake.dedupe import (
+from signaldesk.pipeline.ledger.clippings import ClippingClaim, read_clipping_claims
+from signaldesk.pipeline.ledger.dedupe import (
     DedupeIndex,
     canonical_url,
     from_signed64,
@@ -44,7 +46,6 @@ from signaldesk.pipeline.intake.dedupe import (
     simhash_bands,
     to_signed64,
 )
-from signaldesk.pipeline.ledger.clippings import ClippingClaim, read_clipping_claims
 from signaldesk.pipeline.ledger.records import (
     ENTRY_COLUMNS,
     DedupeVerdict,
@@ -80,6 +81,8 @@ __all__ = [
     "item_identity",
     "item_to_json",
     "ledger_error",
+    "ledger_path",
+    "open_ledger",
     "utcnow",
 ]
 
@@ -699,3 +702,15 @@ class Ledger:
             "SELECT source_kind, status, COUNT(*) FROM items GROUP BY source_kind, status"
         ) as cursor:
             return {(row[0], row[1]): int(row[2]) async for row in cursor}
+
+
+def ledger_path(workspace: Workspace) -> Path:
+    """Where the workspace's ledger lives (``[pipeline] ledger_path``)."""
+    return workspace.resolve(workspace.config.pipeline.ledger_path)
+
+
+@asynccontextmanager
+async def open_ledger(workspace: Workspace) -> AsyncIterator[Ledger]:
+    """Open the workspace's ledger (created on first use)."""
+    async with Ledger.open(ledger_path(workspace)) as ledger:
+        yield ledger

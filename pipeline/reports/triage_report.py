@@ -19,9 +19,8 @@ import anyio.to_thread
 from signaldesk.frontmatter import parse_note
 from signaldesk.pipeline.config import Workspace
 from signaldesk.pipeline.intake.feeds import FeedRecord, FeedRegistry
-from signaldesk.pipeline.intake.run import open_ledger
 from signaldesk.pipeline.ledger.corrections import corrections_recorded
-from signaldesk.pipeline.ledger.store import Ledger, LedgerEntry
+from signaldesk.pipeline.ledger.store import Ledger, LedgerEntry, open_ledger
 from signaldesk.pipeline.reports.generated_notes import GeneratedNote, write_generated_note
 from signaldesk.pipeline.reports.triage_report_model import (
     DIMENSIONS,

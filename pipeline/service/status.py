@@ -9,7 +9,7 @@ from pathlib import Path
 
 from signaldesk.pipeline.config import Workspace
 from signaldesk.pipeline.intake.feeds import FeedRegistry
-from signaldesk.pipeline.intake.run import ledger_path, open_ledger
+from signaldesk.pipeline.ledger.store import ledger_path, open_ledger
 from signaldesk.pipeline.reports.triage_report import FeedIssue, feed_issues
 from signaldesk.pipeline.service.job_state import ServeState, load_state, serve_running, state_path
 from signaldesk.retrieval.records import IndexStatus

@@ -9,12 +9,12 @@ person's decision in place of the threshold's.
 from __future__ import annotations
 
 from signaldesk.pipeline.config import Workspace
-from signaldesk.pipeline.intake.run import open_ledger
 from signaldesk.pipeline.ledger.corrections import (
     CorrectionRecord,
     active_corrections,
     undo_corrections,
 )
+from signaldesk.pipeline.ledger.store import open_ledger
 from signaldesk.pipeline.triage.corrections import (
     Action,
     CommandResult,

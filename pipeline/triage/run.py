@@ -40,11 +40,18 @@ from signaldesk.items import Item
 from signaldesk.pipeline.config import Workspace
 from signaldesk.pipeline.errors import PipelineError
 from signaldesk.pipeline.intake.feeds import FeedRegistry
-from signaldesk.pipeline.intake.run import capture, ledger_path, open_ledger, run_scan
+from signaldesk.pipeline.intake.run import capture, run_scan
 from signaldesk.pipeline.intake.stages import normalise
 from signaldesk.pipeline.intake.summary import ScanStats
 from signaldesk.pipeline.ledger.clippings import resolve_clipping
-from signaldesk.pipeline.ledger.store import Ledger, LedgerEntry, item_identity, utcnow
+from signaldesk.pipeline.ledger.store import (
+    Ledger,
+    LedgerEntry,
+    item_identity,
+    ledger_path,
+    open_ledger,
+    utcnow,
+)
 from signaldesk.pipeline.triage.corrections import notice_vault_corrections, scoring_corrections
 from signaldesk.pipeline.triage.decisions import as_decided, full_text_arrived, lookup_entry
 from signaldesk.pipeline.triage.filing import FilingError, NoteResult, NoteWriter, read_note_id
