@@ -55,14 +55,19 @@ class IndexIgnoreError(RetrievalError):
 class VaultFilter:
     """Decides whether a vault-relative path is kept out of the index."""
 
-    def __init__(self, vault: Path) -> None:
+    def __init__(self, vault: Path, *, with_indexignore: bool = True) -> None:
         """Read ``<vault>/.indexignore`` (if any) on top of the always-excluded paths.
 
+        :param with_indexignore: ``False`` keeps only the vault's own rules (the
+            always-excluded and hidden folders): for finding the notes signaldesk
+            wrote wherever a person put them, which ``.indexignore`` does not hide.
         :raises IndexIgnoreError: the file exists but cannot be read. Indexing
             anyway could expose exactly what the user asked to hide.
         """
         self.vault = vault
-        self.user_patterns: tuple[str, ...] = _read_patterns(vault / INDEXIGNORE_FILE)
+        self.user_patterns: tuple[str, ...] = (
+            _read_patterns(vault / INDEXIGNORE_FILE) if with_indexignore else ()
+        )
         self._spec = pathspec.GitIgnoreSpec.from_lines([*ALWAYS_EXCLUDED, *self.user_patterns])
         # The always-excluded entries are folders only; with no user patterns a
         # file can be excluded only through its folder, which the walk prunes.
@@ -115,8 +120,13 @@ def iter_vault_notes(
     vault_filter: VaultFilter,
     *,
     on_unreadable: UnreadableCallback | None = None,
+    under: str = "",
 ) -> Iterator[tuple[str, os.stat_result]]:
     """Yield ``(vault-relative path, stat)`` for every note (``*.md``, any case) to index.
+
+    This is the one walk of the vault: everything that lists notes uses it, so every
+    listing follows the same rules. ``under`` (a vault-relative folder) walks only that
+    folder; nothing is yielded when it is excluded, missing, or reached through a link.
 
     Excluded and hidden folders are never entered, and symbolic links are never
     followed. Why that loses nothing: a link whose target lies inside the vault
@@ -133,6 +143,14 @@ def iter_vault_notes(
     file_excluded = vault_filter._file_excluded
     dir_excluded = vault_filter._dir_excluded
     stack: list[tuple[str, str]] = [(root, "")]
+    start = "" if under.strip("/") in ("", ".") else under.strip("/")
+    if start:
+        folder = os.path.join(root, start)
+        if vault_filter.excluded(f"{start}/") or os.path.realpath(folder) != folder:
+            return
+        if not os.path.isdir(folder):
+            return
+        stack = [(folder, f"{start}/")]
     while stack:
         folder, rel_folder = stack.pop()
         try:
