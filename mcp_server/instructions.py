@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from signaldesk.retrieval.ignore import VaultFilter, iter_vault_notes
 from signaldesk.retrieval.records import IndexStatus
 from signaldesk.vault import DOMAINS, SIGNALS_FOLDER
 
@@ -45,11 +46,14 @@ def signal_domains(
             parts = folder.split("/")
             if len(parts) >= 2 and parts[0] == signals_folder:
                 found.add(parts[1])
-    signals = vault / signals_folder
-    if not found and signals.is_dir():
-        for child in signals.iterdir():
-            if child.is_dir() and not child.name.startswith(".") and any(child.rglob("*.md")):
-                found.add(child.name)
+    if not found:
+        # No index yet: look at the folders themselves (domain names only).
+        rules = VaultFilter(vault, with_indexignore=False)
+        depth = len(signals_folder.strip("/").split("/"))
+        for rel, _ in iter_vault_notes(vault, rules, under=signals_folder):
+            parts = rel.split("/")
+            if len(parts) > depth + 1:  # a note inside a domain folder
+                found.add(parts[depth])
     ordered = [d for d in DOMAINS if d in found]
     return ordered + sorted(found - set(DOMAINS))
 

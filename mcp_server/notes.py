@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import difflib
+import fnmatch
 import re
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from signaldesk.frontmatter import parse_note
 from signaldesk.mcp_server.errors import NoteNotFoundError
 from signaldesk.mcp_server.paths import ExcludedPredicate
 from signaldesk.mcp_server.scrubbing import scrub_text
-from signaldesk.retrieval.ignore import excluded_by_frontmatter
+from signaldesk.retrieval.ignore import VaultFilter, excluded_by_frontmatter, iter_vault_notes
 from signaldesk.vault import DEFAULT_LAYOUT, SignalLayout
 
 __all__ = [
@@ -103,14 +104,16 @@ def find_latest_report(
     :param layout: where the configuration puts reports.
     :raises NoteNotFoundError: there is no report yet.
     """
-    folder = vault / layout.reports
     candidates: list[tuple[str, float, str]] = []
-    if folder.is_dir():
-        for path in folder.rglob(layout.report_glob):
-            relative = path.relative_to(vault).as_posix()
-            if not path.is_file() or (excluded is not None and excluded(relative)):
-                continue
-            candidates.append((path.name, path.stat().st_mtime, relative))
+    # The walk never follows a link (one may lead out of the vault and be refused, and
+    # one bad entry must not hide the real reports); `excluded` adds the user's rules.
+    rules = VaultFilter(vault, with_indexignore=False)
+    for relative, info in iter_vault_notes(vault, rules, under=layout.reports):
+        name = PurePosixPath(relative).name
+        if fnmatch.fnmatchcase(name, layout.report_glob) and not (
+            excluded is not None and excluded(relative)
+        ):
+            candidates.append((name, info.st_mtime, relative))
     if not candidates:
         raise NoteNotFoundError(
             f"no triage report in {layout.reports}/ yet",

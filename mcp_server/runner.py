@@ -26,7 +26,7 @@ from signaldesk.mcp_server.http import HttpEndpoint, build_http_app, serve_http
 from signaldesk.mcp_server.server import build_server
 from signaldesk.mcp_server.settings import McpSettings
 from signaldesk.retrieval.embedder import LazyEmbedder
-from signaldesk.retrieval.errors import IndexUnavailableError
+from signaldesk.retrieval.errors import IndexUnavailableError, RetrievalError
 from signaldesk.retrieval.retriever import Retriever
 from signaldesk.retrieval.settings import IndexSettings, SearchSettings
 from signaldesk.vault import DEFAULT_LAYOUT, SignalLayout
@@ -46,20 +46,29 @@ async def prepared_server(
 ) -> AsyncIterator[MCPServer]:
     """A server over ``vault``'s index, warmed up; the retriever is closed on exit.
 
-    A vault without an index still gets a server: its index-backed tools answer
-    "run `signaldesk index`" and it opens the index as soon as one exists.
+    A vault without an index (or with one that cannot be read: a damaged file, a
+    garbled pointer) still gets a server: its index-backed tools answer with what
+    is wrong and the command that fixes it, and it opens the index as soon as it
+    can, so the client need not be restarted.
     """
     embedder = LazyEmbedder(index)
     opened: list[RetrieverLike] = []
 
     async def opener() -> RetrieverLike:
-        retriever = await Retriever.open(vault, index, search, embedder)
+        try:
+            retriever = await Retriever.open(vault, index, search, embedder)
+        except IndexUnavailableError:
+            raise
+        except RetrievalError as exc:
+            raise _unavailable(exc) from exc
         try:
             started = time.perf_counter()
             await retriever.warm_up()
             _log.info("warmed up in %.0f ms", (time.perf_counter() - started) * 1000)
-        except BaseException:
+        except BaseException as exc:
             await retriever.aclose()
+            if isinstance(exc, RetrievalError) and not isinstance(exc, IndexUnavailableError):
+                raise _unavailable(exc) from exc
             raise
         opened.append(retriever)
         return retriever
@@ -72,7 +81,12 @@ async def prepared_server(
         unavailable = exc
         _log.warning("%s; %s", exc.message, exc.hint or "run `signaldesk index`")
     try:
-        status = await retriever.status() if retriever is not None else None
+        status = None
+        if retriever is not None:
+            try:
+                status = await retriever.status()
+            except RetrievalError as exc:
+                _log.warning("index status unavailable: %s", exc.message)
         server = build_server(
             retriever,
             vault=vault,
@@ -89,6 +103,16 @@ async def prepared_server(
         with anyio.CancelScope(shield=True):
             for item in opened:
                 await item.aclose()
+
+
+def _unavailable(exc: RetrievalError) -> IndexUnavailableError:
+    """The index cannot be searched for a reason other than "not there": the server
+    starts anyway and tells the client what to run (SPEC: the vault is the source of
+    truth, so `signaldesk index` rebuilds whatever is wrong with the file)."""
+    return IndexUnavailableError(
+        f"the index cannot be searched: {exc.message}",
+        hint=exc.hint or "run `signaldesk index` to rebuild it from the vault",
+    )
 
 
 async def _warm_tools(server: MCPServer) -> None:

@@ -24,7 +24,7 @@ from signaldesk.mcp_server.results import error_result
 from signaldesk.mcp_server.settings import McpSettings
 from signaldesk.mcp_server.tools import Toolbox
 from signaldesk.retrieval.errors import IndexUnavailableError
-from signaldesk.retrieval.ignore import VaultFilter
+from signaldesk.retrieval.ignore import LiveVaultFilter
 from signaldesk.retrieval.records import IndexStatus
 from signaldesk.vault import DEFAULT_LAYOUT, SignalLayout
 
@@ -127,13 +127,13 @@ def build_server(
     :param status: what is indexed, for the server's instructions (``None``: unknown).
     :param opener: opens a retriever later, once the index exists.
     :param unavailable: why there is no retriever (its hint is shown to clients).
-    :param excluded: paths never returned; default: the vault's ``.indexignore`` plus the
-        always-excluded folders.
+    :param excluded: paths never returned; default: the vault's ``.indexignore`` (re-read
+        whenever the file changes) plus the always-excluded folders.
     :param layout: where the configuration files signals and writes reports.
     """
     vault = vault.resolve()
     if excluded is None:
-        excluded = VaultFilter(vault).excluded
+        excluded = LiveVaultFilter(vault).excluded
     slot = RetrieverSlot(retriever, opener=opener, unavailable=unavailable)
     toolbox = Toolbox(slot, vault=vault, settings=settings, excluded=excluded, layout=layout)
     server: MCPServer = _Server(

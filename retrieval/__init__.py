@@ -44,6 +44,7 @@ if typing.TYPE_CHECKING:
     from signaldesk.retrieval.ignore import (
         INDEXIGNORE_FILE,
         IndexIgnoreError,
+        LiveVaultFilter,
         VaultFilter,
         excluded_by_frontmatter,
         iter_vault_notes,
@@ -78,6 +79,7 @@ __all__ = [
     "IndexUnavailableError",
     "Indexer",
     "LazyEmbedder",
+    "LiveVaultFilter",
     "ModelError",
     "NoteInfo",
     "ParsedNote",
@@ -124,6 +126,7 @@ _EXPORTS = {
     "parse_note": "signaldesk.frontmatter",
     "INDEXIGNORE_FILE": "signaldesk.retrieval.ignore",
     "IndexIgnoreError": "signaldesk.retrieval.ignore",
+    "LiveVaultFilter": "signaldesk.retrieval.ignore",
     "VaultFilter": "signaldesk.retrieval.ignore",
     "excluded_by_frontmatter": "signaldesk.retrieval.ignore",
     "iter_vault_notes": "signaldesk.retrieval.ignore",

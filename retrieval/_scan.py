@@ -73,11 +73,18 @@ def known_hashes(conn: Any, paths: list[str]) -> dict[str, str]:
 
 
 def plan_vault(vault: Path, known: dict[str, Known], *, force: bool) -> ScanPlan:
-    """Compare the whole vault with ``known``; ``force`` makes every file a candidate."""
+    """Compare the whole vault with ``known``; ``force`` makes every file a candidate.
+
+    A folder (or file) that cannot be read is not a deletion: what the index holds
+    under it is kept as it is, and the plan says so once per unreadable place.
+    """
     plan = ScanPlan()
     vault_filter = VaultFilter(vault)
     seen: set[str] = set()
-    for rel, stat in iter_vault_notes(vault, vault_filter):
+    unreadable: list[tuple[str, OSError]] = []
+    for rel, stat in iter_vault_notes(
+        vault, vault_filter, on_unreadable=lambda rel, exc: unreadable.append((rel, exc))
+    ):
         plan.scanned += 1
         seen.add(rel)
         entry = known.get(rel)
@@ -85,8 +92,26 @@ def plan_vault(vault: Path, known: dict[str, Known], *, force: bool) -> ScanPlan
             plan.unchanged += 1
         else:
             plan.candidates.append((rel, stat))
-    plan.deleted = [path for path in known if path not in seen]
+    missing = [path for path in known if path not in seen]
+    for place, exc in unreadable:
+        kept = [p for p in missing if _under(p, place)]
+        if kept:
+            seen.update(kept)
+            plan.unchanged += sum(1 for p in kept if not known[p][2])
+        what = "folder" if place.endswith("/") or not place else "file"
+        plan.errors.append(
+            f"{place or '.'}: {what} cannot be read ({exc.strerror or exc}); "
+            f"its {len(kept)} indexed note(s) are kept as they are"
+        )
+    plan.deleted = [path for path in missing if path not in seen]
     return plan
+
+
+def _under(path: str, place: str) -> bool:
+    """Whether the vault-relative ``path`` is ``place`` or lies in the folder ``place``."""
+    if not place:
+        return True  # the vault root itself
+    return path.startswith(place) if place.endswith("/") else path == place
 
 
 def plan_paths(

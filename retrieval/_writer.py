@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import os
 import uuid
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -22,6 +21,7 @@ import numpy as np
 import numpy.typing as npt
 
 from signaldesk.retrieval._prepare import ISO_UTC, PreparedNote, SkippedNote
+from signaldesk.retrieval.errors import StoreError
 from signaldesk.retrieval.schema import (
     FTS_DELETE_ALL,
     FTS_DELETE_TRIGGER,
@@ -41,7 +41,7 @@ from signaldesk.retrieval.store import (
     set_meta,
 )
 
-__all__ = ["IndexWriter", "ModelMeta", "move_aside", "quantize"]
+__all__ = ["IndexWriter", "ModelMeta", "quantize"]
 
 logger = logging.getLogger(__name__)
 
@@ -94,28 +94,6 @@ def quantize(vectors: npt.NDArray[np.float32], vector_type: str) -> list[bytes]:
     return [row.tobytes() for row in as_float]
 
 
-def move_aside(db_path: Path) -> Path:
-    """Rename an unreadable database (and its WAL) out of the way; the notes are untouched.
-
-    :returns: the new name of the database file.
-    """
-    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
-    target = db_path.with_name(f"{db_path.name}.corrupt-{stamp}")
-    n = 1
-    while target.exists():
-        target = db_path.with_name(f"{db_path.name}.corrupt-{stamp}-{n}")
-        n += 1
-    if db_path.exists():
-        os.replace(db_path, target)
-    wal = db_path.with_name(db_path.name + "-wal")
-    if wal.exists():
-        os.replace(wal, target.with_name(target.name + "-wal"))
-    with contextlib.suppress(FileNotFoundError):
-        db_path.with_name(db_path.name + "-shm").unlink()
-    logger.warning("index %s was unreadable; moved it aside to %s", db_path, target.name)
-    return target
-
-
 class IndexWriter:
     """Write access to one index database (the caller holds the writer lock)."""
 
@@ -155,6 +133,29 @@ class IndexWriter:
         except BaseException:
             conn.close()
             raise
+
+    def quick_check(self) -> str | None:
+        """What ``PRAGMA quick_check`` finds wrong with the file (``None``: nothing).
+
+        It reads every page (about a second per 100 MB), so only a whole-vault run
+        asks for it; a run over a few written paths relies on SQLite's own errors.
+        """
+        rows = [str(r[0]) for r in self.conn.execute("PRAGMA quick_check(5)")]
+        return None if rows == ["ok"] else "; ".join(rows)
+
+    def seed_generation(self, value: int) -> None:
+        """Start this (new, empty) file's ``generation`` counter at ``value``."""
+        self.generation = value
+
+    def seal(self) -> None:
+        """Copy the WAL into the database file and fsync it, before the file is published.
+
+        With ``synchronous = NORMAL`` a commit is not fsynced until a checkpoint; a
+        rebuilt file must be durable before the pointer names it.
+        """
+        busy, _, _ = self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+        if busy:
+            raise StoreError("the new index could not be checkpointed (still in use)")
 
     def close(self) -> None:
         """Close the connection (again: a no-op)."""

@@ -19,7 +19,8 @@ from __future__ import annotations
 import logging
 import os
 import stat as _stat
-from collections.abc import Iterator, Mapping
+import threading
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +32,7 @@ from signaldesk.vault import ALWAYS_EXCLUDED
 __all__ = [
     "INDEXIGNORE_FILE",
     "IndexIgnoreError",
+    "LiveVaultFilter",
     "VaultFilter",
     "excluded_by_frontmatter",
     "iter_vault_notes",
@@ -41,6 +43,7 @@ _log = logging.getLogger(__name__)
 INDEXIGNORE_FILE = ".indexignore"
 
 # Frontmatter keys the Excalidraw and Kanban plugins write on their files.
+_MAX_IGNORE_BYTES = 1 << 20
 _PLUGIN_KEYS = frozenset({"excalidraw-plugin", "kanban-plugin"})
 _EXCALIDRAW_SUFFIX = ".excalidraw.md"
 
@@ -52,14 +55,19 @@ class IndexIgnoreError(RetrievalError):
 class VaultFilter:
     """Decides whether a vault-relative path is kept out of the index."""
 
-    def __init__(self, vault: Path) -> None:
+    def __init__(self, vault: Path, *, with_indexignore: bool = True) -> None:
         """Read ``<vault>/.indexignore`` (if any) on top of the always-excluded paths.
 
+        :param with_indexignore: ``False`` keeps only the vault's own rules (the
+            always-excluded and hidden folders): for finding the notes signaldesk
+            wrote wherever a person put them, which ``.indexignore`` does not hide.
         :raises IndexIgnoreError: the file exists but cannot be read. Indexing
             anyway could expose exactly what the user asked to hide.
         """
         self.vault = vault
-        self.user_patterns: tuple[str, ...] = _read_patterns(vault / INDEXIGNORE_FILE)
+        self.user_patterns: tuple[str, ...] = (
+            _read_patterns(vault / INDEXIGNORE_FILE) if with_indexignore else ()
+        )
         self._spec = pathspec.GitIgnoreSpec.from_lines([*ALWAYS_EXCLUDED, *self.user_patterns])
         # The always-excluded entries are folders only; with no user patterns a
         # file can be excluded only through its folder, which the walk prunes.
@@ -104,30 +112,55 @@ def excluded_by_frontmatter(frontmatter: Mapping[str, Any]) -> bool:
     return any(str(key).strip().lower() in _PLUGIN_KEYS for key in frontmatter)
 
 
+UnreadableCallback = Callable[[str, OSError], None]
+
+
 def iter_vault_notes(
-    vault: Path, vault_filter: VaultFilter
+    vault: Path,
+    vault_filter: VaultFilter,
+    *,
+    on_unreadable: UnreadableCallback | None = None,
+    under: str = "",
 ) -> Iterator[tuple[str, os.stat_result]]:
     """Yield ``(vault-relative path, stat)`` for every note (``*.md``, any case) to index.
+
+    This is the one walk of the vault: everything that lists notes uses it, so every
+    listing follows the same rules. ``under`` (a vault-relative folder) walks only that
+    folder; nothing is yielded when it is excluded, missing, or reached through a link.
 
     Excluded and hidden folders are never entered, and symbolic links are never
     followed. Why that loses nothing: a link whose target lies inside the vault
     reaches a file the walk lists anyway under its real path (or one the user
     excluded, which a link must not bring back), and a link that leads outside
     the vault must not pull foreign files (or a loop back to the root) into the
-    index. Entries that cannot be read are logged and skipped. Order is stable:
-    depth-first, a folder's notes (by name) before its subfolders (by name).
+    index. Entries that cannot be read are skipped and given to ``on_unreadable``
+    (vault-relative path, a folder's ending in ``/``, and the error), or logged when
+    there is none: a caller that compares the listing with what it knows must not
+    mistake "cannot read" for "deleted". Order is stable: depth-first, a folder's
+    notes (by name) before its subfolders (by name).
     """
     root = os.path.realpath(vault)  # the vault folder itself may be a link
     file_excluded = vault_filter._file_excluded
     dir_excluded = vault_filter._dir_excluded
     stack: list[tuple[str, str]] = [(root, "")]
+    start = "" if under.strip("/") in ("", ".") else under.strip("/")
+    if start:
+        folder = os.path.join(root, start)
+        if vault_filter.excluded(f"{start}/") or os.path.realpath(folder) != folder:
+            return
+        if not os.path.isdir(folder):
+            return
+        stack = [(folder, f"{start}/")]
     while stack:
         folder, rel_folder = stack.pop()
         try:
             with os.scandir(folder) as listing:
                 entries = sorted(listing, key=_entry_name)
         except OSError as exc:
-            _log.warning("skipping unreadable folder %s: %s", rel_folder or ".", exc)
+            if on_unreadable is not None:
+                on_unreadable(rel_folder, exc)
+            else:
+                _log.warning("skipping unreadable folder %s: %s", rel_folder or ".", exc)
             continue
         subfolders: list[tuple[str, str]] = []
         for entry in entries:
@@ -148,7 +181,10 @@ def iter_vault_notes(
                     continue
                 info = entry.stat(follow_symlinks=False)
             except OSError as exc:
-                _log.warning("skipping unreadable entry %s%s: %s", rel_folder, name, exc)
+                if on_unreadable is not None:
+                    on_unreadable(rel_folder + name, exc)
+                else:
+                    _log.warning("skipping unreadable entry %s%s: %s", rel_folder, name, exc)
                 continue
             if _stat.S_ISREG(info.st_mode):
                 yield rel, info
@@ -161,8 +197,10 @@ def _entry_name(entry: os.DirEntry[str]) -> str:
 
 
 def _read_patterns(path: Path) -> tuple[str, ...]:
+    # O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer
+    # forever; it is refused below like any file that is not a regular one.
     try:
-        raw = path.read_bytes()
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
     except FileNotFoundError:
         return ()
     except OSError as exc:
@@ -170,8 +208,92 @@ def _read_patterns(path: Path) -> tuple[str, ...]:
             f"cannot read {path}: {exc.strerror or exc}",
             hint="fix the file's permissions, or delete it to index everything",
         ) from exc
-    text = raw.decode("utf-8", errors="replace").lstrip("\ufeff")
+    try:
+        info = os.fstat(fd)
+        if not _stat.S_ISREG(info.st_mode):
+            raise IndexIgnoreError(
+                f"{path} is not a regular file (a {_kind(info.st_mode)}); it was not read",
+                hint="make it a plain text file of gitignore patterns, or delete it",
+            )
+        if info.st_size > _MAX_IGNORE_BYTES:
+            raise IndexIgnoreError(
+                f"{path} is {info.st_size} bytes, more than a pattern list can need "
+                f"({_MAX_IGNORE_BYTES})",
+                hint="keep only the patterns in it",
+            )
+        pieces: list[bytes] = []
+        while piece := os.read(fd, 65536):
+            pieces.append(piece)
+    except OSError as exc:
+        raise IndexIgnoreError(
+            f"cannot read {path}: {exc.strerror or exc}",
+            hint="fix the file, or delete it to index everything",
+        ) from exc
+    finally:
+        os.close(fd)
+    text = b"".join(pieces).decode("utf-8", errors="replace").lstrip("\ufeff")
     return tuple(text.splitlines())
+
+
+def _kind(mode: int) -> str:
+    if _stat.S_ISFIFO(mode):
+        return "named pipe"
+    if _stat.S_ISDIR(mode):
+        return "folder"
+    if _stat.S_ISSOCK(mode):
+        return "socket"
+    if _stat.S_ISCHR(mode) or _stat.S_ISBLK(mode):
+        return "device"
+    return "special file"
+
+
+class LiveVaultFilter:
+    """A :class:`VaultFilter` that follows edits of ``.indexignore`` while a server runs.
+
+    Each question stats the file (about a microsecond) and re-reads the rules when
+    its identity, size or times changed, so a path excluded a moment ago is refused
+    at once, without waiting for a re-index or a restart. When the file cannot be
+    read (or is not a regular file), every path counts as excluded: answering from
+    rules that may be stale could show exactly what the user just hid.
+    """
+
+    def __init__(self, vault: Path) -> None:
+        self.vault = vault
+        self._path = vault / INDEXIGNORE_FILE
+        self._key: tuple[int, ...] | None = None
+        self._filter: VaultFilter | None = None
+        self._problem: str | None = None
+        self._lock = threading.Lock()
+
+    def _stat_key(self) -> tuple[int, ...]:
+        try:
+            info = os.stat(self._path)
+        except FileNotFoundError:
+            return ()
+        except OSError as exc:
+            return (-1, exc.errno or 0)
+        return (info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_mode)
+
+    def current(self) -> VaultFilter | None:
+        """The rules as the file says now (``None``: it cannot be read)."""
+        key = self._stat_key()
+        if key != self._key:
+            with self._lock:
+                if key != self._key:
+                    try:
+                        self._filter, self._problem = VaultFilter(self.vault), None
+                    except IndexIgnoreError as exc:
+                        self._filter = None
+                        if exc.message != self._problem:
+                            _log.warning("%s; every path is refused until it is fixed", exc)
+                        self._problem = exc.message
+                    self._key = key
+        return self._filter
+
+    def excluded(self, rel_path: str) -> bool:
+        """Like :meth:`VaultFilter.excluded`; ``True`` while ``.indexignore`` is unreadable."""
+        current = self.current()
+        return True if current is None else current.excluded(rel_path)
 
 
 def _normalise(rel_path: str) -> str:

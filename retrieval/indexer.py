@@ -2,10 +2,16 @@
 
 How a run goes:
 
-1. Take the writer lock (``<db>.lock``, bounded wait) and open the database;
-   an unreadable file is moved aside and rebuilt from the notes.
-2. Compare the embedding model with the one the index was built with; a
-   different fingerprint or dimension (or ``full=True``) empties the index first.
+1. Take the writer lock (``<db>.lock``, bounded wait), delete old index
+   generations no reader holds, and open the live one (see
+   :mod:`retrieval.generations`).
+2. Compare the embedding model with the one the index was built with. A
+   different fingerprint or dimension, ``full=True``, or a file that SQLite finds
+   unreadable (or ``quick_check`` finds corrupt, with ``verify``) rebuilds: a new
+   generation is built from the vault beside the live one and published when it
+   is complete, so searches keep answering from the old one until then and a
+   failed rebuild leaves it as it was. A configured model that does not load is
+   an error, never a reason to rebuild.
 3. Stat the vault and compare ``mtime_ns`` + ``size`` with the notes table
    (cheap). Deleted or newly excluded files are removed.
 4. Read the files whose stat changed, in batches. A file whose content hash is
@@ -34,6 +40,7 @@ import anyio
 import anyio.from_thread
 import anyio.to_thread
 
+from signaldesk.retrieval._model_plan import ModelPlan, plan_model
 from signaldesk.retrieval._pool import default_workers, prepared
 from signaldesk.retrieval._prepare import (
     FileJob,
@@ -52,13 +59,25 @@ from signaldesk.retrieval._scan import (
     plan_paths,
     plan_vault,
 )
-from signaldesk.retrieval._writer import IndexWriter, ModelMeta, move_aside, quantize
-from signaldesk.retrieval.embedder import Embedder, fingerprint_for, source_key
-from signaldesk.retrieval.errors import ModelError, StoreError
+from signaldesk.retrieval._writer import IndexWriter, quantize
+from signaldesk.retrieval.embedder import Embedder
+from signaldesk.retrieval.generations import (
+    discard,
+    new_generation,
+    publish,
+    read_pointer,
+    remove_stale,
+    seed_generation,
+)
 from signaldesk.retrieval.lock import DEFAULT_LOCK_TIMEOUT, IndexLock, LockWaitAborted
 from signaldesk.retrieval.records import IndexReport
 from signaldesk.retrieval.settings import IndexSettings
-from signaldesk.retrieval.store import index_db_path, is_corruption_error, sqlite_module
+from signaldesk.retrieval.store import (
+    index_base_path,
+    is_corruption_error,
+    sqlite_module,
+    store_error,
+)
 from signaldesk.retrieval.vector_cache import cache_token, load_cached, refresh_cache
 
 __all__ = ["INDEX_FORMAT", "VECTOR_TYPE", "IndexProgress", "Indexer"]
@@ -99,7 +118,6 @@ class IndexProgress:
 
 @dataclass(slots=True)
 class _Counters:
-    scanned: int = 0
     added: int = 0
     changed: int = 0
     deleted: int = 0
@@ -125,6 +143,8 @@ class Indexer:
     :param lock_timeout: seconds to wait for another writer before giving up.
     :param workers: processes that chunk notes in a large run (default: CPUs, at most 4;
         1 keeps everything in this process).
+    :param verify: run ``PRAGMA quick_check`` before a whole-vault run and rebuild
+        from the vault when it fails (``signaldesk index`` does; it reads the whole file).
 
     One run at a time per instance (other processes and instances wait for the lock).
     """
@@ -137,13 +157,15 @@ class Indexer:
         *,
         lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
         workers: int | None = None,
+        verify: bool = False,
     ) -> None:
         self.vault = Path(vault)
         self.settings = settings
         self.embedder = embedder
         self.lock_timeout = lock_timeout
         self.workers = default_workers() if workers is None else max(1, workers)
-        self.db_path = index_db_path(self.vault, settings)
+        self.verify = verify
+        self.base_path = index_base_path(self.vault, settings)
         self._stop = threading.Event()
 
     def stop(self) -> None:
@@ -211,52 +233,61 @@ class Indexer:
     ) -> IndexReport:
         """:meth:`run` without the event loop (blocks the calling thread)."""
         started = time.perf_counter()
-        db_error: type[Exception] = sqlite_module().Error
-        lock = IndexLock(self.db_path, timeout=self.lock_timeout, abort=self._stop)
+        lock = IndexLock(self.base_path, timeout=self.lock_timeout, abort=self._stop)
         try:
             lock.acquire()
         except LockWaitAborted:
             return IndexReport(seconds=round(time.perf_counter() - started, 3), interrupted=True)
+        except OSError as exc:
+            raise store_error(exc, "cannot take the index lock", self.base_path) from exc
         try:
-            recovered: str | None = None
-            while True:
-                try:
-                    writer = IndexWriter.open(self.db_path)
-                except db_error as exc:
-                    if recovered is not None or not is_corruption_error(exc):
-                        raise StoreError(f"cannot open the index {self.db_path}: {exc}") from exc
-                    recovered = self._move_aside(exc)
-                    continue
-                try:
-                    return self._run_open(writer, full, paths, progress, started, recovered)
-                except db_error as exc:
-                    if recovered is not None or not is_corruption_error(exc):
-                        raise StoreError(f"cannot write the index {self.db_path}: {exc}") from exc
-                    # A malformed page found mid-run: start over from the notes.
-                    writer.close()
-                    recovered = self._move_aside(exc)
-                finally:
-                    writer.close()
+            remove_stale(self.base_path)
+            return self._run_locked(full, paths, progress, started)
         finally:
             lock.release()
 
-    def _move_aside(self, exc: Exception) -> str:
-        moved = move_aside(self.db_path)
-        return f"index was unreadable ({exc}); moved aside to {moved.name}"
-
-    def _run_open(
+    def _run_locked(
         self,
-        writer: IndexWriter,
         full: bool,
         paths: Sequence[str] | None,
         progress: Callable[[IndexProgress], None] | None,
         started: float,
-        recovered: str | None,
     ) -> IndexReport:
-        counters = _Counters()
-        model, model_error = self._current_model(writer)
-        if model_error:
-            counters.errors.append(model_error)
+        db_error: type[Exception] = sqlite_module().Error
+        current = read_pointer(self.base_path)
+        try:
+            writer = IndexWriter.open(current)
+        except db_error as exc:
+            if not is_corruption_error(exc):
+                raise store_error(exc, f"cannot open the index {current}", current) from exc
+            return self._rebuild(f"index was unreadable ({exc})", None, progress, started)
+        except OSError as exc:
+            raise store_error(exc, f"cannot open the index {current}", current) from exc
+        try:
+            if self.verify and paths is None:
+                problem = writer.quick_check()
+                if problem is not None:
+                    writer.close()
+                    return self._rebuild(
+                        f"index was corrupt (quick_check: {problem})", None, progress, started
+                    )
+            return self._run_open(writer, full, paths, progress, started)
+        except db_error as exc:
+            if not is_corruption_error(exc):
+                raise store_error(
+                    exc, f"cannot write the index {current}", current, rolled_back=True
+                ) from exc
+            # A malformed page found mid-run: the vault is the source of truth.
+            writer.close()
+            return self._rebuild(f"index was unreadable ({exc})", None, progress, started)
+        except OSError as exc:
+            raise store_error(
+                exc, f"cannot write the index {current}", current, rolled_back=True
+            ) from exc
+        finally:
+            writer.close()
+
+    def _plan(self, writer: IndexWriter, full: bool) -> ModelPlan:
         # A change to how notes are chunked or embedded re-prepares every file; only
         # chunks whose embedding input changed are re-embedded.
         index_format = ":".join(
@@ -268,23 +299,38 @@ class Indexer:
                 self.settings.embed_max_chars,
             )
         )
-        reason = recovered or ("full rebuild requested" if full else None)
-        stored = writer.model_meta()
-        if model_error and stored is not None and stored.vector_type != "none":
-            # Rebuilding without vectors would throw away every stored vector over
-            # what may be a passing problem; leave the index as it is instead.
-            raise ModelError(
-                f"{model_error}; the index has vectors from {stored.name}, so it was left as is",
-                hint="run `signaldesk doctor` to see why the model does not load",
-            )
-        if reason is None and stored is not None and _differs(stored, model):
-            reason = f"embedding model changed ({_describe(stored)} -> {_describe(model)})"
-        if reason is None and stored is None and writer.note_count() > 0:
-            reason = "index has no model record"
+        return plan_model(
+            writer,
+            self.embedder,
+            self.settings,
+            full=full,
+            index_format=index_format,
+            vector_type=VECTOR_TYPE,
+        )
+
+    def _run_open(
+        self,
+        writer: IndexWriter,
+        full: bool,
+        paths: Sequence[str] | None,
+        progress: Callable[[IndexProgress], None] | None,
+        started: float,
+    ) -> IndexReport:
+        plan_ = self._plan(writer, full)
+        reason = plan_.reason
+        if reason is not None and (writer.note_count() > 0 or plan_.stored is not None):
+            # Readers keep the index they have until the new one is complete.
+            previous = writer.generation
+            writer.close()
+            return self._rebuild(reason, previous, progress, started, plan_)
+        counters = _Counters()
+        if plan_.model_error:
+            counters.errors.append(plan_.model_error)
+        model, index_format = plan_.model, plan_.index_format
         if reason is not None:
             logger.info("rebuilding the index: %s", reason)
             writer.reset(model, index_format)
-        elif stored is None:
+        elif plan_.stored is None:
             writer.set_model(model, index_format)
         elif model.source_key and writer.meta("model_source_key") != model.source_key:
             # The same model (same fingerprint) from files this index has not
@@ -298,10 +344,6 @@ class Indexer:
             plan = plan_vault(self.vault, known, force=force)
         else:
             plan = plan_paths(self.vault, known, paths, force=force)
-        counters.errors.extend(plan.errors)
-        counters.scanned = plan.scanned
-        counters.unchanged = plan.unchanged
-        counters.files_total = len(plan.candidates)
         interrupted = False
         try:
             self._apply(writer, plan, known, force, counters, progress, reason)
@@ -310,20 +352,87 @@ class Indexer:
         except _Stopped:
             interrupted = True
         if writer.vector_type != "none":
-            self._refresh_vector_cache(writer)
+            self._refresh_vector_cache(writer, _database_file(writer))
+        return self._finish(counters, plan, started, reason, interrupted, progress)
+
+    def _rebuild(
+        self,
+        reason: str,
+        previous: int | None,
+        progress: Callable[[IndexProgress], None] | None,
+        started: float,
+        plan_: ModelPlan | None = None,
+    ) -> IndexReport:
+        """Build a new generation beside the live one and publish it once it is complete.
+
+        The live index is not touched: when the rebuild fails (disk full, a file size
+        limit, an error, ``kill -9``) or is stopped, the new file is deleted (or, after
+        a kill, removed by the next run) and readers never saw it.
+        """
+        new = new_generation(self.base_path)
+        logger.info("rebuilding the index into %s: %s", new.name, reason)
+        counters = _Counters()
+        writer: IndexWriter | None = None
+        interrupted = False
+        db_error: type[Exception] = sqlite_module().Error
+        try:
+            writer = IndexWriter.open(new)
+            if plan_ is None:
+                plan_ = self._plan(writer, full=True)
+            if plan_.model_error:
+                counters.errors.append(plan_.model_error)
+            writer.seed_generation(seed_generation(previous))
+            writer.set_model(plan_.model, plan_.index_format)
+            if progress:
+                progress(IndexProgress("scanning", rebuild_reason=reason))
+            plan = plan_vault(self.vault, {}, force=False)
+            try:
+                self._apply(writer, plan, {}, False, counters, progress, reason)
+            except _Stopped:
+                interrupted = True
+            if not interrupted:
+                writer.seal()
+                if writer.vector_type != "none":
+                    self._refresh_vector_cache(writer, new)
+                writer.close()
+                publish(self.base_path, new)
+        except BaseException as exc:
+            if writer is not None:
+                writer.close()
+            discard(new)
+            if isinstance(exc, db_error | OSError):
+                raise store_error(exc, "the index rebuild failed", new, kept=True) from exc
+            raise
+        if interrupted:
+            writer.close()
+            discard(new)
+            logger.info("rebuild stopped; the previous index is kept")
+        else:
+            remove_stale(self.base_path)
+        return self._finish(counters, plan, started, reason, interrupted, progress)
+
+    def _finish(
+        self,
+        counters: _Counters,
+        plan: ScanPlan,
+        started: float,
+        reason: str | None,
+        interrupted: bool,
+        progress: Callable[[IndexProgress], None] | None,
+    ) -> IndexReport:
         report = IndexReport(
-            scanned=counters.scanned,
+            scanned=plan.scanned,
             added=counters.added,
             changed=counters.changed,
             deleted=counters.deleted,
-            unchanged=counters.unchanged,
+            unchanged=plan.unchanged + counters.unchanged,
             chunks_embedded=counters.embedded,
             chunks_reused=counters.reused,
             seconds=round(time.perf_counter() - started, 3),
             full_rebuild=reason is not None,
             rebuild_reason=reason,
             interrupted=interrupted,
-            errors=tuple(counters.errors),
+            errors=(*plan.errors, *counters.errors),
         )
         if progress:
             progress(self._snapshot("done", counters, reason))
@@ -341,7 +450,7 @@ class Indexer:
         )
         return report
 
-    def _refresh_vector_cache(self, writer: IndexWriter) -> None:
+    def _refresh_vector_cache(self, writer: IndexWriter, db_path: Path) -> None:
         """Rewrite the matrix cache beside the index for the generation just committed.
 
         Trigger: any committed change, or a cache that is missing or stale. Why: a
@@ -354,33 +463,10 @@ class Indexer:
                 writer.touch()  # an index from before the cache: give it a generation id
             token = cache_token(writer.conn)
             dims = int(writer.meta("dimensions") or 0)
-            if writer.wrote or load_cached(self.db_path, token, dims) is None:
-                refresh_cache(writer.conn, self.db_path)
+            if writer.wrote or load_cached(db_path, token, dims) is None:
+                refresh_cache(writer.conn, db_path)
         except Exception as exc:  # the cache is optional; the index is already committed
-            logger.warning("vector cache beside %s not written: %s", self.db_path, exc)
-
-    def _current_model(self, writer: IndexWriter) -> tuple[ModelMeta, str | None]:
-        """The model this run embeds with; ``vector_type="none"`` when vectors are off."""
-        if not writer.has_vec:
-            return ModelMeta("", "", 0, "none"), None
-        try:
-            return (
-                ModelMeta(
-                    name=self.embedder.name,
-                    fingerprint=fingerprint_for(
-                        self.embedder,
-                        writer.meta("model_fingerprint"),
-                        writer.meta("model_source_key"),
-                    ),
-                    dimensions=int(self.embedder.dimensions),
-                    vector_type=VECTOR_TYPE,
-                    source_key=source_key(self.embedder),
-                ),
-                None,
-            )
-        except ModelError as exc:
-            logger.warning("no embedding model, indexing for keyword search only: %s", exc)
-            return ModelMeta("", "", 0, "none"), f"embedding model unavailable: {exc.message}"
+            logger.warning("vector cache beside %s not written: %s", db_path, exc)
 
     def _apply(
         self,
@@ -392,6 +478,7 @@ class Indexer:
         progress: Callable[[IndexProgress], None] | None,
         reason: str | None,
     ) -> None:
+        counters.files_total = len(plan.candidates)
         if progress:
             progress(self._snapshot("indexing", counters, reason))
         hashes = known_hashes(writer.conn, [rel for rel, _ in plan.candidates if rel in known])
@@ -537,18 +624,9 @@ class _Batch:
     deleted: list[str] = field(default_factory=list)
 
 
-def _differs(stored: ModelMeta, current: ModelMeta) -> bool:
-    return (stored.fingerprint, stored.dimensions, stored.vector_type) != (
-        current.fingerprint,
-        current.dimensions,
-        current.vector_type,
-    )
-
-
-def _describe(model: ModelMeta) -> str:
-    if model.vector_type == "none":
-        return "no vectors"
-    return f"{model.name or '?'} {model.dimensions}d {model.vector_type} [{model.fingerprint[:12]}]"
+def _database_file(writer: IndexWriter) -> Path:
+    """The file ``writer`` writes (this run's generation of the index)."""
+    return Path(writer.conn.execute("PRAGMA database_list").fetchone()[2])
 
 
 def _threadsafe(

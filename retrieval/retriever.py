@@ -16,8 +16,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 from types import TracebackType
@@ -29,6 +28,7 @@ import numpy as np
 import numpy.typing as npt
 
 from signaldesk.retrieval import search_legs
+from signaldesk.retrieval._connections import NO_INDEX_HINT, ReaderPool
 from signaldesk.retrieval.budget import BudgetFit, fit_all, take
 from signaldesk.retrieval.context_block import render_context
 from signaldesk.retrieval.embedder import Embedder, fingerprint_for
@@ -57,7 +57,13 @@ from signaldesk.retrieval.records import (
 from signaldesk.retrieval.schema import VECTOR_TABLE
 from signaldesk.retrieval.search_legs import ChunkRow
 from signaldesk.retrieval.settings import IndexSettings, SearchSettings
-from signaldesk.retrieval.store import capabilities, connect, get_meta, index_db_path, sqlite_module
+from signaldesk.retrieval.store import (
+    capabilities,
+    get_meta,
+    index_base_path,
+    is_corruption_error,
+    sqlite_module,
+)
 from signaldesk.retrieval.vector_cache import cache_token, load_cached, refresh_cache
 from signaldesk.retrieval.vector_matrix import VectorMatrix, load_matrix
 
@@ -67,7 +73,8 @@ logger = logging.getLogger(__name__)
 
 _POOL_SIZE = 4
 _MODES: tuple[str, ...] = get_args(SearchMode)
-_NO_INDEX_HINT = "run `signaldesk index` to build it"
+_NO_INDEX_HINT = NO_INDEX_HINT
+_DAMAGED_HINT = "run `signaldesk index` to rebuild it from the vault (the notes are not affected)"
 T = TypeVar("T")
 
 
@@ -76,7 +83,7 @@ class Retriever:
 
     def __init__(
         self,
-        db_path: Path,
+        pool: ReaderPool,
         index: IndexSettings,
         search: SearchSettings,
         embedder: Embedder | None,
@@ -85,15 +92,13 @@ class Retriever:
         vec_ext_ok: bool,
         static_degraded: tuple[str, ...],
     ) -> None:
-        self._db_path = db_path
+        self._pool = pool
         self._index = index
         self._settings = search
         self._embedder = embedder
         self._fts_ok = fts_ok
         self._vec_ext_ok = vec_ext_ok
         self._static_degraded = static_degraded
-        self._idle: list[Any] = []
-        self._slots = anyio.Semaphore(_POOL_SIZE)
         self._matrix: VectorMatrix | None = None
         self._matrix_lock = threading.Lock()
         self._embed_lock = threading.Lock()
@@ -113,28 +118,29 @@ class Retriever:
     ) -> Retriever:
         """Open the index of ``vault`` for searching.
 
-        :raises IndexUnavailableError: there is no index (hint: `signaldesk index`).
+        :raises IndexUnavailableError: there is no index (hint: `signaldesk index`), or
+            it cannot be read.
         """
-        db_path = index_db_path(vault, index)
-        if not db_path.is_file():
-            raise IndexUnavailableError(f"no index at {db_path}", hint=_NO_INDEX_HINT)
-        conn = await anyio.to_thread.run_sync(cls._connect_checked, db_path)
+        pool = await ReaderPool.open(
+            index_base_path(vault, index), size=_POOL_SIZE, check=cls._check_tables
+        )
         try:
-            fts_ok, vec_ext_ok, degraded = await anyio.to_thread.run_sync(cls._probe, conn)
+            async with pool.connection() as conn:
+                fts_ok, vec_ext_ok, degraded = await anyio.to_thread.run_sync(cls._probe, conn)
         except BaseException:
-            conn.close()
+            await pool.aclose()
             raise
         if embedder is None:
             degraded = (*degraded, "no embedding model: keyword (BM25) search only")
         if not fts_ok and (embedder is None or not vec_ext_ok):
-            conn.close()
+            await pool.aclose()
             raise IndexUnavailableError(
                 "the index can be searched neither by keyword nor by vector: "
                 + "; ".join(degraded),
                 hint="check `signaldesk doctor`, then run `signaldesk index --full`",
             )
         retriever = cls(
-            db_path,
+            pool,
             index,
             search,
             embedder,
@@ -142,26 +148,34 @@ class Retriever:
             vec_ext_ok=vec_ext_ok,
             static_degraded=degraded,
         )
-        retriever._idle.append(conn)
+        pool.on_switch = retriever._on_new_generation
         return retriever
 
     @staticmethod
-    def _connect_checked(db_path: Path) -> Any:
-        conn = connect(db_path, readonly=True)
+    def _check_tables(conn: Any) -> None:
+        """Raise :class:`IndexUnavailableError` unless ``conn``'s database can be searched."""
+        db_error = sqlite_module().Error
         try:
             tables = {
                 r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
             }
-        except Exception as exc:
-            conn.close()
+            if {"notes", "chunks", "meta"} <= tables:
+                conn.execute("SELECT value FROM meta LIMIT 1").fetchall()
+        except db_error as exc:
             raise IndexUnavailableError(
-                f"the index at {db_path} cannot be read: {exc}",
-                hint="delete it and run `signaldesk index --full`",
+                f"the index cannot be read: {exc}", hint=_DAMAGED_HINT
             ) from exc
         if not {"notes", "chunks", "meta"} <= tables:
-            conn.close()
-            raise IndexUnavailableError(f"the index at {db_path} is empty", hint=_NO_INDEX_HINT)
-        return conn
+            raise IndexUnavailableError("the index is empty", hint=_NO_INDEX_HINT)
+
+    def _on_new_generation(self, conn: Any) -> None:
+        """A full rebuild was published: what the new file can do may differ."""
+        fts_ok, vec_ext_ok, degraded = self._probe(conn)
+        if self._embedder is None:
+            degraded = (*degraded, "no embedding model: keyword (BM25) search only")
+        self._fts_ok, self._vec_ext_ok, self._static_degraded = fts_ok, vec_ext_ok, degraded
+        with self._matrix_lock:
+            self._matrix = None
 
     @staticmethod
     def _probe(conn: Any) -> tuple[bool, bool, tuple[str, ...]]:
@@ -181,10 +195,7 @@ class Retriever:
     async def aclose(self) -> None:
         """Close every connection. Searches after this raise :class:`RetrievalError`."""
         self._closed = True
-        async with self._slots:
-            idle, self._idle = self._idle, []
-        for conn in idle:
-            conn.close()
+        await self._pool.aclose()
 
     async def __aenter__(self) -> Retriever:
         return self
@@ -196,22 +207,6 @@ class Retriever:
         tb: TracebackType | None,
     ) -> None:
         await self.aclose()
-
-    @asynccontextmanager
-    async def _connection(self) -> AsyncIterator[Any]:
-        if self._closed:
-            raise RetrievalError("the retriever is closed")
-        async with self._slots:
-            conn = self._idle.pop() if self._idle else None
-            if conn is None:
-                conn = await anyio.to_thread.run_sync(lambda: connect(self._db_path, readonly=True))
-            try:
-                yield conn
-            finally:
-                if self._closed:
-                    conn.close()
-                else:
-                    self._idle.append(conn)
 
     async def _run(self, fn: Callable[[Any], T]) -> T:
         """Run ``fn(conn)`` in a worker thread inside one read transaction."""
@@ -227,11 +222,16 @@ class Retriever:
             except db_error as exc:
                 if "no such table" in str(exc):
                     raise IndexUnavailableError(
-                        f"the index at {self._db_path} is incomplete: {exc}", hint=_NO_INDEX_HINT
+                        f"the index at {self._pool.path} is incomplete: {exc}",
+                        hint=_NO_INDEX_HINT,
+                    ) from exc
+                if is_corruption_error(exc):
+                    raise IndexUnavailableError(
+                        f"the index at {self._pool.path} is damaged: {exc}", hint=_DAMAGED_HINT
                     ) from exc
                 raise RetrievalError(f"index query failed: {exc}") from exc
 
-        async with self._connection() as conn:
+        async with self._pool.connection() as conn:
             return await anyio.to_thread.run_sync(in_snapshot, conn)
 
     async def warm_up(self) -> None:
@@ -307,12 +307,14 @@ class Retriever:
             if dims is None:
                 return None
             started = time.perf_counter()
-            matrix = load_cached(self._db_path, token, int(dims))
+            # The file this snapshot reads (the pool may already open a newer one).
+            db_file = Path(conn.execute("PRAGMA database_list").fetchone()[2])
+            matrix = load_cached(db_file, token, int(dims))
             source = "mapped from the cache"
             if matrix is None:
                 source = "read from sqlite-vec"
                 if token:
-                    matrix = refresh_cache(conn, self._db_path)
+                    matrix = refresh_cache(conn, db_file)
                 if matrix is None:
                     vector_type = get_meta(conn, "vector_type") or "float"
                     matrix = load_matrix(conn, int(dims), vector_type, generation)
@@ -631,11 +633,11 @@ class Retriever:
                 degraded.append(problem)
             size = sum(
                 p.stat().st_size
-                for p in (self._db_path, Path(f"{self._db_path}-wal"))
+                for p in (self._pool.path, Path(f"{self._pool.path}-wal"))
                 if p.exists()
             )
             return IndexStatus(
-                db_path=str(self._db_path),
+                db_path=str(self._pool.path),
                 exists=True,
                 notes=int(notes),
                 chunks=int(chunks),

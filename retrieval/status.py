@@ -8,10 +8,12 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from signaldesk.retrieval.errors import StoreError
+from signaldesk.retrieval.generations import ReaderLease
 from signaldesk.retrieval.records import IndexStatus
 from signaldesk.retrieval.schema import VECTOR_TABLE
 from signaldesk.retrieval.settings import IndexSettings
-from signaldesk.retrieval.store import capabilities, connect, get_meta, index_db_path
+from signaldesk.retrieval.store import capabilities, connect, get_meta, index_base_path
 
 __all__ = ["index_status"]
 
@@ -25,13 +27,29 @@ def index_status(vault: Path, settings: IndexSettings) -> IndexStatus:
     (or ``degraded`` says what is wrong) so ``signaldesk index --status`` and
     ``doctor`` can always report.
     """
-    db_path = index_db_path(Path(vault), settings)
-    if not db_path.exists():
+    base = index_base_path(Path(vault), settings)
+    try:
+        # The lease keeps a full rebuild's clean-up from deleting the file meanwhile.
+        lease = ReaderLease.take(base)
+    except StoreError as exc:
         return IndexStatus(
-            db_path=str(db_path),
+            db_path=str(base),
+            exists=True,
+            degraded=(f"{exc.message}: {exc.hint or 'run `signaldesk index --full`'}",),
+        )
+    if lease is None:
+        return IndexStatus(
+            db_path=str(base),
             exists=False,
             degraded=("no index yet: run `signaldesk index`",),
         )
+    try:
+        return _status_of(lease.db)
+    finally:
+        lease.release()
+
+
+def _status_of(db_path: Path) -> IndexStatus:
     size = sum(
         p.stat().st_size for p in (db_path, db_path.with_name(db_path.name + "-wal")) if p.exists()
     )

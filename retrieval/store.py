@@ -7,6 +7,7 @@ cannot load extensions or is too old for contentless-delete FTS5 (3.43).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import sqlite3
 from collections.abc import Callable
@@ -15,7 +16,14 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from signaldesk.faults import (
+    cannot_write_in,
+    is_corruption_error,
+    is_disk_full_error,
+    is_read_only_error,
+)
 from signaldesk.retrieval.errors import IndexUnavailableError, StoreError
+from signaldesk.retrieval.generations import read_pointer
 from signaldesk.retrieval.schema import MIGRATIONS, SCHEMA_VERSION
 from signaldesk.retrieval.settings import IndexSettings
 
@@ -27,11 +35,15 @@ __all__ = [
     "connect",
     "connector",
     "get_meta",
+    "index_base_path",
     "index_db_path",
     "is_corruption_error",
+    "is_disk_full_error",
+    "is_read_only_error",
     "migrate",
     "set_meta",
     "sqlite_module",
+    "store_error",
 ]
 
 logger = logging.getLogger(__name__)
@@ -69,25 +81,24 @@ def sqlite_module() -> ModuleType:
     return module
 
 
-def index_db_path(vault: Path, settings: IndexSettings) -> Path:
-    """Where the index database of ``vault`` lives (``settings.db_path``, vault-relative
-    unless absolute)."""
+def index_base_path(vault: Path, settings: IndexSettings) -> Path:
+    """The configured index path of ``vault`` (``settings.db_path``, vault-relative unless
+    absolute): the first generation's file, and the name the pointer and the writer
+    lock are derived from (see :mod:`retrieval.generations`)."""
     path = Path(settings.db_path).expanduser()
     return path if path.is_absolute() else vault / path
 
 
-def is_corruption_error(exc: BaseException) -> bool:
-    """Whether ``exc`` says the file is not a usable SQLite database.
+def index_db_path(vault: Path, settings: IndexSettings) -> Path:
+    """The database file of ``vault``'s live index generation (it may not exist yet).
 
-    Both the standard module's and sqlean's ``DatabaseError`` qualify (they are
-    distinct classes); "database is locked" and other operational errors do not.
+    A full rebuild writes a new file and swaps it in, so this is not always
+    :func:`index_base_path`. A reader that keeps connections open should take a
+    :class:`~retrieval.generations.ReaderLease` instead of calling this.
+
+    :raises StoreError: the generation pointer is unreadable.
     """
-    if type(exc).__name__ not in {"DatabaseError", "IntegrityError"}:
-        return False
-    text = str(exc).lower()
-    return any(
-        marker in text for marker in ("not a database", "malformed", "corrupt", "file is encrypted")
-    )
+    return read_pointer(index_base_path(vault, settings))
 
 
 def _load_vec(conn: Any) -> str | None:
@@ -106,6 +117,10 @@ def _load_vec(conn: Any) -> str | None:
 def connect(path: Path, readonly: bool = False) -> Any:
     """A configured synchronous connection (WAL, busy timeout, sqlite-vec when loadable).
 
+    ``readonly`` connections only read, and never create a file: a reader racing
+    a writer that removes an old index generation must fail to open it rather
+    than leave an empty database under that name.
+
     :raises IndexUnavailableError: ``readonly`` and the database does not exist.
     """
     module = sqlite_module()
@@ -113,8 +128,11 @@ def connect(path: Path, readonly: bool = False) -> Any:
         raise IndexUnavailableError(
             f"no index at {path}", hint="run `signaldesk index` to build it"
         )
-    path.parent.mkdir(parents=True, exist_ok=True)
-    conn = module.connect(str(path), timeout=BUSY_TIMEOUT_MS / 1000, check_same_thread=False)
+    if readonly:
+        conn = _open_reader(module, path)
+    else:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        conn = module.connect(str(path), timeout=BUSY_TIMEOUT_MS / 1000, check_same_thread=False)
     conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
     conn.execute("PRAGMA foreign_keys = ON")
     if not readonly:
@@ -128,6 +146,80 @@ def connect(path: Path, readonly: bool = False) -> Any:
     if error:
         logger.warning("sqlite-vec unavailable, vector search disabled: %s", error)
     return conn
+
+
+def store_error(
+    exc: BaseException,
+    action: str,
+    path: Path,
+    *,
+    kept: bool = False,
+    rolled_back: bool = False,
+) -> StoreError:
+    """A :class:`StoreError` a person can act on for a failed database or file operation.
+
+    :param kept: a rebuild failed and the previous index is kept.
+    :param rolled_back: an incremental run failed; its transaction was rolled back.
+    """
+    if kept:
+        after = "; the previous index is kept and still answers searches"
+    elif rolled_back:
+        after = "; the transaction in flight was rolled back, the index is consistent"
+    else:
+        after = ""
+    again = "`signaldesk index --full`" if kept else "`signaldesk index`"
+    if is_disk_full_error(exc):
+        return StoreError(
+            f"{action}: the disk is full or a file size limit (ulimit -f) was reached "
+            f"({exc}){after}",
+            hint=f"free space on the disk holding {path.parent}, then run {again} again",
+        )
+    if is_read_only_error(exc):
+        return StoreError(
+            f"{action}: {path.parent} cannot be written ({exc}){after}",
+            hint="make the vault's .signaldesk folder writable, or point `[index] db_path` "
+            "at a writable place",
+        )
+    return StoreError(f"{action}: {exc}{after}")
+
+
+def _open_reader(module: ModuleType, path: Path) -> Any:
+    """A reading connection that never creates the file.
+
+    ``mode=rw`` rather than ``ro``: a WAL reader must create or write the ``-shm``
+    file. Where it cannot (a read-only state folder or file system), the file is
+    opened ``immutable``: nobody can write there either, so it cannot change while
+    it is read, and searching a read-only vault still works.
+    """
+    uri = path.absolute().as_uri()
+    timeout = BUSY_TIMEOUT_MS / 1000
+    try:
+        conn = module.connect(f"{uri}?mode=rw", uri=True, timeout=timeout, check_same_thread=False)
+    except module.OperationalError as exc:
+        if not path.exists():
+            raise IndexUnavailableError(
+                f"no index at {path}", hint="run `signaldesk index` to build it"
+            ) from exc
+        if not is_read_only_error(exc) and "unable to open" not in str(exc):
+            raise
+        conn = None
+    if conn is not None:
+        try:
+            conn.execute("PRAGMA schema_version").fetchone()
+            return conn
+        except module.DatabaseError as exc:
+            # On a read-only file system the open succeeds and the first read fails,
+            # with "unable to open database file" (no -shm can be made beside it).
+            read_only = is_read_only_error(exc) or (
+                "unable to open" in str(exc) and cannot_write_in(path.parent)
+            )
+            if not read_only:
+                return conn  # a damaged file: the caller's first query says so
+            conn.close()
+    logger.info("%s cannot be written here; reading it as an immutable file", path)
+    return module.connect(
+        f"{uri}?mode=ro&immutable=1", uri=True, timeout=timeout, check_same_thread=False
+    )
 
 
 def connector(path: Path, *, readonly: bool = False) -> Callable[[], Any]:
@@ -185,7 +277,10 @@ def migrate(conn: Any) -> int:
                 conn.execute(f"PRAGMA user_version = {version + 1}")
             conn.execute("COMMIT")
         except BaseException:
-            conn.execute("ROLLBACK")
+            # SQLite may have rolled back already (a full disk does that): keep the
+            # error that explains why, not "no transaction is active".
+            with contextlib.suppress(Exception):
+                conn.execute("ROLLBACK")
             raise
 
 

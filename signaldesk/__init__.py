@@ -15,6 +15,7 @@ from signaldesk.vault import (
     VAULT_FOLDERS,
     atomic_write_bytes,
     atomic_write_text,
+    sweep_temp_files,
     write_new_file,
 )
 
@@ -46,5 +47,6 @@ __all__ = [
     "__version__",
     "atomic_write_bytes",
     "atomic_write_text",
+    "sweep_temp_files",
     "write_new_file",
 ]

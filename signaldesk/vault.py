@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import os
+import re
 import stat
 import tempfile
 import threading
@@ -203,3 +204,42 @@ def write_new_file(
     finally:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp_name)
+
+
+# The names the two writers above give their temporary files: mkstemp adds eight
+# characters of [a-z0-9_] between the prefix and the suffix.
+_NEW_FILE_TEMP = re.compile(r"\.signaldesk-[a-z0-9_]{8}\.tmp")
+_REPLACE_TEMP = re.compile(r"\.(?P<target>.+)\.[a-z0-9_]{8}\.tmp")
+
+
+def sweep_temp_files(root: Path, *, older_than: float) -> list[Path]:
+    """Remove temporary files a killed writer left under ``root`` (recursively).
+
+    Only this module's own names are touched: ``.signaldesk-XXXXXXXX.tmp``, and
+    ``.<name>.XXXXXXXX.tmp`` when ``<name>`` exists beside it (what an interrupted
+    :func:`atomic_write_bytes` leaves next to the file it was replacing). Only
+    regular files last modified before ``older_than`` (a ``time.time()`` value, the
+    start of the run) go, so a write in progress in another process is left alone.
+
+    :returns: the files removed.
+    """
+    removed: list[Path] = []
+    for folder, dirs, files in os.walk(root):
+        dirs[:] = [d for d in dirs if not d.startswith(".")]
+        for name in files:
+            if not name.endswith(".tmp") or not name.startswith("."):
+                continue
+            replacing = _REPLACE_TEMP.fullmatch(name)
+            ours = _NEW_FILE_TEMP.fullmatch(name) is not None or (
+                replacing is not None and os.path.exists(os.path.join(folder, replacing["target"]))
+            )
+            path = Path(folder) / name
+            try:
+                info = path.lstat()
+            except OSError:
+                continue
+            if ours and stat.S_ISREG(info.st_mode) and info.st_mtime < older_than:
+                with contextlib.suppress(OSError):
+                    path.unlink()
+                    removed.append(path)
+    return removed

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import html as html_lib
 import re
+import threading
 
 import lxml.etree
 import lxml.html
@@ -59,7 +60,18 @@ _XML_INVALID = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]
 INVISIBLE = re.compile("[\u00ad\u034f\u180e\u200b-\u200f\u2060-\u2064\ufeff]")
 WHITESPACE = re.compile(r"[ \t\r\n\f\v\u00a0\u2000-\u200a\u202f\u205f\u3000]+")
 
-_PARSER = lxml.html.HTMLParser(huge_tree=True, remove_comments=True, remove_pis=True)
+# One parser per thread: a scan converts feed content, pages and mails in several
+# worker threads at once, and an lxml parser object must not be used by two threads at
+# the same time (a shared one is how trafilatura corrupted memory, see sources.fulltext).
+_PARSERS = threading.local()
+
+
+def _parser() -> lxml.html.HTMLParser:
+    parser: lxml.html.HTMLParser | None = getattr(_PARSERS, "parser", None)
+    if parser is None:
+        parser = lxml.html.HTMLParser(huge_tree=True, remove_comments=True, remove_pis=True)
+        _PARSERS.parser = parser
+    return parser
 
 
 def parse_html(html: str) -> HtmlElement:
@@ -70,7 +82,7 @@ def parse_html(html: str) -> HtmlElement:
     try:
         # huge_tree: libxml2 otherwise gives up on nesting deeper than 256 and returns an
         # empty document, losing all the text of a (hostile or badly generated) page.
-        return lxml.html.document_fromstring(html, parser=_PARSER)
+        return lxml.html.document_fromstring(html, parser=_parser())
     except (lxml.etree.ParserError, ValueError):
         return _empty()
 

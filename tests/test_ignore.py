@@ -275,3 +275,21 @@ def test_excluded_by_frontmatter() -> None:
     assert excluded_by_frontmatter({"Kanban-Plugin": "board"})
     assert not excluded_by_frontmatter({"title": "Kanban method", "tags": ["kanban-plugin"]})
     assert not excluded_by_frontmatter({})
+
+
+def test_walking_one_folder(tmp_path: Path) -> None:
+    for rel in ("a/one.md", "a/sub/two.md", "b/three.md", "private/four.md"):
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text("# x\n")
+    (tmp_path / ".indexignore").write_text("private/\n")
+    os.symlink(tmp_path / "a", tmp_path / "linked")
+
+    def listed(under: str, **kw: bool) -> list[str]:
+        rules = VaultFilter(tmp_path, **kw)
+        return [rel for rel, _ in iter_vault_notes(tmp_path, rules, under=under)]
+
+    assert listed("a") == ["a/one.md", "a/sub/two.md"]
+    assert listed("a/") == listed("a") and listed(".") == listed("")
+    assert listed("private") == []  # excluded by .indexignore
+    assert listed("private", with_indexignore=False) == ["private/four.md"]
+    assert listed("linked") == [] and listed("a/../b") == [] and listed("missing") == []

@@ -88,9 +88,10 @@ async def test_newer_schema_is_refused(tmp_path: Path) -> None:
 async def test_not_a_database_is_a_clear_error(tmp_path: Path) -> None:
     path = tmp_path / "ledger.db"
     path.write_bytes(b"this is not sqlite" * 100)
-    with pytest.raises(LedgerError, match="not a usable ledger"):
+    with pytest.raises(LedgerError, match="is damaged") as info:
         async with Ledger.open(path):
             pass
+    assert info.value.hint and "move it aside" in info.value.hint
 
 
 async def test_recording_twice_adds_nothing(tmp_path: Path) -> None:

@@ -250,11 +250,6 @@ def check_listing(listed: dict[str, Any]) -> None:
         assert "\n " not in description and "  " not in description, repr(description)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 12 item 11 (the robustness helper's): the running server reads "
-    ".indexignore once, at start; remove this marker when that lands",
-)
 async def test_read_note_refuses_a_note_excluded_while_the_server_runs(
     tmp_path: Path,
 ) -> None:

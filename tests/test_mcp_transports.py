@@ -306,6 +306,10 @@ async def test_eight_http_clients_while_the_index_is_rebuilt(tmp_path: Path) -> 
                             if isinstance(result, CallToolResult)
                             else repr(result)
                         )
+                    elif SearchOutput.model_validate(result.structured_content).count == 0:
+                        # Every query has results before the rebuild: an empty answer
+                        # means a reader saw a half-built index.
+                        failures.append(f"no results for {queries[(n + i) % len(queries)]!r}")
 
         started = time.perf_counter()
         with anyio.fail_after(110):

@@ -114,3 +114,33 @@ def test_the_checks_see_a_second_parser_and_a_second_list(tmp_path: Path) -> Non
     )
     assert yaml_calls(sample, tmp_path) == ["sample.py:2: yaml.safe_load"]
     assert score_name_lists(sample, tmp_path) == ["sample.py:3: ['relevance', 'depth']"]
+
+
+# Walks that list other things than notes: temporary files a killed writer left
+# (signaldesk/vault.py), the files in a drop folder (sources/decoding.py), a Maildir.
+_NOT_NOTE_WALKS = ("signaldesk/vault.py", "sources/decoding.py", "sources/newsletter.py")
+
+
+def directory_walks(path: Path, root: Path = REPO) -> list[str]:
+    """Where ``path`` walks a folder tree itself (``os.walk``, ``Path.rglob``, ``Path.walk``)."""
+    hits = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            func = node.func
+            is_os_walk = (
+                func.attr == "walk" and isinstance(func.value, ast.Name) and func.value.id == "os"
+            )
+            if is_os_walk or func.attr == "rglob":
+                hits.append(f"{path.relative_to(root)}:{node.lineno}: {func.attr}")
+    return hits
+
+
+def test_the_vault_is_walked_by_one_walker() -> None:
+    modules = _package_modules("retrieval/ignore.py", *_NOT_NOTE_WALKS)
+    assert [hit for path in modules for hit in directory_walks(path)] == []
+
+
+def test_the_check_sees_a_second_walker(tmp_path: Path) -> None:
+    sample = tmp_path / "sample.py"
+    sample.write_text("import os\nfor x in os.walk(root): pass\nnotes = list(root.rglob('*.md'))\n")
+    assert directory_walks(sample, tmp_path) == ["sample.py:2: walk", "sample.py:3: rglob"]

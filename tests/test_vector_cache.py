@@ -179,3 +179,19 @@ def test_the_plain_loader_builds_the_same_model() -> None:
     assert np.array_equal(plain.encode(texts), reference.encode(texts))
     assert plain.normalize == reference.normalize
     assert plain.tokenizer.truncation == reference.tokenizer.truncation
+
+
+async def test_a_rebuild_writes_the_cache_of_its_new_generation(
+    tmp_path: Path, embedder: Embedder
+) -> None:
+    vault = _vault(tmp_path, embedder)
+    first = _db(vault)
+    Indexer(vault, SETTINGS, embedder).run_sync(full=True)
+    live = _db(vault)
+    assert live != first  # a full rebuild publishes a new generation file
+    _, matrix, token = _reference(vault)
+    cached = load_cached(live, token, 256)
+    assert cached is not None and np.array_equal(cached.matrix, matrix)
+    # The old generation's cache went with it.
+    assert sorted(p.name for p in live.parent.glob("*.vectors")) == [cache_path(live).name]
+    assert (await _search(vault, embedder, "sourdough starter"))[0][0] == "kitchen/bread.md"

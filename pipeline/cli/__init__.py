@@ -15,12 +15,14 @@ from pathlib import Path
 import click
 from rich.console import Console
 from rich.logging import RichHandler
+from rich.markup import escape
 
 from signaldesk.errors import SignaldeskError
+from signaldesk.faults import is_corruption_error, is_disk_full_error, is_read_only_error
 from signaldesk.pipeline.cli._context import AppContext
 from signaldesk.retrieval.scrub_logging import ScrubbingFilter
 
-__all__ = ["cli", "main"]
+__all__ = ["cli", "explain_fault", "main"]
 
 # Verb -> the module of this package that defines it, in the order `--help` lists
 # them. Only the invoked verb's module is imported: the verbs between them pull
@@ -113,10 +115,55 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(exc.exit_code)
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
-    except SignaldeskError as exc:
+    except (SystemExit, KeyboardInterrupt):
+        raise
+    except BaseException as exc:
+        error = explain_fault(exc)
+        if error is None:
+            raise
+        if not isinstance(exc, SignaldeskError):
+            logging.getLogger(__name__).debug("what failed:", exc_info=exc)
         console = Console(stderr=True)
-        console.print(f"[bold red]error:[/] {exc.message}", highlight=False)
-        if exc.hint:
-            console.print(f"[bold]hint:[/] {exc.hint}", highlight=False)
+        console.print(f"[bold red]error:[/] {escape(error.message)}", highlight=False)
+        if error.hint:
+            console.print(f"[bold]hint:[/] {escape(error.hint)}", highlight=False)
         sys.exit(1)
     sys.exit(code if isinstance(code, int) else 0)
+
+
+def explain_fault(exc: BaseException) -> SignaldeskError | None:
+    """What to tell a person about ``exc``: a :class:`SignaldeskError` as it is (also
+    from inside a task group's exception group), a full disk, a read-only file or a
+    damaged database as one message with a hint; ``None`` for a bug (a traceback)."""
+    leaves = list(_leaves(exc))
+    for leaf in leaves:
+        if isinstance(leaf, SignaldeskError):
+            return leaf
+    for leaf in leaves:
+        where = f" ({leaf.filename})" if isinstance(leaf, OSError) and leaf.filename else ""
+        if is_disk_full_error(leaf):
+            return SignaldeskError(
+                f"the disk is full or a file size limit was reached{where}: {leaf}",
+                hint="free some space (or raise `ulimit -f`) and run the command again; what "
+                "was done so far is kept and the next run goes on from there",
+            )
+        if is_read_only_error(leaf):
+            return SignaldeskError(
+                f"cannot write{where}: {leaf}",
+                hint="signaldesk files notes into the vault and keeps its state in "
+                "<vault>/.signaldesk: make them writable for this user (a read-only vault "
+                "can still be searched: `signaldesk search`, `signaldesk mcp`)",
+            )
+        if is_corruption_error(leaf):
+            return SignaldeskError(
+                f"a database file is damaged: {leaf}",
+                hint="`signaldesk doctor` shows which; `signaldesk index` rebuilds the index "
+                "from the vault",
+            )
+    return None
+
+
+def _leaves(exc: BaseException) -> list[BaseException]:
+    if isinstance(exc, BaseExceptionGroup):
+        return [leaf for inner in exc.exceptions for leaf in _leaves(inner)]
+    return [exc]

@@ -6,11 +6,13 @@ import signal
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from datetime import UTC, datetime
 from types import FrameType
 
 import anyio
 import click
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -23,12 +25,17 @@ from rich.table import Table
 
 from signaldesk.pipeline.cli._context import AppContext
 from signaldesk.pipeline.cli._output import print_json
+from signaldesk.pipeline.ledger.index_queue import forget_indexed
 from signaldesk.retrieval.embedder import LazyEmbedder
 from signaldesk.retrieval.indexer import Indexer, IndexProgress
 from signaldesk.retrieval.records import IndexReport, IndexStatus
 from signaldesk.retrieval.status import index_status
 
 INTERRUPTED_MESSAGE = "interrupted — index is consistent; run `signaldesk index` to continue"
+REBUILD_INTERRUPTED_MESSAGE = (
+    "interrupted — the rebuild was dropped and the previous index is kept; "
+    "run `signaldesk index --full` to rebuild"
+)
 
 
 @click.command()
@@ -49,19 +56,26 @@ def index(app: AppContext, full: bool, show_status: bool, as_json: bool) -> None
         else:
             _print_status(app.console, status)
         return
-    indexer = Indexer(workspace.vault, settings, LazyEmbedder(settings))
+    # A person's `index` also reads every page once (quick_check): a damaged file is
+    # rebuilt from the vault instead of being reported as up to date.
+    indexer = Indexer(workspace.vault, settings, LazyEmbedder(settings), verify=True)
     err = Console(stderr=True)
+    started = datetime.now(UTC)
     with _stop_on_sigint(indexer.stop):
         if as_json:
             report = anyio.run(lambda: indexer.run(full=full))
         else:
             report = _run_with_progress(indexer, full, err)
+    if not report.interrupted:
+        # Every path triage queued before this run began has now been looked at.
+        anyio.run(forget_indexed, workspace, started)
     if as_json:
         print_json(report)
     else:
         _print_report(app.console, report, index_status(workspace.vault, settings))
     if report.interrupted:
-        err.print(f"[yellow]{INTERRUPTED_MESSAGE}[/]", highlight=False)
+        message = REBUILD_INTERRUPTED_MESSAGE if report.full_rebuild else INTERRUPTED_MESSAGE
+        err.print(f"[yellow]{message}[/]", highlight=False)
         # Not click's Exit: main() runs click with standalone_mode=False, which
         # turns Exit into a return value that nobody turns into an exit status.
         raise SystemExit(130)
@@ -138,9 +152,9 @@ def _print_report(console: Console, report: IndexReport, status: IndexStatus) ->
         table.add_row(label, value)
     console.print(table)
     for error in report.errors:
-        console.print(f"[yellow]warning:[/] {error}", highlight=False)
+        console.print(f"[yellow]warning:[/] {escape(error)}", highlight=False)
     for note in status.degraded:
-        console.print(f"[yellow]degraded:[/] {note}", highlight=False)
+        console.print(f"[yellow]degraded:[/] {escape(note)}", highlight=False)
 
 
 def _print_status(console: Console, status: IndexStatus) -> None:

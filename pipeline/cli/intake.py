@@ -10,13 +10,14 @@ from typing import Any
 import anyio
 import click
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from signaldesk.errors import SignaldeskError
 from signaldesk.pipeline.cli._context import AppContext
 from signaldesk.pipeline.cli._output import print_json
-from signaldesk.pipeline.cli.triage import print_triage_report, triage_json
+from signaldesk.pipeline.cli.triage import exit_if_not_indexed, print_triage_report, triage_json
 from signaldesk.pipeline.config import Workspace
 from signaldesk.pipeline.intake.summary import SOURCE_KINDS, ScanStats, problem_lines
 from signaldesk.pipeline.ledger.schema import ITEM_STATUSES
@@ -141,6 +142,7 @@ def scan(app: AppContext, sources: tuple[str, ...], once: bool, force: bool, as_
             lambda: scan_and_triage(workspace, sources=sources or None, force=force)
         )
         print_json({**_stats_json(stats), "triage": triage_json(report) if report else None})
+        exit_if_not_indexed(report)
         return
     progress = Progress(
         TextColumn("[bold]scanning"),
@@ -170,6 +172,7 @@ def scan(app: AppContext, sources: tuple[str, ...], once: bool, force: bool, as_
     _print_summary(app.console, stats)
     if report is not None:
         print_triage_report(app.console, report)
+    exit_if_not_indexed(report)
 
 
 def _entry_json(entry: LedgerEntry) -> dict[str, Any]:
@@ -313,6 +316,9 @@ def capture(
                 "index_error": index_error,
             }
         )
+        exit_if_not_indexed(report)
+        if index_error:
+            raise SystemExit(1)
         return
     try:
         shown = path.relative_to(workspace.vault)
@@ -330,7 +336,12 @@ def capture(
     if report is not None and (report.decisions or report.errors):
         print_triage_report(app.console, report)
     if index_error:
-        app.console.print(f"[yellow]the capture is not indexed yet:[/] {index_error}")
+        app.console.print(
+            f"[yellow]the capture is not indexed yet:[/] {escape(index_error)}", highlight=False
+        )
+    exit_if_not_indexed(report)
+    if index_error:
+        raise SystemExit(1)
 
 
 def _index_capture(workspace: Workspace, path: Path) -> str | None:

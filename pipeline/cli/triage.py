@@ -8,6 +8,7 @@ from typing import Any
 import anyio
 import click
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
@@ -24,7 +25,14 @@ from signaldesk.scoring.records import DIMENSIONS, TEASER_NOTE, ScoreCard
 from signaldesk.scoring.scorer import Scorer
 from signaldesk.vault import DOMAINS
 
-__all__ = ["COMMANDS", "print_triage_report", "score", "triage", "triage_json"]
+__all__ = [
+    "COMMANDS",
+    "exit_if_not_indexed",
+    "print_triage_report",
+    "score",
+    "triage",
+    "triage_json",
+]
 
 _VERB = {
     "created": ("filed", "would file"),
@@ -36,6 +44,7 @@ _VERB = {
     "kept_edited": ("kept (edited by hand)", "would keep (edited by hand)"),
     "missing": ("note gone", "note gone"),
     "stays": ("not filed", "would not file"),
+    "held": ("passes now, not filed", "passes now, not filed"),
     "failed": ("failed", "would fail"),
 }
 
@@ -47,6 +56,7 @@ def triage_json(report: TriageReport) -> dict[str, Any]:
         "scoring_mode": report.scoring_mode,
         "filed": len(report.filed),
         "rejected": len(report.rejected),
+        "held": len(report.held),
         "written": report.written,
         "inbox_waiting": [d.origin_path for d in report.inbox_waiting],
         "decisions": report.decisions,
@@ -86,6 +96,12 @@ def print_triage_report(console: Console, report: TriageReport) -> None:
                 note,
             )
         console.print(table)
+    if report.held:
+        console.print(
+            f"{len(report.held)} rejected item(s) pass the threshold now; --rescore files "
+            "nothing: `signaldesk triage --item ID` files one",
+            highlight=False,
+        )
     if report.corrections:
         console.print(
             f"learned from {len(report.corrections)} correction(s) you made in the vault "
@@ -105,9 +121,9 @@ def print_triage_report(console: Console, report: TriageReport) -> None:
             highlight=False,
         )
     if report.index_error:
-        console.print(f"[yellow]not indexed:[/] {report.index_error}", highlight=False)
+        console.print(f"[yellow]not indexed:[/] {escape(report.index_error)}", highlight=False)
     for error in report.errors:
-        console.print(f"[yellow]warning:[/] {error}", highlight=False)
+        console.print(f"[yellow]warning:[/] {escape(error)}", highlight=False)
     if report.scoring_mode == "keywords":
         console.print("[dim]scored by keywords only (no embedding model)[/]", highlight=False)
 
@@ -119,7 +135,8 @@ def print_triage_report(console: Console, report: TriageReport) -> None:
 @click.option(
     "--rescore",
     is_flag=True,
-    help="Also re-score items already filed or rejected (a person's edits are kept).",
+    help="Also re-score items already filed or rejected: refresh the scores of filed notes "
+    "(a person's edits are kept) and record new scores; nothing is moved or newly filed.",
 )
 @click.option(
     "--item",
@@ -147,6 +164,7 @@ def triage(
             lambda: run_triage(workspace, dry_run=dry_run, item_ids=ids, rescore=rescore)
         )
         print_json(triage_json(report))
+        exit_if_not_indexed(report)
         return
     progress = Progress(
         TextColumn("[bold]triage"),
@@ -174,6 +192,14 @@ def triage(
             )
         )
     print_triage_report(app.console, report)
+    exit_if_not_indexed(report)
+
+
+def exit_if_not_indexed(report: TriageReport | None) -> None:
+    """Exit 1 when notes were filed but the index step failed (they stay queued in the
+    ledger, and the next `scan`, `triage` or `index` catches up)."""
+    if report is not None and report.index_error:
+        raise SystemExit(1)
 
 
 def _correct(app: AppContext, item_id: str, action: Action, domain: str | None) -> None:

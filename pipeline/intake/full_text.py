@@ -22,6 +22,7 @@ from typing import Any
 import anyio
 from anyio.abc import ObjectReceiveStream, ObjectSendStream
 
+from signaldesk.faults import is_machine_fault
 from signaldesk.items import Item
 from signaldesk.pipeline.intake.stages import SETTLED, ScanContext, Work, backoff, park_broken
 from signaldesk.pipeline.ledger.records import iso_utc
@@ -62,6 +63,8 @@ async def extract_worker(
             except anyio.get_cancelled_exc_class():
                 raise
             except Exception as exc:  # one item that breaks a stage is parked, not the scan
+                if is_machine_fault(exc):
+                    raise
                 await park_broken(ctx, work, "extract", exc)
                 result = None
             if result is not None:

@@ -35,6 +35,7 @@ from anyio.abc import ObjectReceiveStream, ObjectSendStream
 from anyio.streams.memory import MemoryObjectReceiveStream
 
 from signaldesk.errors import SignaldeskError
+from signaldesk.faults import is_machine_fault
 from signaldesk.items import Item, SourceKind
 from signaldesk.pipeline.config import Workspace
 from signaldesk.pipeline.intake.feeds import FeedRecord, FeedRegistry
@@ -170,6 +171,8 @@ async def discover_local(
         except anyio.get_cancelled_exc_class():
             raise
         except Exception as exc:  # one broken source must not stop the others
+            if is_machine_fault(exc):
+                raise  # a full disk, say: the other sources would fail the same way
             logger.warning("%s not read: %r", kind, exc)
             _debug_traceback("%s not read", kind)
             ctx.stats.tally(kind).errors += 1
@@ -320,6 +323,8 @@ async def fetch_worker(
             except anyio.get_cancelled_exc_class():
                 raise
             except Exception as exc:  # a bug or a hostile feed: this feed fails, not the scan
+                if is_machine_fault(exc):
+                    raise
                 logger.warning("feed %s not taken in: %r", record.url, exc)
                 _debug_traceback("feed %s not taken in", record.url)
                 ctx.stats.feeds_failed += 1
@@ -457,6 +462,8 @@ async def _settle_batch(ctx: ScanContext, batch: Sequence[Work]) -> None:
         try:
             item = normalise(work.item)
         except Exception as exc:  # a hostile item: parked, the batch goes on
+            if is_machine_fault(exc):
+                raise
             await park_broken(ctx, work, "normalise", exc)
             continue
         if not item.text and not item.url:
@@ -468,7 +475,9 @@ async def _settle_batch(ctx: ScanContext, batch: Sequence[Work]) -> None:
         verdicts = await ctx.ledger.settle_many(ready, now=ctx.now())
     except anyio.get_cancelled_exc_class():
         raise
-    except Exception:
+    except Exception as exc:
+        if is_machine_fault(exc):
+            raise
         # One item broke the batch's transaction: settle them one by one, parking it.
         _debug_traceback("a dedupe batch failed; settling its items one by one")
         verdicts = []
@@ -478,6 +487,8 @@ async def _settle_batch(ctx: ScanContext, batch: Sequence[Work]) -> None:
                 verdicts.append(await ctx.ledger.settle(item_id, item, now=ctx.now()))
                 kept.append((item_id, item))
             except Exception as exc:
+                if is_machine_fault(exc):
+                    raise
                 await park_broken(ctx, Work(item_id, item, "extracted"), "dedupe", exc)
         ready = kept
     fresh: list[str] = []
@@ -499,6 +510,8 @@ async def _settle_batch(ctx: ScanContext, batch: Sequence[Work]) -> None:
         except anyio.get_cancelled_exc_class():
             raise
         except Exception as exc:
+            if is_machine_fault(exc):
+                raise
             # The item is safely in the ledger (pending, or as triage left it); a later
             # triage run picks it up. One item must not stop the scan's others.
             logger.warning("hand-off of %s failed; it waits for triage: %r", item_id[:10], exc)

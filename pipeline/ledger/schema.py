@@ -118,5 +118,17 @@ CREATE TABLE corrections (
 CREATE INDEX corrections_item ON corrections(item_id, recorded_at);
 """
 
-MIGRATIONS: Final[tuple[str, ...]] = (_V1, _V2)
+# v3: vault paths triage wrote, or moved a clipping away from, that no index run has
+# looked at yet. An item is "filed, not yet indexed" while its note's path is here.
+# Rows are written in the same transaction as the item's triage outcome, so a run
+# killed between filing and indexing leaves them for the next run to catch up on.
+_V3 = """
+CREATE TABLE index_queue (
+    path       TEXT PRIMARY KEY,         -- vault-relative, '/'-separated
+    item_id    TEXT,
+    queued_at  TEXT NOT NULL             -- ISO 8601 UTC
+) WITHOUT ROWID;
+"""
+
+MIGRATIONS: Final[tuple[str, ...]] = (_V1, _V2, _V3)
 SCHEMA_VERSION: Final = len(MIGRATIONS)

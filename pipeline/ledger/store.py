@@ -28,6 +28,12 @@ import aiosqlite
 import anyio
 import anyio.to_thread
 
+from signaldesk.faults import (
+    cannot_write_in,
+    is_corruption_error,
+    is_disk_full_error,
+    is_read_only_error,
+)
 from signaldesk.items import Item, SourceKind
 from signaldesk.pipeline.config import Workspace
 from signaldesk.pipeline.errors import LedgerError
@@ -74,6 +80,7 @@ __all__ = [
     "item_from_json",
     "item_identity",
     "item_to_json",
+    "ledger_error",
     "ledger_path",
     "open_ledger",
     "utcnow",
@@ -103,6 +110,65 @@ async def _migrate(conn: aiosqlite.Connection) -> None:
         logger.info("ledger migrated to schema version %d", target + 1)
 
 
+def _why_read_only(exc: BaseException, path: Path) -> str:
+    if "unable to open" in str(exc).lower():
+        return f"{path.parent} is read-only for this user or on a read-only file system"
+    return str(exc)
+
+
+def ledger_error(exc: BaseException, path: Path) -> LedgerError:
+    """A message a person can act on for a failed ledger operation.
+
+    Unlike the index, the ledger is not a cache: a damaged one is never replaced
+    silently, and a full disk or a read-only folder is reported as what it is.
+    """
+    if is_disk_full_error(exc):
+        return LedgerError(
+            f"the ledger {path} cannot be written: the disk is full ({exc})",
+            hint="free some space on that disk and run the command again; the ledger keeps "
+            "what was done, and the next run resumes where this one stopped",
+        )
+    if is_read_only_error(exc) or (
+        "unable to open" in str(exc).lower() and cannot_write_in(path.parent)
+    ):
+        return LedgerError(
+            f"the ledger {path} cannot be written ({_why_read_only(exc, path)})",
+            hint=f"make {path.parent} and the files in it writable for this user "
+            "(searching a read-only vault needs no ledger: `signaldesk search`, `mcp`)",
+        )
+    if is_corruption_error(exc):
+        return LedgerError(
+            f"the ledger {path} is damaged ({exc})",
+            hint=f"keep a copy and move it aside (mv {path.name} {path.name}.damaged); "
+            "signaldesk then starts a new ledger. The notes in the vault are not affected, "
+            "but items seen before may be taken in again",
+        )
+    if "unable to open" in str(exc).lower() or isinstance(exc, OSError):
+        return LedgerError(
+            f"cannot open the ledger {path}: {exc}",
+            hint="check that the file and its folder exist and are readable and writable "
+            "for this user",
+        )
+    return LedgerError(f"the ledger {path} failed: {exc}")
+
+
+def _first_sqlite_error(group: BaseExceptionGroup[BaseException]) -> sqlite3.Error | None:
+    for exc in group.exceptions:
+        if isinstance(exc, sqlite3.Error):
+            return exc
+        if isinstance(exc, BaseExceptionGroup):
+            found = _first_sqlite_error(exc)
+            if found is not None:
+                return found
+    return None
+
+
+async def _join_worker(pending: aiosqlite.Connection) -> None:
+    thread = getattr(pending, "_thread", None)
+    if thread is not None and thread.is_alive():
+        await anyio.to_thread.run_sync(thread.join, 5.0)
+
+
 def _dedupe_keys(
     batch: Sequence[tuple[str, Item]],
 ) -> list[tuple[str, Item, str | None, str | None, int | None]]:
@@ -127,13 +193,18 @@ class Ledger:
 
         :raises LedgerError: the file cannot be opened or is not a ledger.
         """
-        path.parent.mkdir(parents=True, exist_ok=True)
         try:
-            conn = await aiosqlite.connect(
-                str(path), timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None
-            )
+            path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise ledger_error(exc, path) from exc
+        pending = aiosqlite.connect(str(path), timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
+        try:
+            conn = await pending
         except sqlite3.Error as exc:
-            raise LedgerError(f"cannot open the ledger at {path}: {exc}") from exc
+            # aiosqlite stops its worker thread on a failed connect; wait for it, or
+            # it reports to an event loop that is closed by then ("Event loop is closed").
+            await _join_worker(pending)
+            raise ledger_error(exc, path) from exc
         try:
             try:
                 await conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
@@ -141,14 +212,24 @@ class Ledger:
                 await conn.execute("PRAGMA synchronous = NORMAL")
                 await conn.execute("PRAGMA foreign_keys = ON")
                 await _migrate(conn)
-            except sqlite3.DatabaseError as exc:
-                raise LedgerError(
-                    f"{path} is not a usable ledger: {exc}",
-                    hint="move it aside; signaldesk will start a new one",
-                ) from exc
-            yield cls(conn, path)
+            except sqlite3.Error as exc:
+                raise ledger_error(exc, path) from exc
+            try:
+                yield cls(conn, path)
+            except sqlite3.Error as exc:
+                raise ledger_error(exc, path) from exc
+            except BaseExceptionGroup as group:
+                # A failure inside a task group (a scan's stages) arrives wrapped.
+                found = _first_sqlite_error(group)
+                if found is None:
+                    raise
+                raise ledger_error(found, path) from group
         finally:
-            await conn.close()
+            with anyio.CancelScope(shield=True):
+                try:
+                    await conn.close()
+                except sqlite3.Error as exc:  # a full disk can fail the final checkpoint
+                    logger.warning("the ledger %s did not close cleanly: %s", path, exc)
 
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[aiosqlite.Connection]:
@@ -484,10 +565,24 @@ class Ledger:
         scores: dict[str, Any] | None = None,
         domain: str | None = None,
         note_path: str | None = None,
+        index_paths: Sequence[str] = (),
         now: datetime | None = None,
     ) -> None:
-        """Record triage's outcome for an item (the seam for scoring and routing)."""
+        """Record triage's outcome for an item (the seam for scoring and routing).
+
+        :param index_paths: vault paths the index must look at for this item (its note,
+            where a moved clipping was), queued in the same transaction (see
+            :meth:`index_queue`).
+        """
+        stamp = iso_utc(now or utcnow())
         async with self.transaction() as conn:
+            if index_paths:
+                await conn.executemany(
+                    "INSERT INTO index_queue (path, item_id, queued_at) VALUES (?, ?, ?) "
+                    "ON CONFLICT (path) DO UPDATE SET item_id = excluded.item_id, "
+                    "queued_at = excluded.queued_at",
+                    [(path, item_id, stamp) for path in dict.fromkeys(index_paths)],
+                )
             await conn.execute(
                 "UPDATE items SET status = ?, score = ?, scores = ?, domain = ?, note_path = ?, "
                 "updated_at = ? WHERE id = ?",
@@ -497,10 +592,35 @@ class Ledger:
                     json.dumps(scores) if scores is not None else None,
                     domain,
                     note_path,
-                    iso_utc(now or utcnow()),
+                    stamp,
                     item_id,
                 ),
             )
+
+    async def index_queue(self) -> list[str]:
+        """Vault paths triage wrote that no index run has looked at since, oldest first."""
+        rows = await self._conn.execute_fetchall(
+            "SELECT path FROM index_queue ORDER BY queued_at, path"
+        )
+        return [str(row[0]) for row in rows]
+
+    async def clear_index_queue(
+        self, started: datetime, paths: Sequence[str] | None = None
+    ) -> None:
+        """Forget queued paths an index run that began at ``started`` has looked at.
+
+        :param paths: the paths that run was given (``None``: it looked at the whole
+            vault). A path queued again after ``started`` stays queued.
+        """
+        stamp = iso_utc(started)
+        async with self.transaction() as conn:
+            if paths is None:
+                await conn.execute("DELETE FROM index_queue WHERE queued_at <= ?", (stamp,))
+            else:
+                await conn.executemany(
+                    "DELETE FROM index_queue WHERE path = ? AND queued_at <= ?",
+                    [(path, stamp) for path in paths],
+                )
 
     # -- reading --------------------------------------------------------------------
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable
 from datetime import UTC, date, datetime, time, timedelta, tzinfo
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Any
 
 import anyio.to_thread
@@ -32,8 +32,8 @@ from signaldesk.pipeline.reports.triage_report_model import (
     WaitingNote,
 )
 from signaldesk.pipeline.reports.triage_report_render import render_triage_report, score_histogram
+from signaldesk.retrieval.ignore import VaultFilter, iter_vault_notes
 from signaldesk.signal_note import score_number
-from signaldesk.vault import STATE_DIR
 
 __all__ = [
     "DIMENSIONS",
@@ -156,19 +156,15 @@ def _waiting_folders(workspace: Workspace) -> tuple[list[Path], list[Path]]:
 
 
 def _list_waiting(vault: Path, listed: list[Path], skipped: list[Path]) -> list[tuple[str, str]]:
+    # The report is a note in the vault: what `.indexignore` hides stays out of it too.
+    rules = VaultFilter(vault)
     found: dict[str, str] = {}
     for root in listed:
-        if not root.is_dir():
+        if not root.is_relative_to(vault):
             continue
-        for path in sorted(root.rglob("*.md")):
+        for rel, _ in iter_vault_notes(vault, rules, under=root.relative_to(vault).as_posix()):
+            path = vault / rel
             if any(path.is_relative_to(s) for s in skipped):
-                continue
-            try:
-                rel = path.relative_to(vault).as_posix()
-            except ValueError:
-                continue
-            parts = PurePosixPath(rel).parts
-            if any(p.startswith(".") for p in parts) or parts[0] == STATE_DIR:
                 continue
             try:
                 meta = parse_note(path.read_text(encoding="utf-8", errors="replace")).frontmatter

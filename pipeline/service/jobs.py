@@ -10,13 +10,14 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from datetime import date, datetime, timedelta, tzinfo
+from datetime import UTC, date, datetime, timedelta, tzinfo
 
 import anyio
 import anyio.to_thread
 
 from signaldesk.pipeline.config import Workspace
 from signaldesk.pipeline.intake.summary import ScanStats
+from signaldesk.pipeline.ledger.index_queue import forget_indexed
 from signaldesk.pipeline.reports.captains_log import write_captains_log
 from signaldesk.pipeline.reports.triage_report import write_triage_report
 from signaldesk.pipeline.service.watcher import VaultWatcher
@@ -77,7 +78,12 @@ def _scan_summary(stats: ScanStats, report: TriageReport | None) -> str:
         text = f"{stats.feeds_polled}/{stats.feeds_due} due feeds polled; " + text
     if report is not None and report.decisions:
         text += f"; filed {len(report.filed)}, rejected {len(report.rejected)}"
-    return text
+    return text + _not_indexed(report)
+
+
+def _not_indexed(report: TriageReport | None) -> str:
+    # The paths stay queued in the ledger; the index job the caller triggers catches up.
+    return f"; not indexed: {report.index_error}" if report and report.index_error else ""
 
 
 async def feeds_job(services: JobServices) -> str:
@@ -88,7 +94,7 @@ async def feeds_job(services: JobServices) -> str:
         stats, report = await scan_and_triage(
             services.workspace, sources=("rss",), embedder=services.embedder
         )
-    if report is not None and report.written:
+    if report is not None and (report.written or report.index_error):
         services.trigger("index")
     return _scan_summary(stats, report)
 
@@ -101,7 +107,7 @@ async def drops_job(services: JobServices) -> str:
         stats, report = await scan_and_triage(
             services.workspace, sources=DROP_SOURCES, embedder=services.embedder
         )
-    if report is not None and report.written:
+    if report is not None and (report.written or report.index_error):
         services.trigger("index")
     return _scan_summary(stats, report)
 
@@ -112,16 +118,19 @@ async def triage_job(services: JobServices) -> str:
         if services.stopping():
             return _STOPPING
         report = await triage(services.workspace, embedder=services.embedder)
-    if report.written:
+    if report.written or report.index_error:
         services.trigger("index")
-    return f"filed {len(report.filed)}, rejected {len(report.rejected)}"
+    return f"filed {len(report.filed)}, rejected {len(report.rejected)}" + _not_indexed(report)
 
 
 async def index_job(services: JobServices) -> str:
     """Bring the index up to date with the vault (incremental)."""
     workspace = services.workspace
     indexer = Indexer(workspace.vault, workspace.config.index, services.embedder)
+    started = datetime.now(UTC)
     report = await indexer.run()
+    if not report.interrupted:
+        await forget_indexed(workspace, started)
     text = (
         f"{report.added} added, {report.changed} changed, {report.deleted} deleted, "
         f"{report.chunks_embedded} chunks embedded"

@@ -30,7 +30,13 @@ def vault_signature(vault: Path) -> tuple[str, int]:
     """A digest of every indexable note's path, mtime and size, and how many there are."""
     digest = hashlib.blake2b(digest_size=16)
     count = 0
-    for rel, stat in iter_vault_notes(vault, VaultFilter(vault)):
+
+    def unreadable(rel: str, exc: OSError) -> None:
+        # Part of the signature (a folder readable again is a change), but not logged
+        # on every poll: the index run it triggers reports it once.
+        digest.update(f"!{rel}\x1f{exc.errno}\x1e".encode())
+
+    for rel, stat in iter_vault_notes(vault, VaultFilter(vault), on_unreadable=unreadable):
         digest.update(f"{rel}\x1f{stat.st_mtime_ns}\x1f{stat.st_size}\x1e".encode())
         count += 1
     return digest.hexdigest(), count

@@ -26,7 +26,6 @@ rows undone, which brings the old decisions back.
 from __future__ import annotations
 
 import logging
-import os
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Literal
@@ -42,6 +41,7 @@ from signaldesk.pipeline.ledger.corrections import (
 from signaldesk.pipeline.ledger.store import Ledger, LedgerEntry
 from signaldesk.pipeline.settings import TriageSettings
 from signaldesk.pipeline.triage.filing import NoteWriter, read_note_id
+from signaldesk.retrieval.ignore import VaultFilter, iter_vault_notes
 from signaldesk.scoring.feedback import Correction
 from signaldesk.vault import ARCHIVE_FOLDER, DOMAINS, atomic_write_bytes, write_new_file
 
@@ -93,14 +93,10 @@ def _status(path: Path) -> str | None:
 
 
 def _walk_names(vault: Path) -> dict[str, list[str]]:
-    """Vault-relative paths of every markdown file by file name (hidden folders skipped)."""
+    """Vault-relative paths of every note by file name (the vault's own rules only)."""
     found: dict[str, list[str]] = {}
-    for folder, dirs, files in os.walk(vault):
-        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
-        for name in files:
-            if name.endswith(".md"):
-                rel = (Path(folder) / name).relative_to(vault).as_posix()
-                found.setdefault(name, []).append(rel)
+    for rel, _ in iter_vault_notes(vault, VaultFilter(vault, with_indexignore=False)):
+        found.setdefault(PurePosixPath(rel).name, []).append(rel)
     return found
 
 

@@ -19,7 +19,6 @@ The rules this module keeps (SPEC section 2, "the user's files are sacred"):
 from __future__ import annotations
 
 import logging
-import os
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -41,12 +40,11 @@ from signaldesk.pipeline.triage.note_render import (
     signal_frontmatter,
     slugify,
 )
+from signaldesk.retrieval.ignore import VaultFilter, iter_vault_notes
 from signaldesk.scoring.records import ScoreCard
 from signaldesk.signal_note import HASH_KEY, ID_KEY, SIGNAL_TYPE
 from signaldesk.vault import (
-    ATTACHMENTS_FOLDER,
     DOMAINS,
-    TEMPLATES_FOLDER,
     atomic_write_bytes,
     file_mode,
     write_new_file,
@@ -66,14 +64,16 @@ NoteOutcome = Literal[
     "kept_edited",  # re-scored, but a person edited the generated fields: left alone
     "missing",  # the item's note is gone (deleted by a person): not written again
     "stays",  # below the threshold: nothing written (a clipping stays in the inbox)
+    "held",  # re-scored above the threshold, but `--rescore` files nothing by itself
     "failed",  # could not be written; the item is tried again next run
 ]
 
-_ID_LINE = re.compile(rb"^signaldesk_id:[ \t]*['\"]?([0-9a-f]{16,64})['\"]?[ \t]*\r?$", re.M)
+_ID_LINE = re.compile(
+    rb"^" + ID_KEY.encode() + rb":[ \t]*['\"]?([0-9a-f]{16,64})['\"]?[ \t]*\r?$", re.M
+)
 _HEAD_BYTES = 65_536  # no real frontmatter is longer; a signal note's is ~2 KiB
 _READ_STEP = 4096
 _FENCE_END = re.compile(rb"\n(?:---|\.\.\.)[ \t]*\r?(?:\n|$)")
-_SKIPPED_DIRS = frozenset({TEMPLATES_FOLDER, ATTACHMENTS_FOLDER, "node_modules"})
 _MAX_NAME_TRIES = 1000
 
 
@@ -152,13 +152,11 @@ class NoteWriter:
         return path.relative_to(self.vault).as_posix()
 
     def _walk(self, root: Path) -> Iterator[Path]:
-        for folder, dirs, files in os.walk(root):
-            dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in _SKIPPED_DIRS)
-            for name in sorted(files):
-                path = Path(folder) / name
-                # Links are not followed: one could lead outside the vault.
-                if name.endswith(".md") and not name.startswith(".") and not path.is_symlink():
-                    yield path
+        # The vault's own rules only: `.indexignore` hides notes from search, not from
+        # the triage that filed them (a person may move a signal anywhere).
+        rules = VaultFilter(self.vault, with_indexignore=False)
+        for rel, _ in iter_vault_notes(self.vault, rules, under=self._rel(root)):
+            yield self.vault / rel
 
     def _index(self, root: Path) -> None:
         assert self._ids is not None

@@ -73,8 +73,13 @@ class TriageReport:
 
     @property
     def filed(self) -> list[TriageDecision]:
-        """Items that passed the threshold."""
-        return [d for d in self.decisions if d.decision == "filed"]
+        """Items that passed the threshold (except those a re-score only held)."""
+        return [d for d in self.decisions if d.decision == "filed" and d.outcome != "held"]
+
+    @property
+    def held(self) -> list[TriageDecision]:
+        """Rejected items that pass after a re-score; ``--rescore`` files nothing itself."""
+        return [d for d in self.decisions if d.outcome == "held"]
 
     @property
     def rejected(self) -> list[TriageDecision]:

@@ -50,6 +50,7 @@ from signaldesk.pipeline.ledger.store import (
     item_identity,
     ledger_path,
     open_ledger,
+    utcnow,
 )
 from signaldesk.pipeline.triage.corrections import notice_vault_corrections, scoring_corrections
 from signaldesk.pipeline.triage.decisions import as_decided, full_text_arrived, lookup_entry
@@ -69,6 +70,7 @@ from signaldesk.scoring.records import ScoreCard
 from signaldesk.scoring.scorer import Scorer
 from signaldesk.sources.clipper import scan_clippings
 from signaldesk.sources.http import build_client
+from signaldesk.vault import sweep_temp_files
 
 __all__ = [
     "CONFIGURED_MODEL",
@@ -111,6 +113,9 @@ class _Job:
     status: str
     note_path: str | None
     in_ledger: bool = True
+    # Re-scoring only (`--rescore` over rejected items): record the new scores, file
+    # nothing. A person asks for filing with `--item`.
+    hold: bool = False
 
 
 class Triager:
@@ -158,7 +163,7 @@ class Triager:
         self._index_paths: list[str] = []
         self._total = 0
         self._started = time.monotonic()
-        self._lock_path = ledger_path(workspace).parent / "triage.lock"
+        self._lock_path = _triage_lock_path(workspace)
         self._decided = dict(decided or {})
         self._corrections: list[Correction] = []
 
@@ -211,7 +216,15 @@ class Triager:
             for status in statuses:
                 for entry in reversed(await self.ledger.entries(status=status)):
                     if entry.id not in self._seen:
-                        jobs.append(_Job(entry.id, entry.item, entry.status, entry.note_path))
+                        jobs.append(
+                            _Job(
+                                entry.id,
+                                entry.item,
+                                entry.status,
+                                entry.note_path,
+                                hold=status == "rejected",
+                            )
+                        )
             if not rescore:
                 # Scored on a teaser, and the full text has arrived since: score again.
                 for item_id in await full_text_arrived(self.ledger):
@@ -320,7 +333,9 @@ class Triager:
                 continue
             entry = await self.ledger.get(job.item_id)
             if entry is not None and entry.status == job.status:
-                fresh.append(_Job(entry.id, entry.item, entry.status, entry.note_path))
+                fresh.append(
+                    _Job(entry.id, entry.item, entry.status, entry.note_path, hold=job.hold)
+                )
             else:
                 self._seen.add(job.item_id)
         return fresh
@@ -369,6 +384,12 @@ class Triager:
                 return writer.refresh(existing, card, job.item_id, now)
         if not card.passed:
             return NoteResult(None, "stays")
+        if job.hold:
+            return NoteResult(
+                None,
+                "held",
+                message=f"passes now; `signaldesk triage --item {job.item_id[:12]}` files it",
+            )
         if job.item.source_kind == "clipper":
             moved = writer.file_clipping(job.item, card, job.item_id, now)
             if moved is not None:
@@ -416,6 +437,7 @@ class Triager:
                 scores=card_to_json(card, threshold=self.threshold),
                 domain=card.route.domain,
                 note_path=note_path if has_note else None,
+                index_paths=_paths_to_index(job, result, has_note),
                 now=now.astimezone(UTC),
             )
         return TriageDecision(
@@ -433,22 +455,81 @@ class Triager:
         )
 
     async def finish(self) -> TriageReport:
-        """Triage what is still queued, index every path written, and return the report."""
+        """Triage what is still queued, index every path written, and return the report.
+
+        Paths an earlier run filed but did not index (it was killed, or its index step
+        failed) are in the ledger's index queue and are indexed here too; they leave
+        the queue only once an index run has looked at them.
+        """
         await self.flush()
         paths = list(dict.fromkeys(self._index_paths))
+        if not self.dry_run and self.ledger is not None:
+            paths = list(dict.fromkeys([*paths, *await self.ledger.index_queue()]))
         if paths and not self.dry_run and self.settings.index_after:
             if self.embedder is None:
                 self.report.index_error = "no embedding model: run `signaldesk index` later"
             else:
                 indexer = Indexer(self.workspace.vault, self.workspace.config.index, self.embedder)
+                started = utcnow()
                 try:
                     self.report.indexed = await indexer.run(paths=paths)
                 except SignaldeskError as exc:
-                    # The notes are filed either way; the next `signaldesk index` catches up.
+                    # The notes are filed either way; the next run catches up.
                     logger.warning("filed notes not indexed: %s", exc, exc_info=True)
-                    self.report.index_error = str(exc)
+                    self.report.index_error = (
+                        f"{exc.message}; {len(paths)} note path(s) stay queued for the next run"
+                    )
+                else:
+                    if self.ledger is not None and not self.report.indexed.interrupted:
+                        await self.ledger.clear_index_queue(started, paths)
         self.report.elapsed = time.monotonic() - self._started
         return self.report
+
+
+def _paths_to_index(job: _Job, result: NoteResult, has_note: bool) -> list[str]:
+    """Every vault path the index must look at after filing ``job``: its note, where
+    its note was, and where the clipping it came from was (gone once moved)."""
+    paths = [result.path if has_note else None, result.previous_path]
+    if job.note_path != result.path:
+        paths.append(job.note_path)
+    origin = job.item.origin_path
+    if job.item.source_kind == "clipper" and has_note and origin != result.path:
+        paths.append(origin)
+    return [p for p in dict.fromkeys(paths) if p]
+
+
+def _triage_lock_path(workspace: Workspace) -> Path:
+    return ledger_path(workspace).parent / "triage.lock"
+
+
+async def _sweep_leftovers(workspace: Workspace) -> None:
+    """Remove the temporary files a killed triage (or capture) left in the folders it
+    writes to, under the triage lock so that no other triage is writing meanwhile."""
+    started = time.time()
+    settings = workspace.config.triage
+    signals = workspace.vault / settings.signals_folder
+    drop = workspace.resolve(workspace.config.tool_output.drop_folder)
+    lock = _triage_lock_path(workspace)
+
+    def sweep() -> list[Path]:
+        removed = sweep_temp_files(signals, older_than=started) if signals.is_dir() else []
+        # A capture does not take the triage lock: leave it a minute to finish.
+        if drop.is_dir():
+            removed += sweep_temp_files(drop, older_than=started - 60)
+        return removed
+
+    try:
+        async with triage_lock(lock, timeout=settings.lock_timeout):
+            removed = await anyio.to_thread.run_sync(sweep)
+    except (TriageBusyError, OSError) as exc:
+        logger.debug("temporary files not swept: %s", exc)
+        return
+    if removed:
+        logger.info(
+            "removed %d temporary file(s) an interrupted run left: %s",
+            len(removed),
+            ", ".join(p.name for p in removed[:5]),
+        )
 
 
 @asynccontextmanager
@@ -486,6 +567,8 @@ async def triage(
     """
     if embedder is CONFIGURED_MODEL:
         embedder = LazyEmbedder(workspace.config.index)
+    if not dry_run:
+        await _sweep_leftovers(workspace)
     async with _maybe_ledger(workspace, dry_run) as ledger:
         triager = Triager(
             workspace,
@@ -531,6 +614,7 @@ async def scan_and_triage(
 
     With ``[triage] after_scan = false`` this is a plain scan (report ``None``).
     """
+    await _sweep_leftovers(workspace)
     async with open_ledger(workspace) as ledger, AsyncExitStack() as stack:
         wants_feeds = sources is None or "rss" in sources
         client = (
