@@ -37,13 +37,19 @@ starts, outermost first; ``section`` is its last element ('' before any heading)
 
 from __future__ import annotations
 
-import datetime as _dt
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from signaldesk.frontmatter import parse_note
+from signaldesk.frontmatter import (
+    alias_values,
+    first_text,
+    frontmatter_date,
+    parse_note,
+    tag_values,
+    unique_casefold,
+)
 from signaldesk.retrieval.cleaning import readable_text
 
 __all__ = ["Chunk", "ChunkedNote", "chunk_note"]
@@ -57,7 +63,6 @@ _COMMENTS = re.compile(r"<!--.*?(?:-->|\Z)|%%.*?(?:%%|\Z)", re.DOTALL)
 # digits, '_', '-', '/', at least one character that is not a digit.
 # The nested look-behind comes after the literal '#' so the engine can skip ahead to it.
 _INLINE_TAG = re.compile(r"#(?<=(?<!\S)#)([\w/-]*[^\W\d][\w/-]*)")
-_TAG_SPLIT = re.compile(r"[,\s]+")
 _HEADING_MARKUP = re.compile(r"[\[\]<>`*_~=%^&|#!]|://")
 _MD_SUFFIX = re.compile(r"\.md$", re.IGNORECASE)
 
@@ -163,24 +168,26 @@ def chunk_note(path: str, text: str, *, max_chars: int = 1800, min_chars: int = 
     first_h1 = next((u.path[0] for u in units if u.kind == "heading" and u.level == 1), None)
     return ChunkedNote(
         path=path,
-        title=_first_text(fm.get("title")) or first_h1 or _stem(path),
+        title=first_text(fm.get("title")) or first_h1 or _stem(path),
         tags=tuple(
-            _dedupe(
+            unique_casefold(
                 [
-                    *_tag_values(fm.get("tags")),
-                    *_tag_values(fm.get("tag")),
+                    *tag_values(fm.get("tags")),
+                    *tag_values(fm.get("tag")),
                     *_inline_tags(lines, units),
                 ]
             )
         ),
-        note_type=_first_text(fm.get("type")),
-        domain=_first_text(fm.get("domain")),
-        status=_first_text(fm.get("status")),
-        created=_iso_date(fm, ("created", "date created", "date", "created_at")),
-        updated=_iso_date(
+        note_type=first_text(fm.get("type")),
+        domain=first_text(fm.get("domain")),
+        status=first_text(fm.get("status")),
+        created=frontmatter_date(fm, ("created", "date created", "date", "created_at")),
+        updated=frontmatter_date(
             fm, ("updated", "modified", "date modified", "updated_at", "last_modified")
         ),
-        aliases=tuple(_dedupe(_alias_values(fm.get("aliases")) + _alias_values(fm.get("alias")))),
+        aliases=tuple(
+            unique_casefold(alias_values(fm.get("aliases")) + alias_values(fm.get("alias")))
+        ),
         frontmatter=fm,
         chunks=chunks,
         frontmatter_error=parsed.error,
@@ -534,46 +541,6 @@ def _stem(path: str) -> str:
     return _MD_SUFFIX.sub("", name) or name
 
 
-def _first_text(value: object) -> str | None:
-    if isinstance(value, list):
-        value = next((v for v in value if v not in (None, "")), None)
-    if value is None or isinstance(value, dict | list):
-        return None
-    text = str(value).strip()
-    return text or None
-
-
-def _tag_values(value: object) -> list[str]:
-    out: list[str] = []
-    if value is None:
-        return out
-    if isinstance(value, list | tuple):
-        for item in value:
-            out.extend(_tag_values(item))
-        return out
-    if isinstance(value, dict):
-        return out
-    for part in _TAG_SPLIT.split(str(value)):
-        tag = part.strip().lstrip("#").strip("/")
-        if tag:
-            out.append(tag)
-    return out
-
-
-def _alias_values(value: object) -> list[str]:
-    if value is None:
-        return []
-    if isinstance(value, list | tuple):
-        return [a for item in value for a in _alias_values(item)]
-    if isinstance(value, dict):
-        return []
-    text = str(value).strip()
-    if not text:
-        return []
-    # An alias string may list several names separated by commas (older Obsidian).
-    return [part.strip() for part in text.split(",") if part.strip()]
-
-
 def _inline_tags(lines: list[str], units: list[_Unit]) -> list[str]:
     texts = ["\n".join(lines[u.start : u.end]) for u in units if u.kind != "code"]
     if not texts:
@@ -591,43 +558,3 @@ def _inline_tags(lines: list[str], units: list[_Unit]) -> list[str]:
         if tag:
             tags.append(tag)
     return tags
-
-
-def _dedupe(values: Iterable[str]) -> list[str]:
-    seen: set[str] = set()
-    out: list[str] = []
-    for value in values:
-        key = value.casefold()
-        if key not in seen:
-            seen.add(key)
-            out.append(value)
-    return out
-
-
-def _iso_date(fm: dict[str, Any], keys: tuple[str, ...]) -> str | None:
-    lowered = {k.lower(): v for k, v in fm.items()}
-    for key in keys:
-        value = _first_text(lowered.get(key))
-        if value is None:
-            continue
-        parsed = _parse_date(value)
-        if parsed is not None:
-            return parsed
-    return None
-
-
-def _parse_date(value: str) -> str | None:
-    text = value.strip().strip("'\"")
-    try:
-        if len(text) == 10:
-            return _dt.date.fromisoformat(text).isoformat()
-        return _dt.datetime.fromisoformat(text).isoformat()
-    except ValueError:
-        pass
-    for fmt in ("%Y/%m/%d", "%Y.%m.%d", "%Y/%m/%d %H:%M", "%Y%m%d"):
-        try:
-            parsed = _dt.datetime.strptime(text, fmt)
-        except ValueError:
-            continue
-        return parsed.date().isoformat() if parsed.time() == _dt.time() else parsed.isoformat()
-    return None

@@ -19,7 +19,7 @@ import datetime as _dt
 import logging
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,12 +27,18 @@ import yaml
 
 __all__ = [
     "ParsedNote",
+    "alias_values",
     "as_aware_datetime",
     "as_str_list",
     "as_tags",
     "first_heading",
+    "first_text",
+    "frontmatter_date",
+    "parse_date",
     "parse_note",
     "render_note",
+    "tag_values",
+    "unique_casefold",
 ]
 
 _log = logging.getLogger(__name__)
@@ -52,6 +58,7 @@ _LIST_ITEM = re.compile(r"-(?:[ \t]+(.*?)|)[ \t]*$")
 # explodes when walked; stop converting after this many values.
 _MAX_VALUES = 20_000
 
+_TAG_SPLIT = re.compile(r"[,\s]+")
 _H1 = re.compile(r"^#[ \t]+(.+?)[ \t#]*$", re.MULTILINE)
 
 
@@ -312,14 +319,11 @@ def as_aware_datetime(value: Any) -> _dt.datetime | None:
     elif isinstance(value, _dt.date):
         result = _dt.datetime(value.year, value.month, value.day)
     elif isinstance(value, str) and value.strip():
-        text = value.strip().replace("Z", "+00:00")
-        try:
-            result = _dt.datetime.fromisoformat(text)
-        except ValueError:
-            try:
-                result = _dt.datetime.fromisoformat(text[:10])
-            except ValueError:
-                return None
+        # The one date parser; a date followed by words ("2026-11-30 at noon") keeps its day.
+        iso = parse_date(value) or parse_date(value.strip()[:10])
+        if iso is None:
+            return None
+        result = _dt.datetime.fromisoformat(iso)
     else:
         return None
     return result if result.tzinfo is not None else result.replace(tzinfo=_dt.UTC)
@@ -332,11 +336,92 @@ def first_heading(body: str) -> str | None:
 
 
 def as_tags(value: Any) -> tuple[str, ...]:
-    """Frontmatter tags (a list or a space-separated string) without ``#`` or commas."""
-    tags: list[str] = []
-    for raw in as_str_list(value):
-        for tag in raw.split():
-            tag = tag.lstrip("#").strip(",")
-            if tag and tag not in tags:
-                tags.append(tag)
-    return tuple(tags)
+    """Frontmatter tags, once each (see :func:`tag_values`)."""
+    return tuple(unique_casefold(tag_values(value)))
+
+
+def first_text(value: object) -> str | None:
+    """A scalar frontmatter value as clean text (a list gives its first item)."""
+    if isinstance(value, list):
+        value = next((v for v in value if v not in (None, "")), None)
+    if value is None or isinstance(value, dict | list):
+        return None
+    text = str(value).strip()
+    return text or None
+
+
+def tag_values(value: object) -> list[str]:
+    """Tags as written in frontmatter: a list, nested lists, or a comma or space separated
+    string; without ``#`` and edge slashes."""
+    out: list[str] = []
+    if value is None:
+        return out
+    if isinstance(value, list | tuple):
+        for item in value:
+            out.extend(tag_values(item))
+        return out
+    if isinstance(value, dict):
+        return out
+    for part in _TAG_SPLIT.split(str(value)):
+        tag = part.strip().lstrip("#").strip("/")
+        if tag:
+            out.append(tag)
+    return out
+
+
+def alias_values(value: object) -> list[str]:
+    """Aliases: a list, or a string that may list several names separated by commas."""
+    if value is None:
+        return []
+    if isinstance(value, list | tuple):
+        return [a for item in value for a in alias_values(item)]
+    if isinstance(value, dict):
+        return []
+    text = str(value).strip()
+    if not text:
+        return []
+    # An alias string may list several names separated by commas (older Obsidian).
+    return [part.strip() for part in text.split(",") if part.strip()]
+
+
+def unique_casefold(values: Iterable[str]) -> list[str]:
+    """``values`` without repeats, ignoring case, first spelling kept."""
+    seen: set[str] = set()
+    out: list[str] = []
+    for value in values:
+        key = value.casefold()
+        if key not in seen:
+            seen.add(key)
+            out.append(value)
+    return out
+
+
+def frontmatter_date(fm: Mapping[str, Any], keys: tuple[str, ...]) -> str | None:
+    """The first of ``keys`` (any case) holding a date, as an ISO string."""
+    lowered = {k.lower(): v for k, v in fm.items()}
+    for key in keys:
+        value = first_text(lowered.get(key))
+        if value is None:
+            continue
+        parsed = parse_date(value)
+        if parsed is not None:
+            return parsed
+    return None
+
+
+def parse_date(value: str) -> str | None:
+    """A date or datetime as people write them (ISO, ``2026/11/30``, ``20261130``), as ISO."""
+    text = value.strip().strip("'\"")
+    try:
+        if len(text) == 10:
+            return _dt.date.fromisoformat(text).isoformat()
+        return _dt.datetime.fromisoformat(text).isoformat()
+    except ValueError:
+        pass
+    for fmt in ("%Y/%m/%d", "%Y.%m.%d", "%Y/%m/%d %H:%M", "%Y%m%d"):
+        try:
+            parsed = _dt.datetime.strptime(text, fmt)
+        except ValueError:
+            continue
+        return parsed.date().isoformat() if parsed.time() == _dt.time() else parsed.isoformat()
+    return None

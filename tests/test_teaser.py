@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from signaldesk.pipeline.ledger.store import open_ledger
-from signaldesk.pipeline.triage.run import card_to_json, triage
+from signaldesk.pipeline.triage.records import card_to_json
+from signaldesk.pipeline.triage.run import triage
 from signaldesk.scoring import Scorer, ScoringSettings
 from signaldesk.scoring.records import TEASER_NOTE
 from tests.index_helpers import real_embedder

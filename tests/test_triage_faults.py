@@ -11,7 +11,8 @@ from click.testing import CliRunner
 from signaldesk.pipeline.cli import cli
 from signaldesk.pipeline.config import Config
 from signaldesk.pipeline.ledger.store import open_ledger
-from signaldesk.pipeline.triage.run import Triager, triage
+from signaldesk.pipeline.triage.run import triage
+from signaldesk.pipeline.triage.triager import Triager
 from signaldesk.retrieval.generations import pointer_path
 from signaldesk.retrieval.indexer import Indexer
 from signaldesk.retrieval.store import index_base_path

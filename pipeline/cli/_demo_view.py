@@ -14,7 +14,7 @@ from signaldesk.pipeline.intake.summary import ScanStats
 from signaldesk.pipeline.reports.captains_log import CaptainsLog
 from signaldesk.pipeline.reports.generated_notes import GeneratedNote
 from signaldesk.pipeline.reports.triage_report import TriageReportNote
-from signaldesk.pipeline.triage.run import TriageReport
+from signaldesk.pipeline.triage.records import TriageReport
 from signaldesk.retrieval.records import IndexReport, SearchResult
 from signaldesk.vault import SIGNALS_FOLDER
 

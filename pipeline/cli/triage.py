@@ -17,7 +17,7 @@ from signaldesk.pipeline.cli._context import AppContext
 from signaldesk.pipeline.cli._output import print_json
 from signaldesk.pipeline.triage.commands import correct, list_corrections, undo
 from signaldesk.pipeline.triage.corrections import Action
-from signaldesk.pipeline.triage.run import TriageProgress, TriageReport, card_to_json
+from signaldesk.pipeline.triage.records import TriageProgress, TriageReport, card_to_json
 from signaldesk.pipeline.triage.run import triage as run_triage
 from signaldesk.pipeline.triage.score_input import is_url, item_from_file, item_from_url
 from signaldesk.retrieval.embedder import LazyEmbedder

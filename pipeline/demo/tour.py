@@ -43,7 +43,8 @@ from signaldesk.pipeline.ledger.store import open_ledger
 from signaldesk.pipeline.reports.captains_log import CaptainsLog, write_captains_log
 from signaldesk.pipeline.reports.generated_notes import GeneratedNote
 from signaldesk.pipeline.reports.triage_report import TriageReportNote, write_triage_report
-from signaldesk.pipeline.triage.run import TriageReport, scan_and_triage
+from signaldesk.pipeline.triage.records import TriageReport
+from signaldesk.pipeline.triage.run import scan_and_triage
 from signaldesk.pipeline.vault_setup import InitReport, init_vault
 from signaldesk.retrieval.embedder import LazyEmbedder
 from signaldesk.retrieval.indexer import Indexer

@@ -28,16 +28,9 @@ import aiosqlite
 import anyio
 import anyio.to_thread
 
-from signaldesk.faults import (
-    cannot_write_in,
-    is_corruption_error,
-    is_disk_full_error,
-    is_read_only_error,
-)
 from signaldesk.items import Item, SourceKind
 from signaldesk.pipeline.config import Workspace
 from signaldesk.pipeline.errors import LedgerError
-from signaldesk.pipeline.ledger.clippings import ClippingClaim, read_clipping_claims
 from signaldesk.pipeline.ledger.dedupe import (
     DedupeIndex,
     canonical_url,
@@ -46,6 +39,8 @@ from signaldesk.pipeline.ledger.dedupe import (
     simhash_bands,
     to_signed64,
 )
+from signaldesk.pipeline.ledger.faults import first_sqlite_error, ledger_error
+from signaldesk.pipeline.ledger.queries import LedgerReading
 from signaldesk.pipeline.ledger.records import (
     ENTRY_COLUMNS,
     DedupeVerdict,
@@ -63,9 +58,7 @@ from signaldesk.pipeline.ledger.records import (
     utcnow,
 )
 from signaldesk.pipeline.ledger.schema import (
-    ITEM_STATUSES,
     MIGRATIONS,
-    RESUMABLE_STATUSES,
     SCHEMA_VERSION,
     SETTLED_STATUSES,
 )
@@ -80,7 +73,6 @@ __all__ = [
     "item_from_json",
     "item_identity",
     "item_to_json",
-    "ledger_error",
     "ledger_path",
     "open_ledger",
     "utcnow",
@@ -110,59 +102,6 @@ async def _migrate(conn: aiosqlite.Connection) -> None:
         logger.info("ledger migrated to schema version %d", target + 1)
 
 
-def _why_read_only(exc: BaseException, path: Path) -> str:
-    if "unable to open" in str(exc).lower():
-        return f"{path.parent} is read-only for this user or on a read-only file system"
-    return str(exc)
-
-
-def ledger_error(exc: BaseException, path: Path) -> LedgerError:
-    """A message a person can act on for a failed ledger operation.
-
-    Unlike the index, the ledger is not a cache: a damaged one is never replaced
-    silently, and a full disk or a read-only folder is reported as what it is.
-    """
-    if is_disk_full_error(exc):
-        return LedgerError(
-            f"the ledger {path} cannot be written: the disk is full ({exc})",
-            hint="free some space on that disk and run the command again; the ledger keeps "
-            "what was done, and the next run resumes where this one stopped",
-        )
-    if is_read_only_error(exc) or (
-        "unable to open" in str(exc).lower() and cannot_write_in(path.parent)
-    ):
-        return LedgerError(
-            f"the ledger {path} cannot be written ({_why_read_only(exc, path)})",
-            hint=f"make {path.parent} and the files in it writable for this user "
-            "(searching a read-only vault needs no ledger: `signaldesk search`, `mcp`)",
-        )
-    if is_corruption_error(exc):
-        return LedgerError(
-            f"the ledger {path} is damaged ({exc})",
-            hint=f"keep a copy and move it aside (mv {path.name} {path.name}.damaged); "
-            "signaldesk then starts a new ledger. The notes in the vault are not affected, "
-            "but items seen before may be taken in again",
-        )
-    if "unable to open" in str(exc).lower() or isinstance(exc, OSError):
-        return LedgerError(
-            f"cannot open the ledger {path}: {exc}",
-            hint="check that the file and its folder exist and are readable and writable "
-            "for this user",
-        )
-    return LedgerError(f"the ledger {path} failed: {exc}")
-
-
-def _first_sqlite_error(group: BaseExceptionGroup[BaseException]) -> sqlite3.Error | None:
-    for exc in group.exceptions:
-        if isinstance(exc, sqlite3.Error):
-            return exc
-        if isinstance(exc, BaseExceptionGroup):
-            found = _first_sqlite_error(exc)
-            if found is not None:
-                return found
-    return None
-
-
 async def _join_worker(pending: aiosqlite.Connection) -> None:
     thread = getattr(pending, "_thread", None)
     if thread is not None and thread.is_alive():
@@ -178,7 +117,7 @@ def _dedupe_keys(
     ]
 
 
-class Ledger:
+class Ledger(LedgerReading):
     """The item ledger and feed table over one aiosqlite connection (use :meth:`open`)."""
 
     def __init__(self, conn: aiosqlite.Connection, path: Path) -> None:
@@ -220,7 +159,7 @@ class Ledger:
                 raise ledger_error(exc, path) from exc
             except BaseExceptionGroup as group:
                 # A failure inside a task group (a scan's stages) arrives wrapped.
-                found = _first_sqlite_error(group)
+                found = first_sqlite_error(group)
                 if found is None:
                     raise
                 raise ledger_error(found, path) from group
@@ -621,87 +560,6 @@ class Ledger:
                     "DELETE FROM index_queue WHERE path = ? AND queued_at <= ?",
                     [(path, stamp) for path in paths],
                 )
-
-    # -- reading --------------------------------------------------------------------
-
-    async def get(self, item_id: str) -> LedgerEntry | None:
-        """One entry by id."""
-        async with self._conn.execute(
-            f"SELECT {ENTRY_COLUMNS} FROM items WHERE id = ?", (item_id,)
-        ) as cursor:
-            row = await cursor.fetchone()
-        return entry_from_row(row) if row else None
-
-    async def in_flight(self) -> list[LedgerEntry]:
-        """Entries a previous run left mid-stage, oldest first."""
-        marks = ", ".join("?" for _ in RESUMABLE_STATUSES)
-        async with self._conn.execute(
-            f"SELECT {ENTRY_COLUMNS} FROM items WHERE status IN ({marks}) ORDER BY discovered_at",
-            RESUMABLE_STATUSES,
-        ) as cursor:
-            return [entry_from_row(row) async for row in cursor]
-
-    async def entries(
-        self,
-        *,
-        status: str | None = None,
-        source_kind: str | None = None,
-        limit: int | None = None,
-    ) -> list[LedgerEntry]:
-        """Entries, newest first, optionally filtered by status and source kind.
-
-        :raises LedgerError: ``status`` is not a known status.
-        """
-        if status is not None and status not in ITEM_STATUSES:
-            raise LedgerError(
-                f"unknown item status {status!r}", hint=f"use one of: {', '.join(ITEM_STATUSES)}"
-            )
-        clauses: list[str] = []
-        params: list[Any] = []
-        if status is not None:
-            clauses.append("status = ?")
-            params.append(status)
-        if source_kind is not None:
-            clauses.append("source_kind = ?")
-            params.append(source_kind)
-        where = f"WHERE {' AND '.join(clauses)}" if clauses else ""
-        tail = ""
-        if limit is not None:
-            tail = " LIMIT ?"
-            params.append(limit)
-        async with self._conn.execute(
-            f"SELECT {ENTRY_COLUMNS} FROM items {where} ORDER BY discovered_at DESC, id{tail}",
-            params,
-        ) as cursor:
-            return [entry_from_row(row) async for row in cursor]
-
-    async def clipping_claims(self) -> dict[str, list[ClippingClaim]]:
-        """The clipper items by vault path (see :mod:`pipeline.ledger.clippings` for
-        how a clipping file is matched to one)."""
-        return await read_clipping_claims(self._conn)
-
-    async def known_guids(self, source_kind: str) -> set[str]:
-        """The source's own guids (as the adapter gave them) already in the ledger."""
-        async with self._conn.execute(
-            "SELECT json_extract(payload, '$.guid') FROM items WHERE source_kind = ?",
-            (source_kind,),
-        ) as cursor:
-            return {row[0] async for row in cursor if row[0]}
-
-    async def duplicates_of(self, item_id: str) -> list[LedgerEntry]:
-        """The entries recorded as duplicates of ``item_id`` (other sources of the same signal)."""
-        async with self._conn.execute(
-            f"SELECT {ENTRY_COLUMNS} FROM items WHERE duplicate_of = ? ORDER BY discovered_at",
-            (item_id,),
-        ) as cursor:
-            return [entry_from_row(row) async for row in cursor]
-
-    async def status_counts(self) -> dict[tuple[str, str], int]:
-        """``{(source_kind, status): count}`` over the whole ledger."""
-        async with self._conn.execute(
-            "SELECT source_kind, status, COUNT(*) FROM items GROUP BY source_kind, status"
-        ) as cursor:
-            return {(row[0], row[1]): int(row[2]) async for row in cursor}
 
 
 def ledger_path(workspace: Workspace) -> Path:

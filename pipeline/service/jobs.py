@@ -21,7 +21,8 @@ from signaldesk.pipeline.ledger.index_queue import forget_indexed
 from signaldesk.pipeline.reports.captains_log import write_captains_log
 from signaldesk.pipeline.reports.triage_report import write_triage_report
 from signaldesk.pipeline.service.watcher import VaultWatcher
-from signaldesk.pipeline.triage.run import TriageReport, scan_and_triage, triage
+from signaldesk.pipeline.triage.records import TriageReport
+from signaldesk.pipeline.triage.run import scan_and_triage, triage
 from signaldesk.retrieval.embedder import Embedder
 from signaldesk.retrieval.indexer import Indexer
 

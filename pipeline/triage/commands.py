@@ -2,7 +2,7 @@
 
 What a correction does to the vault and the ledger is in :mod:`pipeline.triage.corrections`; this
 module opens the workspace's ledger for one command and, when an accepted item has no
-note yet, files it through the same :class:`~pipeline.triage.run.Triager` a run uses, with the
+note yet, files it through the same :class:`~pipeline.triage.triager.Triager` a run uses, with the
 person's decision in place of the threshold's.
 """
 
@@ -21,8 +21,10 @@ from signaldesk.pipeline.triage.corrections import (
     CorrectionError,
     apply_command,
 )
+from signaldesk.pipeline.triage.decisions import lookup_entry
 from signaldesk.pipeline.triage.filing import NoteWriter
-from signaldesk.pipeline.triage.run import Triager, TriageReport, lookup_entry
+from signaldesk.pipeline.triage.records import TriageReport
+from signaldesk.pipeline.triage.triager import Triager
 from signaldesk.retrieval.embedder import Embedder
 
 __all__ = ["correct", "list_corrections", "undo"]

@@ -1,0 +1,103 @@
+"""The ledger's read side: looking items up and counting them, no writes.
+
+:class:`~pipeline.ledger.store.Ledger` inherits these; a reader (the CLI's listings,
+the triage report, ``status``) needs nothing else.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import aiosqlite
+
+from signaldesk.pipeline.errors import LedgerError
+from signaldesk.pipeline.ledger.clippings import ClippingClaim, read_clipping_claims
+from signaldesk.pipeline.ledger.records import ENTRY_COLUMNS, LedgerEntry, entry_from_row
+from signaldesk.pipeline.ledger.schema import ITEM_STATUSES, RESUMABLE_STATUSES
+
+__all__ = ["LedgerReading"]
+
+
+class LedgerReading:
+    """Queries over one open ledger connection."""
+
+    _conn: aiosqlite.Connection
+
+    async def get(self, item_id: str) -> LedgerEntry | None:
+        """One entry by id."""
+        async with self._conn.execute(
+            f"SELECT {ENTRY_COLUMNS} FROM items WHERE id = ?", (item_id,)
+        ) as cursor:
+            row = await cursor.fetchone()
+        return entry_from_row(row) if row else None
+
+    async def in_flight(self) -> list[LedgerEntry]:
+        """Entries a previous run left mid-stage, oldest first."""
+        marks = ", ".join("?" for _ in RESUMABLE_STATUSES)
+        async with self._conn.execute(
+            f"SELECT {ENTRY_COLUMNS} FROM items WHERE status IN ({marks}) ORDER BY discovered_at",
+            RESUMABLE_STATUSES,
+        ) as cursor:
+            return [entry_from_row(row) async for row in cursor]
+
+    async def entries(
+        self,
+        *,
+        status: str | None = None,
+        source_kind: str | None = None,
+        limit: int | None = None,
+    ) -> list[LedgerEntry]:
+        """Entries, newest first, optionally filtered by status and source kind.
+
+        :raises LedgerError: ``status`` is not a known status.
+        """
+        if status is not None and status not in ITEM_STATUSES:
+            raise LedgerError(
+                f"unknown item status {status!r}", hint=f"use one of: {', '.join(ITEM_STATUSES)}"
+            )
+        clauses: list[str] = []
+        params: list[Any] = []
+        if status is not None:
+            clauses.append("status = ?")
+            params.append(status)
+        if source_kind is not None:
+            clauses.append("source_kind = ?")
+            params.append(source_kind)
+        where = f"WHERE {' AND '.join(clauses)}" if clauses else ""
+        tail = ""
+        if limit is not None:
+            tail = " LIMIT ?"
+            params.append(limit)
+        async with self._conn.execute(
+            f"SELECT {ENTRY_COLUMNS} FROM items {where} ORDER BY discovered_at DESC, id{tail}",
+            params,
+        ) as cursor:
+            return [entry_from_row(row) async for row in cursor]
+
+    async def clipping_claims(self) -> dict[str, list[ClippingClaim]]:
+        """The clipper items by vault path (see :mod:`pipeline.ledger.clippings` for
+        how a clipping file is matched to one)."""
+        return await read_clipping_claims(self._conn)
+
+    async def known_guids(self, source_kind: str) -> set[str]:
+        """The source's own guids (as the adapter gave them) already in the ledger."""
+        async with self._conn.execute(
+            "SELECT json_extract(payload, '$.guid') FROM items WHERE source_kind = ?",
+            (source_kind,),
+        ) as cursor:
+            return {row[0] async for row in cursor if row[0]}
+
+    async def duplicates_of(self, item_id: str) -> list[LedgerEntry]:
+        """The entries recorded as duplicates of ``item_id`` (other sources of the same signal)."""
+        async with self._conn.execute(
+            f"SELECT {ENTRY_COLUMNS} FROM items WHERE duplicate_of = ? ORDER BY discovered_at",
+            (item_id,),
+        ) as cursor:
+            return [entry_from_row(row) async for row in cursor]
+
+    async def status_counts(self) -> dict[tuple[str, str], int]:
+        """``{(source_kind, status): count}`` over the whole ledger."""
+        async with self._conn.execute(
+            "SELECT source_kind, status, COUNT(*) FROM items GROUP BY source_kind, status"
+        ) as cursor:
+            return {(row[0], row[1]): int(row[2]) async for row in cursor}
