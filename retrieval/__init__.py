@@ -49,7 +49,8 @@ if typing.TYPE_CHECKING:
         excluded_by_frontmatter,
         iter_vault_notes,
     )
-    from signaldesk.retrieval.indexer import Indexer, IndexProgress
+    from signaldesk.retrieval.index_progress import IndexProgress
+    from signaldesk.retrieval.indexer import Indexer
     from signaldesk.retrieval.retriever import Retriever
     from signaldesk.retrieval.scrub_logging import ScrubbingFilter
     from signaldesk.retrieval.scrubber import (
@@ -132,7 +133,7 @@ _EXPORTS = {
     "iter_vault_notes": "signaldesk.retrieval.ignore",
     "ExplainRow": "signaldesk.retrieval.explanation",
     "SearchExplanation": "signaldesk.retrieval.explanation",
-    "IndexProgress": "signaldesk.retrieval.indexer",
+    "IndexProgress": "signaldesk.retrieval.index_progress",
     "Indexer": "signaldesk.retrieval.indexer",
     "Retriever": "signaldesk.retrieval.retriever",
     "PATTERN_NAMES": "signaldesk.retrieval.scrubber",

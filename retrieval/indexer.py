@@ -69,6 +69,7 @@ from signaldesk.retrieval.generations import (
     remove_stale,
     seed_generation,
 )
+from signaldesk.retrieval.index_progress import IndexProgress, ProgressPhase, threadsafe_progress
 from signaldesk.retrieval.lock import DEFAULT_LOCK_TIMEOUT, IndexLock, LockWaitAborted
 from signaldesk.retrieval.records import IndexReport
 from signaldesk.retrieval.settings import IndexSettings
@@ -80,7 +81,7 @@ from signaldesk.retrieval.store import (
 )
 from signaldesk.retrieval.vector_cache import cache_token, load_cached, refresh_cache
 
-__all__ = ["INDEX_FORMAT", "VECTOR_TYPE", "IndexProgress", "Indexer"]
+__all__ = ["INDEX_FORMAT", "VECTOR_TYPE", "Indexer"]
 
 logger = logging.getLogger(__name__)
 
@@ -100,20 +101,6 @@ VECTOR_TYPE: Literal["float", "int8"] = "int8"
 # commits are not the bottleneck, small enough that Ctrl-C is answered quickly.
 _BATCH_FILES = 400
 _BATCH_CHUNKS = 1500
-
-ProgressPhase = Literal["scanning", "indexing", "done"]
-
-
-@dataclass(frozen=True, slots=True)
-class IndexProgress:
-    """A snapshot of a running index, handed to the ``progress`` callback."""
-
-    phase: ProgressPhase
-    files_total: int = 0
-    files_done: int = 0
-    chunks_embedded: int = 0
-    chunks_reused: int = 0
-    rebuild_reason: str | None = None
 
 
 @dataclass(slots=True)
@@ -197,7 +184,7 @@ class Indexer:
         """
         self._stop.clear()
         path_list = None if paths is None else list(paths)
-        emit = _threadsafe(progress)
+        emit = threadsafe_progress(progress)
         finished = threading.Event()
         outcome: dict[str, Any] = {}
 
@@ -627,19 +614,3 @@ class _Batch:
 def _database_file(writer: IndexWriter) -> Path:
     """The file ``writer`` writes (this run's generation of the index)."""
     return Path(writer.conn.execute("PRAGMA database_list").fetchone()[2])
-
-
-def _threadsafe(
-    callback: Callable[[IndexProgress], None] | None,
-) -> Callable[[IndexProgress], None] | None:
-    """Run ``callback`` in the event loop's thread; a failing callback never stops indexing."""
-    if callback is None:
-        return None
-
-    def call(snapshot: IndexProgress) -> None:
-        try:
-            anyio.from_thread.run_sync(callback, snapshot)
-        except Exception:
-            logger.debug("progress callback failed", exc_info=True)
-
-    return call

@@ -13,11 +13,10 @@ Ranking design and measurements: docs/ranking.md.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
-import threading
 import time
 from collections.abc import Callable
-from datetime import datetime
 from pathlib import Path
 from types import TracebackType
 from typing import Any, TypeVar, get_args
@@ -31,7 +30,7 @@ from signaldesk.retrieval import search_legs
 from signaldesk.retrieval._connections import NO_INDEX_HINT, ReaderPool
 from signaldesk.retrieval.budget import BudgetFit, fit_all, take
 from signaldesk.retrieval.context_block import render_context
-from signaldesk.retrieval.embedder import Embedder, fingerprint_for
+from signaldesk.retrieval.embedder import Embedder
 from signaldesk.retrieval.errors import (
     IndexUnavailableError,
     ModelError,
@@ -45,6 +44,7 @@ from signaldesk.retrieval.fts_text import name_key
 from signaldesk.retrieval.fusion import Candidate
 from signaldesk.retrieval.links import link_targets, resolve_links
 from signaldesk.retrieval.note_rank import NoteCandidate
+from signaldesk.retrieval.query_vectors import QueryVectors
 from signaldesk.retrieval.ranking import NOTES_NOT_READY, Ranked, RankRequest, rank
 from signaldesk.retrieval.records import (
     IndexStatus,
@@ -54,18 +54,14 @@ from signaldesk.retrieval.records import (
     SearchPage,
     SearchResult,
 )
-from signaldesk.retrieval.schema import VECTOR_TABLE
 from signaldesk.retrieval.search_legs import ChunkRow
 from signaldesk.retrieval.settings import IndexSettings, SearchSettings
+from signaldesk.retrieval.status import db_bytes, read_status, search_modes
 from signaldesk.retrieval.store import (
-    capabilities,
-    get_meta,
     index_base_path,
     is_corruption_error,
     sqlite_module,
 )
-from signaldesk.retrieval.vector_cache import cache_token, load_cached, refresh_cache
-from signaldesk.retrieval.vector_matrix import VectorMatrix, load_matrix
 
 __all__ = ["Retriever"]
 
@@ -95,15 +91,9 @@ class Retriever:
         self._pool = pool
         self._index = index
         self._settings = search
-        self._embedder = embedder
+        self._vectors = QueryVectors(embedder, available=vec_ext_ok)
         self._fts_ok = fts_ok
-        self._vec_ext_ok = vec_ext_ok
         self._static_degraded = static_degraded
-        self._matrix: VectorMatrix | None = None
-        self._matrix_lock = threading.Lock()
-        self._embed_lock = threading.Lock()
-        self._model_problem: str | None = None
-        self._model_checked = False
         self._closed = False
 
     # -- lifecycle ---------------------------------------------------------
@@ -171,26 +161,15 @@ class Retriever:
     def _on_new_generation(self, conn: Any) -> None:
         """A full rebuild was published: what the new file can do may differ."""
         fts_ok, vec_ext_ok, degraded = self._probe(conn)
-        if self._embedder is None:
+        if self._vectors.embedder is None:
             degraded = (*degraded, "no embedding model: keyword (BM25) search only")
-        self._fts_ok, self._vec_ext_ok, self._static_degraded = fts_ok, vec_ext_ok, degraded
-        with self._matrix_lock:
-            self._matrix = None
+        self._fts_ok, self._static_degraded = fts_ok, degraded
+        self._vectors.new_generation(available=vec_ext_ok)
 
     @staticmethod
     def _probe(conn: Any) -> tuple[bool, bool, tuple[str, ...]]:
-        caps = capabilities(conn)
-        tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
-        degraded: list[str] = []
-        fts_ok = caps.fts5 and "chunks_fts" in tables
-        if not fts_ok:
-            degraded.append("no FTS5 keyword index: vector search only")
-        vec_ext_ok = caps.vec and VECTOR_TABLE in tables
-        if not caps.vec:
-            degraded.append(f"sqlite-vec not loadable ({caps.vec_error}): keyword search only")
-        elif VECTOR_TABLE not in tables:
-            degraded.append("the index holds no vectors: keyword search only")
-        return fts_ok, vec_ext_ok, tuple(degraded)
+        modes = search_modes(conn)
+        return modes.keyword, modes.vector, modes.degraded
 
     async def aclose(self) -> None:
         """Close every connection. Searches after this raise :class:`RetrievalError`."""
@@ -237,95 +216,11 @@ class Retriever:
     async def warm_up(self) -> None:
         """Load the model, open the database, load the vector matrix and run one query."""
         await self.search("warm up", limit=1)
-        matrix = self._matrix
+        matrix = self._vectors.matrix
         if matrix is not None:
             # A server searches many times: build the float32 matrix now rather
             # than on its second query (a one-shot search never needs it).
             await anyio.to_thread.run_sync(lambda: matrix.matrix)
-
-    # -- vectors -----------------------------------------------------------
-
-    def _check_model(self, conn: Any) -> str | None:
-        """Why the vector list cannot be used right now (``None``: it can)."""
-        if self._embedder is None:
-            return "no embedding model: keyword (BM25) search only"
-        if not self._vec_ext_ok:
-            return "vectors unavailable: keyword (BM25) search only"
-        if self._model_problem is not None and self._model_checked:
-            return self._model_problem
-        stored_fp = get_meta(conn, "model_fingerprint")
-        try:
-            # The index's own fingerprint when it recorded these model files: a
-            # one-shot search then never hashes the model.
-            fingerprint = fingerprint_for(
-                self._embedder, stored_fp, get_meta(conn, "model_source_key")
-            )
-            dims = self._embedder.dimensions
-        except Exception as exc:  # a model that cannot load means BM25 only, not a crash
-            logger.warning("embedding model unavailable: %s", exc, exc_info=True)
-            self._model_problem = f"embedding model unavailable ({exc}): keyword search only"
-            self._model_checked = True
-            return self._model_problem
-        stored_dims = get_meta(conn, "dimensions")
-        if stored_fp is not None and stored_fp != fingerprint:
-            return (
-                f"the index's vectors come from another model ({get_meta(conn, 'model_name')}); "
-                "run `signaldesk index` to re-embed: keyword search only"
-            )
-        if stored_dims is not None and int(stored_dims) != dims:
-            return "the index's vector size differs from the model's: keyword search only"
-        return None
-
-    def _embed(self, query: str) -> npt.NDArray[np.float32]:
-        assert self._embedder is not None
-        with self._embed_lock:
-            try:
-                vectors = self._embedder.encode([query])
-            except Exception as exc:
-                raise ModelError(f"could not embed the query: {exc}") from exc
-        vec = np.asarray(vectors, dtype=np.float32).reshape(-1)
-        norm = float(np.linalg.norm(vec))
-        return vec / norm if norm > 0 else vec
-
-    def _current_matrix(self, conn: Any) -> VectorMatrix | None:
-        """The matrix for the snapshot ``conn`` sees, reloaded on a new generation.
-
-        Mapped from the cache beside the index when it belongs to this generation
-        (vector_cache.py), else read from sqlite-vec, and then written as the cache
-        so that the next process maps it.
-        """
-        token = cache_token(conn)
-        generation = token or get_meta(conn, "generation")
-        matrix = self._matrix
-        if matrix is not None and matrix.generation == generation:
-            return matrix
-        with self._matrix_lock:
-            matrix = self._matrix
-            if matrix is not None and matrix.generation == generation:
-                return matrix
-            dims = get_meta(conn, "dimensions")
-            if dims is None:
-                return None
-            started = time.perf_counter()
-            # The file this snapshot reads (the pool may already open a newer one).
-            db_file = Path(conn.execute("PRAGMA database_list").fetchone()[2])
-            matrix = load_cached(db_file, token, int(dims))
-            source = "mapped from the cache"
-            if matrix is None:
-                source = "read from sqlite-vec"
-                if token:
-                    matrix = refresh_cache(conn, db_file)
-                if matrix is None:
-                    vector_type = get_meta(conn, "vector_type") or "float"
-                    matrix = load_matrix(conn, int(dims), vector_type, generation)
-            logger.info(
-                "vector matrix %s: %d rows in %.0f ms",
-                source,
-                len(matrix),
-                (time.perf_counter() - started) * 1000,
-            )
-            self._matrix = matrix
-            return matrix
 
     # -- search ------------------------------------------------------------
 
@@ -464,7 +359,7 @@ class Retriever:
     ) -> tuple[SearchMode, Ranked]:
         """Choose the lists this search can use, embed the query and rank (worker thread)."""
         s = self._settings
-        problem = self._check_model(conn)
+        problem = self._vectors.problem(conn)
         want_vec = requested in ("hybrid", "vector")
         want_bm25 = requested in ("hybrid", "bm25")
         use_vec = want_vec and problem is None
@@ -485,7 +380,7 @@ class Retriever:
         if use_vec:
             t0 = time.perf_counter()
             try:
-                qvec = self._embed(query)
+                qvec = self._vectors.embed(query)
             except ModelError as exc:
                 if not use_bm25 and not self._fts_ok:
                     raise
@@ -506,7 +401,7 @@ class Retriever:
             filters=filters,
             settings=s,
         )
-        return effective, rank(conn, request, self._current_matrix, timings)
+        return effective, rank(conn, request, self._vectors.current_matrix, timings)
 
     @staticmethod
     def _result(
@@ -616,50 +511,15 @@ class Retriever:
         """Counts, model, last run and any degraded mode of the index."""
 
         def run(conn: Any) -> IndexStatus:
-            notes = conn.execute("SELECT count(*) FROM notes").fetchone()[0]
-            chunks = conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
-            vectors = 0
-            if self._vec_ext_ok:
-                vectors = conn.execute(f"SELECT count(*) FROM {VECTOR_TABLE}").fetchone()[0]
-            folders: dict[str, int] = {}
-            for (path,) in conn.execute("SELECT path FROM notes"):
-                top = path.split("/", 1)[0] if "/" in path else "."
-                folders[top] = folders.get(top, 0) + 1
-            last = get_meta(conn, "last_indexed")
-            dims = get_meta(conn, "dimensions")
-            problem = self._check_model(conn)
-            degraded = list(self._static_degraded)
-            if problem is not None and problem not in degraded:
-                degraded.append(problem)
-            size = sum(
-                p.stat().st_size
-                for p in (self._pool.path, Path(f"{self._pool.path}-wal"))
-                if p.exists()
-            )
-            return IndexStatus(
-                db_path=str(self._pool.path),
-                exists=True,
-                notes=int(notes),
-                chunks=int(chunks),
-                vectors=int(vectors),
-                db_bytes=size,
-                model=get_meta(conn, "model_name"),
-                dimensions=int(dims) if dims else None,
-                last_indexed=_parse_time(last),
-                degraded=tuple(degraded),
-                folders=dict(sorted(folders.items())),
-            )
+            status = read_status(conn, self._pool.path, db_bytes(self._pool.path))
+            # What this process adds: no model loaded, or vectors from another model.
+            degraded = list(status.degraded)
+            for problem in (*self._static_degraded, self._vectors.problem(conn)):
+                if problem is not None and problem not in degraded:
+                    degraded.append(problem)
+            return dataclasses.replace(status, degraded=tuple(degraded))
 
         return await self._run(run)
-
-
-def _parse_time(value: str | None) -> datetime | None:
-    if not value:
-        return None
-    try:
-        return datetime.fromisoformat(value)
-    except ValueError:
-        return None
 
 
 def _explain_rows(ranked: Ranked) -> list[ExplainRow]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -15,7 +16,7 @@ from signaldesk.retrieval.schema import VECTOR_TABLE
 from signaldesk.retrieval.settings import IndexSettings
 from signaldesk.retrieval.store import capabilities, connect, get_meta, index_base_path
 
-__all__ = ["index_status"]
+__all__ = ["SearchModes", "db_bytes", "index_status", "read_status", "search_modes"]
 
 logger = logging.getLogger(__name__)
 
@@ -49,10 +50,42 @@ def index_status(vault: Path, settings: IndexSettings) -> IndexStatus:
         lease.release()
 
 
-def _status_of(db_path: Path) -> IndexStatus:
-    size = sum(
+@dataclass(frozen=True, slots=True)
+class SearchModes:
+    """Which lists an index can be searched with, and, for each it cannot, why."""
+
+    keyword: bool
+    vector: bool
+    degraded: tuple[str, ...]
+
+
+def search_modes(conn: Any) -> SearchModes:
+    """What this SQLite and this index file allow (the one wording of every degraded mode)."""
+    caps = capabilities(conn)
+    tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
+    degraded: list[str] = []
+    keyword = caps.fts5 and "chunks_fts" in tables
+    if not keyword:
+        degraded.append("no FTS5 keyword index: vector search only")
+    vector = caps.vec and VECTOR_TABLE in tables
+    if not caps.vec:
+        degraded.append(f"sqlite-vec not loadable ({caps.vec_error}): keyword (BM25) search only")
+    elif VECTOR_TABLE not in tables or get_meta(conn, "vector_type") in (None, "none"):
+        degraded.append(
+            "the index holds no vectors (no model when it was built): keyword (BM25) search only"
+        )
+    return SearchModes(keyword, vector, tuple(degraded))
+
+
+def db_bytes(db_path: Path) -> int:
+    """The index file and its write-ahead log, in bytes."""
+    return sum(
         p.stat().st_size for p in (db_path, db_path.with_name(db_path.name + "-wal")) if p.exists()
     )
+
+
+def _status_of(db_path: Path) -> IndexStatus:
+    size = db_bytes(db_path)
     try:
         conn = connect(db_path, readonly=True)
     except Exception as exc:
@@ -63,7 +96,7 @@ def _status_of(db_path: Path) -> IndexStatus:
             degraded=(f"index unreadable ({exc}): run `signaldesk index` to rebuild it",),
         )
     try:
-        return _read_status(conn, db_path, size)
+        return read_status(conn, db_path, size)
     except Exception as exc:
         logger.debug("index status failed", exc_info=True)
         return IndexStatus(
@@ -76,20 +109,16 @@ def _status_of(db_path: Path) -> IndexStatus:
         conn.close()
 
 
-def _read_status(conn: Any, db_path: Path, size: int) -> IndexStatus:
-    caps = capabilities(conn)
-    conn.execute("BEGIN")  # one snapshot for every count
+def read_status(conn: Any, db_path: Path, size: int) -> IndexStatus:
+    """Counts, model and degraded modes from an open connection, in one snapshot."""
+    own_snapshot = not conn.in_transaction
+    if own_snapshot:
+        conn.execute("BEGIN")  # one snapshot for every count
     try:
         notes = _count(conn, "notes")
         chunks = _count(conn, "chunks")
-        vector_type = get_meta(conn, "vector_type")
-        has_vec_table = (
-            conn.execute("SELECT 1 FROM sqlite_master WHERE name = ?", (VECTOR_TABLE,)).fetchone()
-            is not None
-        )
-        vectors = 0
-        if caps.vec and has_vec_table:
-            vectors = _count(conn, VECTOR_TABLE)
+        modes = search_modes(conn)
+        vectors = _count(conn, VECTOR_TABLE) if modes.vector else 0
         folders: dict[str, int] = {}
         for folder, count in conn.execute(
             "SELECT CASE WHEN instr(path, '/') > 0 THEN substr(path, 1, instr(path, '/') - 1) "
@@ -99,16 +128,12 @@ def _read_status(conn: Any, db_path: Path, size: int) -> IndexStatus:
         model = get_meta(conn, "model_name") or None
         dims = get_meta(conn, "dimensions")
         last = get_meta(conn, "last_indexed")
+        stored = modes.vector and get_meta(conn, "vector_type") not in (None, "none")
     finally:
-        conn.execute("COMMIT")
-    degraded: list[str] = []
-    if not caps.fts5:
-        degraded.append("no FTS5 in this SQLite: vector search only")
-    if not caps.vec:
-        degraded.append(f"no sqlite-vec ({caps.vec_error}): BM25 keyword search only")
-    elif vector_type in (None, "none") or not has_vec_table:
-        degraded.append("index has no vectors (no model when it was built): BM25 only")
-    elif vectors < chunks:
+        if own_snapshot:
+            conn.execute("COMMIT")
+    degraded = list(modes.degraded)
+    if stored and vectors < chunks:
         degraded.append(f"{chunks - vectors} chunks have no vector: run `signaldesk index`")
     last_indexed = None
     if last:

@@ -25,7 +25,8 @@ from signaldesk.retrieval.generations import (
     read_pointer,
     remove_stale,
 )
-from signaldesk.retrieval.indexer import Indexer, IndexProgress
+from signaldesk.retrieval.index_progress import IndexProgress
+from signaldesk.retrieval.indexer import Indexer
 from signaldesk.retrieval.retriever import Retriever
 from signaldesk.retrieval.settings import IndexSettings, SearchSettings
 from signaldesk.retrieval.store import PAGE_SIZE, connect, index_base_path, index_db_path

@@ -17,7 +17,8 @@ from signaldesk.retrieval._pool import POOL_MIN_FILES
 from signaldesk.retrieval.embedder import bundled_model_path, load_embedder
 from signaldesk.retrieval.errors import IndexLockedError, ModelError
 from signaldesk.retrieval.ignore import VaultFilter, iter_vault_notes
-from signaldesk.retrieval.indexer import Indexer, IndexProgress
+from signaldesk.retrieval.index_progress import IndexProgress
+from signaldesk.retrieval.indexer import Indexer
 from signaldesk.retrieval.lock import IndexLock
 from signaldesk.retrieval.settings import IndexSettings
 from signaldesk.retrieval.status import index_status

@@ -9,7 +9,8 @@ import pytest
 
 from signaldesk.retrieval.embedder import BUNDLED_MODEL_NAME, LazyEmbedder, load_embedder
 from signaldesk.retrieval.errors import ModelError
-from signaldesk.retrieval.indexer import Indexer, IndexProgress
+from signaldesk.retrieval.index_progress import IndexProgress
+from signaldesk.retrieval.indexer import Indexer
 from signaldesk.retrieval.onnx_embedder import ONNX_MODEL_NAME, bundled_onnx_path
 from signaldesk.retrieval.retriever import Retriever
 from signaldesk.retrieval.settings import IndexSettings, SearchSettings

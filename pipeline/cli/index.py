@@ -27,7 +27,8 @@ from signaldesk.pipeline.cli._context import AppContext
 from signaldesk.pipeline.cli._output import print_json
 from signaldesk.pipeline.ledger.index_queue import forget_indexed
 from signaldesk.retrieval.embedder import LazyEmbedder
-from signaldesk.retrieval.indexer import Indexer, IndexProgress
+from signaldesk.retrieval.index_progress import IndexProgress
+from signaldesk.retrieval.indexer import Indexer
 from signaldesk.retrieval.records import IndexReport, IndexStatus
 from signaldesk.retrieval.status import index_status
 
