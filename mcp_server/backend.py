@@ -15,6 +15,7 @@ from typing import Protocol
 
 import anyio
 
+from signaldesk.retrieval.context_block import ContextExcerpts
 from signaldesk.retrieval.errors import IndexUnavailableError
 from signaldesk.retrieval.records import (
     IndexStatus,
@@ -54,12 +55,8 @@ class RetrieverLike(Protocol):
     ) -> SearchPage: ...
 
     async def context(
-        self,
-        topic: str,
-        *,
-        max_tokens: int | None = None,
-        filters: SearchFilters | None = None,
-    ) -> str: ...
+        self, topic: str, *, filters: SearchFilters | None = None
+    ) -> ContextExcerpts: ...
 
     async def list_notes(
         self, filters: SearchFilters | None = None, *, limit: int = 50

@@ -16,7 +16,6 @@ from signaldesk.vault import DEFAULT_LAYOUT, SignalLayout
 
 __all__ = [
     "ExcludedPredicate",
-    "drop_excluded_context",
     "find_latest_report",
     "is_board_or_drawing",
     "read_note_text",
@@ -27,9 +26,6 @@ __all__ = [
 
 _H1 = re.compile(r"^#\s+(.+?)\s*#*\s*$", re.MULTILINE)
 # The `### <path> \u203a <heading>` line that opens each excerpt of a context block.
-_SOURCE_LINE = re.compile(
-    r"^### (?P<path>[^\n]+?\.(?:md|markdown))(?: \u203a [^\n]*)?$", re.MULTILINE
-)
 
 
 def read_note_text(path: Path) -> str:
@@ -120,25 +116,3 @@ def find_latest_report(
             hint="`signaldesk report` writes one (the scheduler does it daily)",
         )
     return max(candidates)[2]
-
-
-def drop_excluded_context(block: str, excluded: ExcludedPredicate) -> tuple[str, list[str]]:
-    """Remove excerpts of excluded notes from a context block; list the sources kept.
-
-    An index built before a path was added to ``.indexignore`` may still hold it; the
-    next index run drops it, and until then the server must not return it.
-    """
-    matches = list(_SOURCE_LINE.finditer(block))
-    if not matches:
-        return block, []
-    pieces = [block[: matches[0].start()]]
-    sources: list[str] = []
-    for i, match in enumerate(matches):
-        end = matches[i + 1].start() if i + 1 < len(matches) else len(block)
-        path = match.group("path")
-        if excluded(path):
-            continue
-        pieces.append(block[match.start() : end])
-        if path not in sources:
-            sources.append(path)
-    return "".join(pieces), sources

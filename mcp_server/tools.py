@@ -51,7 +51,6 @@ from signaldesk.mcp_server.models import (
 )
 from signaldesk.mcp_server.notes import (
     ExcludedPredicate,
-    drop_excluded_context,
     find_latest_report,
     is_board_or_drawing,
     read_note_text,
@@ -71,6 +70,7 @@ from signaldesk.mcp_server.rendering import (
 from signaldesk.mcp_server.results import NO_INDEX_HINT, guarded, success_result
 from signaldesk.mcp_server.scrubbing import scrub_text
 from signaldesk.mcp_server.settings import McpSettings
+from signaldesk.retrieval.context_block import render_context
 from signaldesk.retrieval.errors import IndexUnavailableError
 from signaldesk.retrieval.records import SearchFilters
 from signaldesk.signal_note import SIGNAL_TYPE, signal_scores
@@ -202,9 +202,11 @@ class Toolbox:
         filters = build_filters(folder=folder, domain=domain, tag=tag)
         budget = min(max_tokens, self.settings.search_max_tokens)
         retriever = await self.slot.get()
-        block = await retriever.context(topic, max_tokens=budget, filters=filters)
-        block, sources = drop_excluded_context(block, self.excluded)
-        out = ContextOutput(topic=topic, context=block, sources=sources)
+        # An index built before a path was added to `.indexignore` may still hold it;
+        # the next index run drops it, and until then it must not be returned.
+        excerpts = (await retriever.context(topic, filters=filters)).without(self.excluded)
+        rendered = render_context(excerpts, budget)
+        out = ContextOutput(topic=topic, context=rendered.text, sources=list(rendered.sources))
         return success_result(out, lambda o: o.context, token_chars(budget))
 
     # -- notes -------------------------------------------------------------------

@@ -29,7 +29,7 @@ import numpy.typing as npt
 from signaldesk.retrieval import search_legs
 from signaldesk.retrieval._connections import NO_INDEX_HINT, ReaderPool
 from signaldesk.retrieval.budget import BudgetFit, fit_all, take
-from signaldesk.retrieval.context_block import render_context
+from signaldesk.retrieval.context_block import ContextExcerpts, Excerpt
 from signaldesk.retrieval.embedder import Embedder
 from signaldesk.retrieval.errors import (
     IndexUnavailableError,
@@ -426,19 +426,10 @@ class Retriever:
 
     # -- context, listing, status -------------------------------------------
 
-    async def context(
-        self,
-        topic: str,
-        *,
-        max_tokens: int | None = None,
-        filters: SearchFilters | None = None,
-    ) -> str:
-        """One markdown block about ``topic``: excerpts headed by ``path > heading``.
-
-        The whole block (headings included) keeps to the token budget; the last
-        excerpt that does not fit is cut with ``...``.
-        """
-        budget = self._settings.max_tokens if max_tokens is None else max(1, int(max_tokens))
+    async def context(self, topic: str, *, filters: SearchFilters | None = None) -> ContextExcerpts:
+        """The excerpts about ``topic``: the best results, then the openings of notes
+        they link to. :func:`~retrieval.context_block.render_context` makes the
+        markdown block, within a token budget."""
         results = await self.search(
             topic,
             limit=self._settings.context_results,
@@ -446,7 +437,13 @@ class Retriever:
             max_tokens=10**9,
         )
         linked = await self._linked(results, filters)
-        return render_context(topic, results, budget, linked=linked)
+        return ContextExcerpts(
+            topic,
+            (
+                *(Excerpt(r) for r in results),
+                *(Excerpt(r, linked_from=source) for r, source in linked),
+            ),
+        )
 
     async def _linked(
         self, results: list[SearchResult], filters: SearchFilters | None

@@ -19,6 +19,7 @@ from mcp_vault import build_vault
 
 from signaldesk.mcp_server import McpSettings, build_http_app, build_server, serve_http
 from signaldesk.mcp_server.http import HttpEndpoint
+from signaldesk.retrieval.context_block import ContextExcerpts
 from signaldesk.retrieval.records import (
     IndexStatus,
     NoteInfo,
@@ -75,10 +76,8 @@ class _GatedRetriever:
         # The MCP search tool asks for a page (results and how many the budget left out).
         return SearchPage(results=tuple(await self.search(query)))
 
-    async def context(
-        self, topic: str, *, max_tokens: int | None = None, filters: SearchFilters | None = None
-    ) -> str:
-        return ""
+    async def context(self, topic: str, *, filters: SearchFilters | None = None) -> ContextExcerpts:
+        return ContextExcerpts(topic, ())
 
     async def list_notes(
         self, filters: SearchFilters | None = None, *, limit: int = 50

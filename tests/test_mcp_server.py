@@ -33,6 +33,7 @@ from signaldesk.mcp_server.models import (
     SignalListOutput,
 )
 from signaldesk.mcp_server.results import error_info
+from signaldesk.retrieval.context_block import ContextExcerpts
 from signaldesk.retrieval.embedder import LazyEmbedder
 from signaldesk.retrieval.errors import IndexUnavailableError
 from signaldesk.retrieval.records import (
@@ -548,9 +549,7 @@ class _BrokenRetriever:
         await self.search(query)
         raise AssertionError("unreachable")
 
-    async def context(
-        self, topic: str, *, max_tokens: int | None = None, filters: SearchFilters | None = None
-    ) -> str:
+    async def context(self, topic: str, *, filters: SearchFilters | None = None) -> ContextExcerpts:
         raise RuntimeError("boom")
 
     async def list_notes(

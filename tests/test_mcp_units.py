@@ -25,7 +25,6 @@ from signaldesk.mcp_server.errors import (
 from signaldesk.mcp_server.http import transport_security
 from signaldesk.mcp_server.instructions import build_instructions
 from signaldesk.mcp_server.notes import (
-    drop_excluded_context,
     find_latest_report,
     scrub_preserving_lines,
     split_lines,
@@ -33,7 +32,8 @@ from signaldesk.mcp_server.notes import (
 )
 from signaldesk.mcp_server.scrubbing import scrub_data
 from signaldesk.mcp_server.settings import McpSettings
-from signaldesk.retrieval.records import IndexStatus
+from signaldesk.retrieval.context_block import ContextExcerpts, Excerpt, render_context
+from signaldesk.retrieval.records import IndexStatus, SearchResult
 from signaldesk.signal_note import signal_scores
 from signaldesk.vault import SignalLayout
 
@@ -96,15 +96,22 @@ def test_title_falls_back_to_heading_then_name() -> None:
     assert title_of("no heading\n", "a/some-note.md") == "some-note"
 
 
-def test_context_blocks_of_excluded_notes_are_dropped() -> None:
-    block = (
-        "### 03-resources/a.md \u203a Intro\n\nalpha\n\n"
-        "### private/diary.md \u203a Secret\n\nPRIVATE\n\n"
-        "### 03-resources/b.md\n\nbeta\n"
+def test_context_excerpts_of_excluded_notes_are_dropped_before_rendering() -> None:
+    def result(path: str, section: str, text: str) -> SearchResult:
+        return SearchResult(path=path, section=section, text=text, score=1.0, title=path)
+
+    excerpts = ContextExcerpts(
+        "topic",
+        (
+            Excerpt(result("03-resources/a.md", "Intro", "alpha")),
+            Excerpt(result("private/diary.md", "Secret", "PRIVATE")),
+            Excerpt(result("03-resources/b.md", "", "beta"), linked_from="03-resources/a.md"),
+        ),
     )
-    kept, sources = drop_excluded_context(block, lambda rel: rel.startswith("private/"))
-    assert "PRIVATE" not in kept and "alpha" in kept and "beta" in kept
-    assert sources == ["03-resources/a.md", "03-resources/b.md"]
+    rendered = render_context(excerpts.without(lambda rel: rel.startswith("private/")), 1000)
+    assert "PRIVATE" not in rendered.text and "alpha" in rendered.text
+    assert "### 03-resources/b.md (linked from 03-resources/a.md)" in rendered.text
+    assert rendered.sources == ("03-resources/a.md", "03-resources/b.md")
 
 
 def test_latest_report_prefers_the_newest_dated_name(tmp_path: Path) -> None:

@@ -18,6 +18,7 @@ import anyio
 import pytest
 
 from signaldesk.retrieval.context_block import SOURCE_SEPARATOR as SEP
+from signaldesk.retrieval.context_block import render_context
 from signaldesk.retrieval.embedder import Embedder, load_embedder
 from signaldesk.retrieval.errors import IndexUnavailableError, QueryError
 from signaldesk.retrieval.indexer import Indexer
@@ -390,8 +391,10 @@ async def test_context_block_has_sources_and_keeps_the_budget(
     indexed: Path, embedder: Embedder
 ) -> None:
     async with await _open(indexed, embedder) as retriever:
-        block = await retriever.context("sourdough starter feeding", max_tokens=60)
-        none = await retriever.context("xylophone", filters=SearchFilters(folder="nowhere"))
+        excerpts = await retriever.context("sourdough starter feeding")
+        nothing = await retriever.context("xylophone", filters=SearchFilters(folder="nowhere"))
+    block = render_context(excerpts, 60).text
+    none = render_context(nothing, 60).text
     assert block.startswith(f"### notes/sourdough.md{SEP}Sourdough bread{SEP}Feeding the starter")
     assert len(block) <= 60 * 4 + 1
     assert block.rstrip().endswith("...")
@@ -580,10 +583,10 @@ async def test_context_follows_wiki_links_from_the_top_excerpts(
     # One search result, so every other note can only come in through a link.
     linked = SearchSettings(**{**SEARCH.model_dump(), "context_results": 1})
     async with await _open(vault, embedder, linked) as retriever:
-        block = await retriever.context("okapi forest giraffe", max_tokens=2000)
+        block = render_context(await retriever.context("okapi forest giraffe"), 2000).text
     unlinked = SearchSettings(**{**linked.model_dump(), "context_links": 0})
     async with await _open(vault, embedder, unlinked) as retriever:
-        plain = await retriever.context("okapi forest giraffe", max_tokens=2000)
+        plain = render_context(await retriever.context("okapi forest giraffe"), 2000).text
     assert f"### notes/okapi.md{SEP}Okapi" in block
     assert f"### notes/Ituri.md{SEP}Ituri (linked from notes/okapi.md)" in block
     assert "(linked from notes/okapi.md)" in block.split("okapi-diet.md", 1)[1].split("\n")[0]

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from bench.secret_samples import key_lines, real_private_keys
+from signaldesk.retrieval.context_block import render_context
 from signaldesk.retrieval.indexer import Indexer
 from signaldesk.retrieval.retriever import Retriever
 from signaldesk.retrieval.scrubber import scrub
@@ -141,7 +142,7 @@ async def test_keys_longer_than_a_chunk_never_reach_the_index_or_search(
             # The query is a piece of the key itself: nothing of it may come back.
             for probe in (lines[1][:30], lines[len(lines) // 2][:30], lines[-1]):
                 results = await retriever.search(probe, limit=10)
-                context = await retriever.context(probe, max_tokens=4000)
+                context = render_context(await retriever.context(probe), 4000).text
                 shown = "\n".join(r.text for r in results) + context
                 assert all(line not in shown for line in lines), kind
     finally:

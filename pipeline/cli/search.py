@@ -17,7 +17,12 @@ from signaldesk.errors import SignaldeskError
 from signaldesk.pipeline.cli._context import AppContext
 from signaldesk.pipeline.cli._output import print_json, to_jsonable
 from signaldesk.pipeline.config import Workspace
-from signaldesk.retrieval.context_block import SOURCE_SEPARATOR, source_label
+from signaldesk.retrieval.context_block import (
+    SOURCE_SEPARATOR,
+    ContextExcerpts,
+    render_context,
+    source_label,
+)
 from signaldesk.retrieval.errors import RetrievalError
 from signaldesk.retrieval.explanation import SearchExplanation
 from signaldesk.retrieval.records import SearchFilters, SearchMode, SearchResult
@@ -314,11 +319,12 @@ def context(
     filters = _filters(folder, note_type, domain, tags, status, since, until)
     workspace = app.workspace()
 
-    async def run() -> str:
+    async def run() -> ContextExcerpts:
         async with await _open(workspace) as retriever:
-            return await retriever.context(query, max_tokens=max_tokens, filters=filters)
+            return await retriever.context(query, filters=filters)
 
-    block = anyio.run(run)
+    budget = workspace.config.search.max_tokens if max_tokens is None else max(1, max_tokens)
+    block = render_context(anyio.run(run), budget).text
     if as_json:
         print_json({"query": query, "context": block})
     else:
