@@ -23,7 +23,7 @@ import anyio.to_thread
 
 from signaldesk.retrieval.errors import IndexUnavailableError, RetrievalError
 from signaldesk.retrieval.generations import ReaderLease, pointer_token, read_pointer
-from signaldesk.retrieval.store import connect
+from signaldesk.retrieval.store import Connection, connect
 
 __all__ = ["NO_INDEX_HINT", "ReaderPool"]
 
@@ -138,7 +138,7 @@ class ReaderPool:
             # the lease of the file this connection is about to open.
             generation.busy += 1
             try:
-                conn: Any = (
+                conn: Connection = (
                     generation.idle.pop()
                     if generation.idle
                     else await anyio.to_thread.run_sync(

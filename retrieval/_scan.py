@@ -12,9 +12,9 @@ import stat as _stat
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import Any
 
 from signaldesk.retrieval.ignore import VaultFilter, iter_vault_notes
+from signaldesk.retrieval.store import Connection
 
 __all__ = [
     "Known",
@@ -49,7 +49,7 @@ class ScanPlan:
     errors: list[str] = field(default_factory=list)
 
 
-def load_known(conn: Any) -> dict[str, Known]:
+def load_known(conn: Connection) -> dict[str, Known]:
     """Every file the index knows, indexed (``skipped`` false) or deliberately skipped."""
     rows = conn.execute(
         "SELECT path, mtime_ns, size, 0 FROM notes UNION ALL "
@@ -58,7 +58,7 @@ def load_known(conn: Any) -> dict[str, Known]:
     return {path: (mtime_ns, size, bool(skipped)) for path, mtime_ns, size, skipped in rows}
 
 
-def known_hashes(conn: Any, paths: list[str]) -> dict[str, str]:
+def known_hashes(conn: Connection, paths: list[str]) -> dict[str, str]:
     """The stored content hash of each of ``paths`` that is an indexed note."""
     hashes: dict[str, str] = {}
     for start in range(0, len(paths), 500):

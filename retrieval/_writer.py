@@ -34,6 +34,7 @@ from signaldesk.retrieval.schema import (
     vector_table_ddl,
 )
 from signaldesk.retrieval.store import (
+    Connection,
     capabilities,
     connect,
     get_meta,
@@ -97,7 +98,7 @@ def quantize(vectors: npt.NDArray[np.float32], vector_type: str) -> list[bytes]:
 class IndexWriter:
     """Write access to one index database (the caller holds the writer lock)."""
 
-    def __init__(self, conn: Any) -> None:
+    def __init__(self, conn: Connection) -> None:
         self.conn = conn
         conn.isolation_level = None  # transactions are explicit below
         conn.execute("PRAGMA cache_size = -65536")

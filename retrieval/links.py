@@ -11,10 +11,10 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
 
 from signaldesk.retrieval.filters import filters_sql
 from signaldesk.retrieval.records import SearchFilters
+from signaldesk.retrieval.store import Connection
 
 __all__ = ["LinkedChunk", "link_targets", "resolve_links"]
 
@@ -50,7 +50,7 @@ def link_targets(texts: Iterable[tuple[str, str]], limit: int) -> list[tuple[str
 
 
 def resolve_links(
-    conn: Any,
+    conn: Connection,
     targets: list[tuple[str, str]],
     *,
     exclude_paths: set[str],

@@ -11,14 +11,13 @@ import logging
 import threading
 import time
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from signaldesk.retrieval.embedder import Embedder, fingerprint_for
 from signaldesk.retrieval.errors import ModelError
-from signaldesk.retrieval.store import get_meta
+from signaldesk.retrieval.store import Connection, get_meta
 from signaldesk.retrieval.vector_cache import cache_token, load_cached, refresh_cache
 from signaldesk.retrieval.vector_matrix import VectorMatrix, load_matrix
 
@@ -49,7 +48,7 @@ class QueryVectors:
             self.available = available
             self.matrix = None
 
-    def problem(self, conn: Any) -> str | None:
+    def problem(self, conn: Connection) -> str | None:
         """Why the vector list cannot be used right now (``None``: it can)."""
         if self.embedder is None:
             return "no embedding model: keyword (BM25) search only"
@@ -92,7 +91,7 @@ class QueryVectors:
         norm = float(np.linalg.norm(vec))
         return vec / norm if norm > 0 else vec
 
-    def current_matrix(self, conn: Any) -> VectorMatrix | None:
+    def current_matrix(self, conn: Connection) -> VectorMatrix | None:
         """The matrix for the snapshot ``conn`` sees, reloaded on a new generation.
 
         Mapped from the cache beside the index when it belongs to this generation

@@ -43,7 +43,7 @@ from signaldesk.retrieval.records import SearchFilters, SearchMode
 from signaldesk.retrieval.schema import NOTE_FTS_SINCE_FORMAT, NOTE_FTS_TABLE
 from signaldesk.retrieval.search_legs import ChunkKey, ChunkRow
 from signaldesk.retrieval.settings import SearchSettings
-from signaldesk.retrieval.store import get_meta
+from signaldesk.retrieval.store import Connection, get_meta
 from signaldesk.retrieval.vector_matrix import VectorMatrix, query_blob
 from signaldesk.retrieval.weights import (
     DECISIVE_DEPTH,
@@ -87,7 +87,7 @@ class Ranked:
     note_of_shown: dict[int, NoteCandidate] = field(default_factory=dict)
 
 
-def notes_ready(conn: Any) -> bool:
+def notes_ready(conn: Connection) -> bool:
     """Whether every note of the index has its note-level keyword row."""
     fmt = get_meta(conn, "index_format") or ""
     try:
@@ -129,7 +129,7 @@ def _note_params(
 
 
 def rank(
-    conn: Any,
+    conn: Connection,
     req: RankRequest,
     matrix_for: Callable[[Any], VectorMatrix | None],
     timings: dict[str, float],
@@ -293,7 +293,7 @@ def _best_score(scores: Any) -> float | None:
 
 
 def _cosines(
-    conn: Any,
+    conn: Connection,
     chunk_ids: list[int],
     qvec: npt.NDArray[np.float32],
     matrix: VectorMatrix | None,
@@ -315,7 +315,7 @@ def _score_chunks(
     return [c.vector_score if c.vector_score is not None else -1.0 for c in chunks]
 
 
-def _recency(conn: Any, note_ids: list[int], s: SearchSettings) -> dict[int, float]:
+def _recency(conn: Connection, note_ids: list[int], s: SearchSettings) -> dict[int, float]:
     now = datetime.now(UTC)
     out: dict[int, float] = {}
     for nid, value in search_legs.note_updated(conn, note_ids).items():

@@ -58,6 +58,7 @@ from signaldesk.retrieval.search_legs import ChunkRow
 from signaldesk.retrieval.settings import IndexSettings, SearchSettings
 from signaldesk.retrieval.status import db_bytes, read_status, search_modes
 from signaldesk.retrieval.store import (
+    Connection,
     index_base_path,
     is_corruption_error,
     sqlite_module,
@@ -142,7 +143,7 @@ class Retriever:
         return retriever
 
     @staticmethod
-    def _check_tables(conn: Any) -> None:
+    def _check_tables(conn: Connection) -> None:
         """Raise :class:`IndexUnavailableError` unless ``conn``'s database can be searched."""
         db_error = sqlite_module().Error
         try:
@@ -158,7 +159,7 @@ class Retriever:
         if not {"notes", "chunks", "meta"} <= tables:
             raise IndexUnavailableError("the index is empty", hint=_NO_INDEX_HINT)
 
-    def _on_new_generation(self, conn: Any) -> None:
+    def _on_new_generation(self, conn: Connection) -> None:
         """A full rebuild was published: what the new file can do may differ."""
         fts_ok, vec_ext_ok, degraded = self._probe(conn)
         if self._vectors.embedder is None:
@@ -167,7 +168,7 @@ class Retriever:
         self._vectors.new_generation(available=vec_ext_ok)
 
     @staticmethod
-    def _probe(conn: Any) -> tuple[bool, bool, tuple[str, ...]]:
+    def _probe(conn: Connection) -> tuple[bool, bool, tuple[str, ...]]:
         modes = search_modes(conn)
         return modes.keyword, modes.vector, modes.degraded
 
@@ -190,7 +191,7 @@ class Retriever:
     async def _run(self, fn: Callable[[Any], T]) -> T:
         """Run ``fn(conn)`` in a worker thread inside one read transaction."""
 
-        def in_snapshot(conn: Any) -> T:
+        def in_snapshot(conn: Connection) -> T:
             db_error = sqlite_module().Error
             try:
                 conn.execute("BEGIN")
@@ -303,7 +304,7 @@ class Retriever:
 
         started = time.perf_counter()
 
-        def in_snapshot(conn: Any) -> tuple[SearchMode, Ranked]:
+        def in_snapshot(conn: Connection) -> tuple[SearchMode, Ranked]:
             # One worker hop per search: the model check, the query embedding and
             # the lists all run here (each hop cost ~0.3 ms against ~0.07 ms of
             # encoding, issue 15).
@@ -347,7 +348,7 @@ class Retriever:
 
     def _plan_and_rank(
         self,
-        conn: Any,
+        conn: Connection,
         query: str,
         match: str | None,
         requested: SearchMode,
@@ -455,7 +456,7 @@ class Retriever:
             return []
         shown = {r.path for r in results}
 
-        def run(conn: Any) -> list[tuple[SearchResult, str]]:
+        def run(conn: Connection) -> list[tuple[SearchResult, str]]:
             links = resolve_links(conn, targets, exclude_paths=shown, filters=filters)
             rows = search_legs.chunk_rows(conn, [link.chunk_id for link in links])
             return [
@@ -477,7 +478,7 @@ class Retriever:
             f"WHERE {where} ORDER BY COALESCE(n.updated, n.created, '') DESC, n.path LIMIT ?"
         )
 
-        def run(conn: Any) -> list[NoteInfo]:
+        def run(conn: Connection) -> list[NoteInfo]:
             import json
 
             out = []
@@ -507,7 +508,7 @@ class Retriever:
     async def status(self) -> IndexStatus:
         """Counts, model, last run and any degraded mode of the index."""
 
-        def run(conn: Any) -> IndexStatus:
+        def run(conn: Connection) -> IndexStatus:
             status = read_status(conn, self._pool.path, db_bytes(self._pool.path))
             # What this process adds: no model loaded, or vectors from another model.
             degraded = list(status.degraded)

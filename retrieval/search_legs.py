@@ -12,11 +12,11 @@ import json
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from operator import itemgetter
-from typing import Any
 
 from signaldesk.retrieval.filters import filters_sql
 from signaldesk.retrieval.records import SearchFilters
 from signaldesk.retrieval.schema import NOTE_FTS_TABLE, VECTOR_TABLE
+from signaldesk.retrieval.store import Connection
 
 __all__ = [
     "ChunkKey",
@@ -69,7 +69,7 @@ def _weights_sql(weights: tuple[float, ...]) -> str:
 
 
 def bm25_list(
-    conn: Any,
+    conn: Connection,
     match: str,
     limit: int,
     weights: tuple[float, float, float],
@@ -135,7 +135,7 @@ def _ranked(rows: list[tuple[int, float]], limit: int) -> tuple[list[tuple[int, 
 
 
 def note_bm25_list(
-    conn: Any,
+    conn: Connection,
     match: str,
     limit: int,
     weights: tuple[float, ...],
@@ -161,7 +161,7 @@ def note_bm25_list(
     return _ranked(rows, limit)
 
 
-def exact_notes(conn: Any, key: str, filters: SearchFilters | None) -> set[int]:
+def exact_notes(conn: Connection, key: str, filters: SearchFilters | None) -> set[int]:
     """Notes whose title, an alias or file name equals ``key`` (a :func:`name_key`)."""
     if not key:
         return set()
@@ -173,7 +173,7 @@ def exact_notes(conn: Any, key: str, filters: SearchFilters | None) -> set[int]:
     return {int(r[0]) for r in conn.execute(sql, (key, *params))}
 
 
-def note_chunks(conn: Any, note_ids: list[int]) -> dict[int, ChunkKey]:
+def note_chunks(conn: Connection, note_ids: list[int]) -> dict[int, ChunkKey]:
     """Every chunk of each listed note, by chunk id."""
     if not note_ids:
         return {}
@@ -187,7 +187,7 @@ def note_chunks(conn: Any, note_ids: list[int]) -> dict[int, ChunkKey]:
     }
 
 
-def note_updated(conn: Any, note_ids: list[int]) -> dict[int, str]:
+def note_updated(conn: Connection, note_ids: list[int]) -> dict[int, str]:
     """The ``updated`` (else ``created``) value of each listed note."""
     if not note_ids:
         return {}
@@ -200,7 +200,7 @@ def note_updated(conn: Any, note_ids: list[int]) -> dict[int, str]:
     }
 
 
-def allowed_chunk_ids(conn: Any, filters: SearchFilters | None) -> set[int] | None:
+def allowed_chunk_ids(conn: Connection, filters: SearchFilters | None) -> set[int] | None:
     """Chunk ids that pass ``filters``; ``None`` when there is nothing to filter."""
     where, params = filters_sql(filters)
     if where == "1":
@@ -210,7 +210,7 @@ def allowed_chunk_ids(conn: Any, filters: SearchFilters | None) -> set[int] | No
 
 
 def vec_knn(
-    conn: Any, query_blob: bytes, vector_type: str, k: int, allowed: set[int] | None
+    conn: Connection, query_blob: bytes, vector_type: str, k: int, allowed: set[int] | None
 ) -> list[tuple[int, float]]:
     """KNN through sqlite-vec itself (used until the in-memory matrix is loaded).
 
@@ -234,7 +234,7 @@ def vec_knn(
 
 
 def vec_scores_for(
-    conn: Any, query_blob: bytes, vector_type: str, chunk_ids: list[int]
+    conn: Connection, query_blob: bytes, vector_type: str, chunk_ids: list[int]
 ) -> dict[int, float]:
     """Cosine similarity of the listed chunks through sqlite-vec."""
     if not chunk_ids:
@@ -261,7 +261,7 @@ def _heading_path(raw: str | None) -> tuple[str, ...]:
     return _tags(raw)
 
 
-def chunk_keys(conn: Any, chunk_ids: list[int]) -> dict[int, ChunkKey]:
+def chunk_keys(conn: Connection, chunk_ids: list[int]) -> dict[int, ChunkKey]:
     """Where each listed chunk that still exists sits, without reading any chunk text."""
     if not chunk_ids:
         return {}
@@ -275,7 +275,7 @@ def chunk_keys(conn: Any, chunk_ids: list[int]) -> dict[int, ChunkKey]:
     }
 
 
-def chunk_rows(conn: Any, chunk_ids: list[int]) -> dict[int, ChunkRow]:
+def chunk_rows(conn: Connection, chunk_ids: list[int]) -> dict[int, ChunkRow]:
     """Chunk and note fields for each listed chunk that still exists."""
     if not chunk_ids:
         return {}

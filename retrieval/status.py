@@ -7,14 +7,13 @@ import logging
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any
 
 from signaldesk.retrieval.errors import StoreError
 from signaldesk.retrieval.generations import ReaderLease
 from signaldesk.retrieval.records import IndexStatus
 from signaldesk.retrieval.schema import VECTOR_TABLE
 from signaldesk.retrieval.settings import IndexSettings
-from signaldesk.retrieval.store import capabilities, connect, get_meta, index_base_path
+from signaldesk.retrieval.store import Connection, capabilities, connect, get_meta, index_base_path
 
 __all__ = ["SearchModes", "db_bytes", "index_status", "read_status", "search_modes"]
 
@@ -59,7 +58,7 @@ class SearchModes:
     degraded: tuple[str, ...]
 
 
-def search_modes(conn: Any) -> SearchModes:
+def search_modes(conn: Connection) -> SearchModes:
     """What this SQLite and this index file allow (the one wording of every degraded mode)."""
     caps = capabilities(conn)
     tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
@@ -109,7 +108,7 @@ def _status_of(db_path: Path) -> IndexStatus:
         conn.close()
 
 
-def read_status(conn: Any, db_path: Path, size: int) -> IndexStatus:
+def read_status(conn: Connection, db_path: Path, size: int) -> IndexStatus:
     """Counts, model and degraded modes from an open connection, in one snapshot."""
     own_snapshot = not conn.in_transaction
     if own_snapshot:
@@ -154,5 +153,5 @@ def read_status(conn: Any, db_path: Path, size: int) -> IndexStatus:
     )
 
 
-def _count(conn: Any, table: str) -> int:
+def _count(conn: Connection, table: str) -> int:
     return int(conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0])

@@ -10,11 +10,11 @@ from __future__ import annotations
 import contextlib
 import logging
 import sqlite3
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import Any, Protocol
 
 from signaldesk.faults import (
     cannot_write_in,
@@ -30,6 +30,8 @@ from signaldesk.retrieval.settings import IndexSettings
 __all__ = [
     "BUSY_TIMEOUT_MS",
     "PAGE_SIZE",
+    "Connection",
+    "Cursor",
     "SqliteCapabilities",
     "capabilities",
     "connect",
@@ -47,6 +49,38 @@ __all__ = [
 ]
 
 logger = logging.getLogger(__name__)
+
+
+class Cursor(Protocol):
+    """What the index code reads from a cursor (``sqlite3`` or ``sqlean``, the same API)."""
+
+    def fetchone(self) -> Any: ...
+
+    def fetchall(self) -> list[Any]: ...
+
+    def __iter__(self) -> Iterator[Any]: ...
+
+    @property
+    def rowcount(self) -> int: ...
+
+
+class Connection(Protocol):
+    """A connection to the index, as :func:`connect` returns it: the standard library's
+    ``sqlite3`` or sqlean-py's, which share this API (the module is chosen at run time)."""
+
+    isolation_level: str | None
+
+    @property
+    def in_transaction(self) -> bool: ...
+
+    def execute(self, sql: str, parameters: Any = ..., /) -> Cursor: ...
+
+    def executemany(self, sql: str, parameters: Iterable[Any], /) -> Cursor: ...
+
+    def commit(self) -> None: ...
+
+    def close(self) -> None: ...
+
 
 _MIN_SQLITE = (3, 43, 0)
 BUSY_TIMEOUT_MS = 5000
@@ -101,7 +135,7 @@ def index_db_path(vault: Path, settings: IndexSettings) -> Path:
     return read_pointer(index_base_path(vault, settings))
 
 
-def _load_vec(conn: Any) -> str | None:
+def _load_vec(conn: Any) -> str | None:  # the module's own connection type
     """Load sqlite-vec; return the reason it failed, or ``None``."""
     try:
         import sqlite_vec
@@ -114,7 +148,7 @@ def _load_vec(conn: Any) -> str | None:
     return None
 
 
-def connect(path: Path, readonly: bool = False) -> Any:
+def connect(path: Path, readonly: bool = False) -> Connection:
     """A configured synchronous connection (WAL, busy timeout, sqlite-vec when loadable).
 
     ``readonly`` connections only read, and never create a file: a reader racing
@@ -145,7 +179,8 @@ def connect(path: Path, readonly: bool = False) -> Any:
     error = _load_vec(conn)
     if error:
         logger.warning("sqlite-vec unavailable, vector search disabled: %s", error)
-    return conn
+    connection: Connection = conn
+    return connection
 
 
 def store_error(
@@ -227,7 +262,7 @@ def connector(path: Path, *, readonly: bool = False) -> Callable[[], Any]:
     return lambda: connect(path, readonly=readonly)
 
 
-def capabilities(conn: Any) -> SqliteCapabilities:
+def capabilities(conn: Connection) -> SqliteCapabilities:
     """Probe a connection for FTS5 and sqlite-vec."""
     version = conn.execute("SELECT sqlite_version()").fetchone()[0]
     try:
@@ -251,7 +286,7 @@ def capabilities(conn: Any) -> SqliteCapabilities:
     )
 
 
-def migrate(conn: Any) -> int:
+def migrate(conn: Connection) -> int:
     """Bring the schema to :data:`SCHEMA_VERSION`, one explicit step at a time.
 
     Each step runs in an immediate (write-locked) transaction and re-reads the
@@ -308,13 +343,13 @@ def _statements(script: str) -> list[str]:
     return statements
 
 
-def get_meta(conn: Any, key: str) -> str | None:
+def get_meta(conn: Connection, key: str) -> str | None:
     """One value of the ``meta`` table, or ``None``."""
     row = conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
     return None if row is None else str(row[0])
 
 
-def set_meta(conn: Any, key: str, value: str) -> None:
+def set_meta(conn: Connection, key: str, value: str) -> None:
     """Insert or replace one ``meta`` value (inside the caller's transaction)."""
     conn.execute(
         "INSERT INTO meta (key, value) VALUES (?, ?) "

@@ -38,7 +38,7 @@ from typing import Any
 
 import numpy as np
 
-from signaldesk.retrieval.store import get_meta
+from signaldesk.retrieval.store import Connection, get_meta
 from signaldesk.retrieval.vector_matrix import VectorMatrix, load_matrix
 
 __all__ = ["cache_path", "cache_token", "load_cached", "refresh_cache", "write_cache"]
@@ -54,7 +54,7 @@ def cache_path(db_path: Path) -> Path:
     return db_path.with_name(db_path.name + ".vectors")
 
 
-def cache_token(conn: Any) -> str | None:
+def cache_token(conn: Connection) -> str | None:
     """What the cache of the snapshot ``conn`` sees must carry (``None``: no cache possible)."""
     generation_id = get_meta(conn, "generation_id")
     if not generation_id:
@@ -153,7 +153,7 @@ def _parse(mapped: mmap.mmap, size: int, token: str, dims: int) -> VectorMatrix 
     )
 
 
-def refresh_cache(conn: Any, db_path: Path) -> VectorMatrix | None:
+def refresh_cache(conn: Connection, db_path: Path) -> VectorMatrix | None:
     """Read the matrix from sqlite-vec and write it as the cache of the current generation.
 
     Best effort: a cache that cannot be written (read-only folder, full disk) is

@@ -32,6 +32,7 @@ import numpy as np
 import numpy.typing as npt
 
 from signaldesk.retrieval.schema import VECTOR_TABLE
+from signaldesk.retrieval.store import Connection
 
 __all__ = ["VectorMatrix", "load_matrix", "query_blob", "row_norms"]
 
@@ -176,7 +177,7 @@ class VectorMatrix:
 
 
 def load_matrix(
-    conn: Any, dimensions: int, vector_type: str, generation: str | None
+    conn: Connection, dimensions: int, vector_type: str, generation: str | None
 ) -> VectorMatrix:
     """Read every vector of ``chunk_vectors`` into a :class:`VectorMatrix`.
 
