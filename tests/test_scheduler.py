@@ -29,7 +29,12 @@ from signaldesk.pipeline.service.job_state import (
 )
 from signaldesk.pipeline.service.jobs import JobServices, report_day
 from signaldesk.pipeline.service.scheduler import JOB_NAMES, JobSpec, _last_scheduled, serve
-from signaldesk.pipeline.service.watcher import VaultWatcher, vault_signature
+from signaldesk.pipeline.service.watcher import (
+    VaultListing,
+    VaultWatcher,
+    vault_listing,
+    vault_signature,
+)
 from signaldesk.retrieval.embedder import LazyEmbedder
 from signaldesk.retrieval.settings import IndexSettings
 from signaldesk.retrieval.store import connect, index_db_path
@@ -336,17 +341,43 @@ async def test_serve_runs_every_job_and_stops_cleanly_on_sigterm(
     assert ("clipper", "filed") in counts or ("clipper", "rejected") in counts
 
 
+async def test_the_watcher_hands_over_the_notes_that_changed(vault: Path) -> None:
+    (vault / "01-projects" / "a.md").write_text("one\n")
+    (vault / "01-projects" / "b.md").write_text("two\n")
+    now = [0.0]
+    watcher = VaultWatcher(vault, debounce=0.0, clock=lambda: now[0])
+    assert await watcher.poll() is False and watcher.take_changes() == []
+    now[0] += 60.0  # past the CPU budget's wait
+    (vault / "01-projects" / "a.md").write_text("one, edited\n")
+    (vault / "01-projects" / "b.md").unlink()
+    (vault / "01-projects" / "c.md").write_text("three\n")
+    assert await watcher.poll() is True
+    assert watcher.take_changes() == ["01-projects/a.md", "01-projects/b.md", "01-projects/c.md"]
+    assert watcher.take_changes() == []
+
+
+async def test_an_unreadable_folder_asks_for_a_whole_look(vault: Path) -> None:
+    (vault / "02-areas" / "x.md").write_text("x\n")
+    watcher = VaultWatcher(vault, debounce=0.0)
+    await watcher.poll()
+    listing = vault_listing(vault)
+    watcher._note_paths(VaultListing({}, "other", complete=False))
+    assert watcher.take_changes() is None  # its notes are not known to be gone
+    watcher._note_paths(listing)
+    assert watcher.take_changes() == ["02-areas/x.md"]
+
+
 async def test_watcher_scans_a_large_vault_less_often(
     vault: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     (vault / "01-projects" / "a.md").write_text("one\n")
     now = [0.0]
 
-    def slow_scan(path: Path) -> tuple[str, int]:
+    def slow_scan(path: Path) -> VaultListing:
         now[0] += 1.0  # this scan "takes" one second
-        return vault_signature(path)
+        return vault_listing(path)
 
-    monkeypatch.setattr(watcher_module, "vault_signature", slow_scan)
+    monkeypatch.setattr(watcher_module, "vault_listing", slow_scan)
     watcher = VaultWatcher(vault, debounce=0.0, clock=lambda: now[0])
     await watcher.poll()
     assert not watcher.skipped

@@ -24,7 +24,9 @@ from signaldesk.pipeline.service.watcher import VaultWatcher
 from signaldesk.pipeline.triage.records import TriageReport
 from signaldesk.pipeline.triage.run import scan_and_triage, triage
 from signaldesk.retrieval.embedder import Embedder
+from signaldesk.retrieval.errors import IndexLockedError
 from signaldesk.retrieval.indexer import Indexer
+from signaldesk.retrieval.records import IndexReport
 
 __all__ = [
     "DROP_SOURCES",
@@ -124,14 +126,12 @@ async def triage_job(services: JobServices) -> str:
     return f"filed {len(report.filed)}, rejected {len(report.rejected)}" + _not_indexed(report)
 
 
-async def index_job(services: JobServices) -> str:
-    """Bring the index up to date with the vault (incremental)."""
+def _indexer(services: JobServices) -> Indexer:
     workspace = services.workspace
-    indexer = Indexer(workspace.vault, workspace.config.index, services.embedder)
-    started = datetime.now(UTC)
-    report = await indexer.run()
-    if not report.interrupted:
-        await forget_indexed(workspace, started)
+    return Indexer(workspace.vault, workspace.config.index, services.embedder)
+
+
+def _index_summary(report: IndexReport) -> str:
     text = (
         f"{report.added} added, {report.changed} changed, {report.deleted} deleted, "
         f"{report.chunks_embedded} chunks embedded"
@@ -141,15 +141,39 @@ async def index_job(services: JobServices) -> str:
     return text
 
 
+async def index_job(services: JobServices) -> str:
+    """Bring the index up to date with the vault (incremental)."""
+    started = datetime.now(UTC)
+    report = await _indexer(services).run()
+    if not report.interrupted:
+        # A whole run saw every note, including those the ledger queued for indexing.
+        await forget_indexed(services.workspace, started)
+    return _index_summary(report)
+
+
+# More notes than this changed in one burst (a git pull, a sync) go to a whole index
+# run, which plans them from one stat scan rather than path by path.
+WATCH_PATHS_MAX = 500
+
+
 async def watch_job(services: JobServices) -> str:
-    """Stat the vault; once an edit has settled, ask for an index run."""
-    if await services.watcher.poll():
-        services.trigger("index")
-        return f"vault changed ({services.watcher.notes} notes): indexing"
+    """Stat the vault; once an edit has settled, index the notes that changed."""
+    watcher = services.watcher
+    if await watcher.poll():
+        changed = watcher.take_changes()
+        if changed is None or len(changed) > WATCH_PATHS_MAX:
+            services.trigger("index")
+            return f"vault changed ({watcher.notes} notes): indexing"
+        try:
+            report = await _indexer(services).run(paths=changed)
+        except IndexLockedError:
+            services.trigger("index")  # another run holds the index; the next one sees these
+            return f"vault changed ({len(changed)} notes): indexing after the run in progress"
+        return f"vault changed ({len(changed)} notes): " + _index_summary(report)
     # A poll skipped for the CPU budget reads the same as "no change", so the state
     # file is not rewritten for it.
-    state = "changes settling" if services.watcher.dirty else "no change"
-    return f"{state} ({services.watcher.notes} notes)"
+    state = "changes settling" if watcher.dirty else "no change"
+    return f"{state} ({watcher.notes} notes)"
 
 
 def report_day(today: date, which: str) -> date:
