@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import difflib
 import fnmatch
-import re
 from pathlib import Path, PurePosixPath
 
-from signaldesk.frontmatter import parse_note
+from signaldesk.frontmatter import first_heading, note_title, parse_note
 from signaldesk.mcp_server.errors import NoteNotFoundError
 from signaldesk.mcp_server.paths import ExcludedPredicate
 from signaldesk.mcp_server.scrubbing import scrub_text
@@ -24,7 +23,6 @@ __all__ = [
     "title_of",
 ]
 
-_H1 = re.compile(r"^#\s+(.+?)\s*#*\s*$", re.MULTILINE)
 # The `### <path> \u203a <heading>` line that opens each excerpt of a context block.
 
 
@@ -54,13 +52,7 @@ def is_board_or_drawing(text: str) -> bool:
 def title_of(text: str, relative: str) -> str:
     """The frontmatter title, else the first H1, else the file name."""
     parsed = parse_note(text[:50_000])
-    title = parsed.frontmatter.get("title")
-    if isinstance(title, str) and title.strip():
-        return title.strip()
-    heading = _H1.search(parsed.body)
-    if heading:
-        return heading.group(1)
-    return Path(relative).stem
+    return note_title(parsed.frontmatter, relative, heading=first_heading(parsed.body))
 
 
 def scrub_preserving_lines(text: str) -> str:

@@ -46,6 +46,7 @@ from signaldesk.frontmatter import (
     alias_values,
     first_text,
     frontmatter_date,
+    note_title,
     parse_note,
     tag_values,
     unique_casefold,
@@ -168,7 +169,7 @@ def chunk_note(path: str, text: str, *, max_chars: int = 1800, min_chars: int = 
     first_h1 = next((u.path[0] for u in units if u.kind == "heading" and u.level == 1), None)
     return ChunkedNote(
         path=path,
-        title=first_text(fm.get("title")) or first_h1 or _stem(path),
+        title=note_title(fm, path, heading=first_h1),
         tags=tuple(
             unique_casefold(
                 [
@@ -534,11 +535,6 @@ def _balanced(text: str) -> bool:
 
 
 # --- metadata -----------------------------------------------------------------------------
-
-
-def _stem(path: str) -> str:
-    name = path.replace("\\", "/").rstrip("/").rsplit("/", 1)[-1]
-    return _MD_SUFFIX.sub("", name) or name
 
 
 def _inline_tags(lines: list[str], units: list[_Unit]) -> list[str]:

@@ -34,6 +34,7 @@ __all__ = [
     "first_heading",
     "first_text",
     "frontmatter_date",
+    "note_title",
     "parse_date",
     "parse_note",
     "render_note",
@@ -327,6 +328,14 @@ def as_aware_datetime(value: Any) -> _dt.datetime | None:
     else:
         return None
     return result if result.tzinfo is not None else result.replace(tzinfo=_dt.UTC)
+
+
+def note_title(frontmatter: Mapping[str, Any], path: str, *, heading: str | None) -> str:
+    """A note's title as a person expects it: the frontmatter ``title``, else its first
+    ``# `` heading (``heading``: the caller's reading of it), else the file name."""
+    name = path.replace("\\", "/").rstrip("/").rsplit("/", 1)[-1]
+    stem = re.sub(r"\.md$", "", name, flags=re.IGNORECASE) or name
+    return first_text(frontmatter.get("title")) or heading or stem
 
 
 def first_heading(body: str) -> str | None:

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from datetime import date, datetime, time, timedelta, tzinfo
 from pathlib import Path
 
-from signaldesk.frontmatter import parse_note
+from signaldesk.frontmatter import first_heading, note_title, parse_note
 from signaldesk.pipeline.reports.generated_notes import GeneratedNote, write_generated_note
 from signaldesk.pipeline.reports.gitlog import (
     AddedTodo,
@@ -152,7 +152,7 @@ def _gather_notes(vault: Path, log: CaptainsLog, top_signals: int) -> None:
                 signals.append(
                     SignalEntry(
                         path=rel,
-                        title=str(meta.get("title") or Path(rel).stem),
+                        title=note_title(meta, rel, heading=first_heading(parsed.body)),
                         domain=str(meta.get("domain") or "other"),
                         composite=signal_scores(meta).get(COMPOSITE_KEY, 0.0),
                     )

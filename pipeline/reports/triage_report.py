@@ -16,7 +16,7 @@ from typing import Any
 
 import anyio.to_thread
 
-from signaldesk.frontmatter import parse_note
+from signaldesk.frontmatter import first_heading, note_title, parse_note
 from signaldesk.pipeline.config import Workspace
 from signaldesk.pipeline.intake.feeds import FeedRecord, FeedRegistry
 from signaldesk.pipeline.ledger.corrections import corrections_recorded
@@ -167,10 +167,10 @@ def _list_waiting(vault: Path, listed: list[Path], skipped: list[Path]) -> list[
             if any(path.is_relative_to(s) for s in skipped):
                 continue
             try:
-                meta = parse_note(path.read_text(encoding="utf-8", errors="replace")).frontmatter
+                note = parse_note(path.read_text(encoding="utf-8", errors="replace"))
             except OSError:
                 continue
-            found[rel] = str(meta.get("title") or path.stem)
+            found[rel] = note_title(note.frontmatter, rel, heading=first_heading(note.body))
     return sorted(found.items())
 
 
