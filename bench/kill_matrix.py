@@ -495,17 +495,7 @@ def trial_scan(
     vault = work / f"scan-{tally.trials}"
     shutil.copytree(template, vault, symlinks=True)
     users = user_hashes(vault)
-    killed = run_cli(vault, ["scan"], kill_after=rng.uniform(0.05, 0.95) * span)
-    tally.crash("scan", killed)
-    assert not killed.orphans, f"{killed.orphans} process(es) of the killed run lived on"
-    if killed.killed:
-        tally.killed_mid_run += 1
-    else:
-        tally.finished_before_kill += 1
-    rerun = run_cli(vault, ["scan"])
-    tally.crash("scan rerun", rerun)
-    tally.rerun_seconds.append(rerun.seconds)
-    assert rerun.returncode == 0, f"rerun exit {rerun.returncode}: {rerun.stderr[-2000:]}"
+    kill_then_rerun(vault, "scan", rng.uniform(0.05, 0.95) * span, tally)
     indexed = check_index_matches_vault(vault)
     rows = ledger_rows(vault)
     rss = Counter(json.loads(r["payload"]).get("guid") for r in rows if r["source_kind"] == "rss")
@@ -516,6 +506,21 @@ def trial_scan(
     assert not leftovers, f"leftovers: {leftovers[:5]}"
     assert user_hashes(vault) == users, "a user note changed"
     shutil.rmtree(vault)
+
+
+def kill_then_rerun(vault: Path, verb: str, kill_after: float, tally: Tally) -> None:
+    """Run ``signaldesk VERB``, kill -9 it after ``kill_after`` s, then run it again to the end."""
+    killed = run_cli(vault, [verb], kill_after=kill_after)
+    tally.crash(verb, killed)
+    assert not killed.orphans, f"{killed.orphans} process(es) of the killed run lived on"
+    if killed.killed:
+        tally.killed_mid_run += 1
+    else:
+        tally.finished_before_kill += 1
+    rerun = run_cli(vault, [verb])
+    tally.crash(f"{verb} rerun", rerun)
+    tally.rerun_seconds.append(rerun.seconds)
+    assert rerun.returncode == 0, f"rerun exit {rerun.returncode}: {rerun.stderr[-2000:]}"
 
 
 def _body(data: bytes) -> bytes:
@@ -529,17 +534,7 @@ def trial_triage(template: Path, work: Path, rng: random.Random, tally: Tally, s
     shutil.copytree(template, vault, symlinks=True)
     users = user_hashes(vault)
     clippings = {p.name: p.read_bytes() for p in (vault / "Clippings").iterdir()}
-    killed = run_cli(vault, ["triage"], kill_after=rng.uniform(0.05, 0.95) * span)
-    tally.crash("triage", killed)
-    assert not killed.orphans, f"{killed.orphans} process(es) of the killed run lived on"
-    if killed.killed:
-        tally.killed_mid_run += 1
-    else:
-        tally.finished_before_kill += 1
-    rerun = run_cli(vault, ["triage"])
-    tally.crash("triage rerun", rerun)
-    tally.rerun_seconds.append(rerun.seconds)
-    assert rerun.returncode == 0, f"rerun exit {rerun.returncode}: {rerun.stderr[-2000:]}"
+    kill_then_rerun(vault, "triage", rng.uniform(0.05, 0.95) * span, tally)
     indexed = check_index_matches_vault(vault)
     rows = ledger_rows(vault)
     origins = Counter(
