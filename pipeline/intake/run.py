@@ -18,7 +18,8 @@ item's ledger id (status ``pending``) as soon as dedupe settles it.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Collection
+from collections.abc import AsyncIterator, Callable, Collection
+from contextlib import AsyncExitStack, asynccontextmanager
 from datetime import datetime
 from pathlib import Path
 
@@ -45,7 +46,7 @@ from signaldesk.sources.http import HostLimiter, build_client
 from signaldesk.sources.rss import feed_parse_limiter
 from signaldesk.sources.tool_output import write_capture
 
-__all__ = ["capture", "run_scan", "scan"]
+__all__ = ["IntakeSession", "capture", "run_scan", "scan"]
 
 
 def _kinds(sources: Collection[str] | None) -> tuple[SourceKind, ...]:
@@ -166,6 +167,74 @@ async def run_scan(
     return ctx.stats
 
 
+class IntakeSession:
+    """One intake run's resources: the ledger and, when feeds are polled, the HTTP client.
+
+    The callers that go on to triage (``pipeline.triage.run``) consume a session: they
+    hand :meth:`scan` or :meth:`capture` their triager's ``submit`` as the hand-off, and
+    intake never calls back into triage.
+    """
+
+    def __init__(
+        self, workspace: Workspace, ledger: Ledger, client: httpx.AsyncClient | None = None
+    ) -> None:
+        self.workspace = workspace
+        self.ledger = ledger
+        self.client = client
+
+    @classmethod
+    @asynccontextmanager
+    async def open(
+        cls, workspace: Workspace, *, sources: Collection[str] | None = None
+    ) -> AsyncIterator[IntakeSession]:
+        """Open the ledger, and one shared HTTP client when ``sources`` include feeds."""
+        kinds = _kinds(sources)
+        async with open_ledger(workspace) as ledger, AsyncExitStack() as stack:
+            client = None
+            if "rss" in kinds:
+                client = await stack.enter_async_context(build_client(workspace.config.http))
+            yield cls(workspace, ledger, client)
+
+    async def scan(
+        self,
+        *,
+        sources: Collection[str] | None = None,
+        force: bool = False,
+        handoff: Handoff | None = None,
+        on_progress: Callable[[ScanStats], None] | None = None,
+    ) -> ScanStats:
+        """One scan (see :func:`run_scan`)."""
+        return await run_scan(
+            self.workspace,
+            self.ledger,
+            self.client,
+            sources=sources,
+            force=force,
+            handoff=handoff,
+            on_progress=on_progress,
+        )
+
+    async def capture(
+        self,
+        text: str,
+        *,
+        title: str | None = None,
+        tags: Collection[str] = (),
+        source: str | None = None,
+        handoff: Handoff | None = None,
+    ) -> tuple[Path, ScanStats]:
+        """Capture ``text`` into this session's ledger (see :func:`capture`)."""
+        return await capture(
+            self.workspace,
+            text,
+            title=title,
+            tags=tags,
+            source=source,
+            handoff=handoff,
+            ledger=self.ledger,
+        )
+
+
 async def scan(
     workspace: Workspace,
     *,
@@ -174,30 +243,12 @@ async def scan(
     handoff: Handoff | None = None,
     on_progress: Callable[[ScanStats], None] | None = None,
 ) -> ScanStats:
-    """Open the ledger and (when feeds are scanned) one shared HTTP client, and run
-    :func:`run_scan`."""
+    """One scan in a session of its own (see :class:`IntakeSession`)."""
     kinds = _kinds(sources)
-    async with open_ledger(workspace) as ledger:
-        if "rss" not in kinds:
-            return await run_scan(
-                workspace,
-                ledger,
-                None,
-                sources=kinds,
-                force=force,
-                handoff=handoff,
-                on_progress=on_progress,
-            )
-        async with build_client(workspace.config.http) as client:
-            return await run_scan(
-                workspace,
-                ledger,
-                client,
-                sources=kinds,
-                force=force,
-                handoff=handoff,
-                on_progress=on_progress,
-            )
+    async with IntakeSession.open(workspace, sources=kinds) as intake:
+        return await intake.scan(
+            sources=kinds, force=force, handoff=handoff, on_progress=on_progress
+        )
 
 
 async def capture(

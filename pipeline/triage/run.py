@@ -8,14 +8,14 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import AsyncIterator, Callable, Collection, Mapping
-from contextlib import AsyncExitStack, asynccontextmanager
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 import anyio
 import anyio.to_thread
 
 from signaldesk.pipeline.config import Workspace
-from signaldesk.pipeline.intake.run import capture, run_scan
+from signaldesk.pipeline.intake.run import IntakeSession
 from signaldesk.pipeline.intake.summary import ScanStats
 from signaldesk.pipeline.ledger.store import (
     Ledger,
@@ -30,7 +30,6 @@ from signaldesk.pipeline.triage.records import (
 )
 from signaldesk.pipeline.triage.triager import CONFIGURED_MODEL, Triager, _Default, triage_lock_path
 from signaldesk.retrieval.embedder import Embedder, LazyEmbedder
-from signaldesk.sources.http import build_client
 from signaldesk.vault import sweep_temp_files
 
 __all__ = ["capture_and_triage", "scan_and_triage", "triage"]
@@ -124,12 +123,8 @@ async def triage(
                 assert ledger is not None
                 # Every drop folder, not only the clipper's: a newsletter waiting in its
                 # folder must not make `triage` say there is nothing to triage.
-                await run_scan(
-                    workspace,
-                    ledger,
-                    None,
-                    sources=("clipper", "newsletter", "tool_output"),
-                    handoff=triager.submit,
+                await IntakeSession(workspace, ledger).scan(
+                    sources=("clipper", "newsletter", "tool_output"), handoff=triager.submit
                 )
         await triager.run_ledger(item_ids=item_ids, rescore=rescore)
         return await triager.finish()
@@ -151,34 +146,20 @@ async def scan_and_triage(
     With ``[triage] after_scan = false`` this is a plain scan (report ``None``).
     """
     await _sweep_leftovers(workspace)
-    async with open_ledger(workspace) as ledger, AsyncExitStack() as stack:
-        wants_feeds = sources is None or "rss" in sources
-        client = (
-            await stack.enter_async_context(build_client(workspace.config.http))
-            if (wants_feeds)
-            else None
-        )
+    async with IntakeSession.open(workspace, sources=sources) as intake:
         if not workspace.config.triage.after_scan:
-            stats = await run_scan(
-                workspace, ledger, client, sources=sources, force=force, on_progress=on_progress
-            )
+            stats = await intake.scan(sources=sources, force=force, on_progress=on_progress)
             return stats, None
         triager = Triager(
             workspace,
-            ledger,
+            intake.ledger,
             embedder=(
                 LazyEmbedder(workspace.config.index) if embedder is CONFIGURED_MODEL else embedder
             ),
             progress=progress,
         )
-        stats = await run_scan(
-            workspace,
-            ledger,
-            client,
-            sources=sources,
-            force=force,
-            handoff=triager.submit,
-            on_progress=on_progress,
+        stats = await intake.scan(
+            sources=sources, force=force, handoff=triager.submit, on_progress=on_progress
         )
         await triager.run_ledger()
         return stats, await triager.finish()
@@ -206,27 +187,19 @@ async def capture_and_triage(
     :raises IntakeError: the text is empty.
     :raises TriageError: the scorer cannot be built (the capture is kept, pending).
     """
-    async with open_ledger(workspace) as ledger:
+    async with IntakeSession.open(workspace, sources=("tool_output",)) as intake:
         if not workspace.config.triage.after_scan:
-            path, stats = await capture(
-                workspace, text, title=title, tags=tags, source=source, ledger=ledger
-            )
+            path, stats = await intake.capture(text, title=title, tags=tags, source=source)
             return path, stats, None
         triager = Triager(
             workspace,
-            ledger,
+            intake.ledger,
             embedder=(
                 LazyEmbedder(workspace.config.index) if embedder is CONFIGURED_MODEL else embedder
             ),
             progress=progress,
         )
-        path, stats = await capture(
-            workspace,
-            text,
-            title=title,
-            tags=tags,
-            source=source,
-            handoff=triager.submit,
-            ledger=ledger,
+        path, stats = await intake.capture(
+            text, title=title, tags=tags, source=source, handoff=triager.submit
         )
         return path, stats, await triager.finish()
