@@ -65,7 +65,6 @@ _COMMENTS = re.compile(r"<!--.*?(?:-->|\Z)|%%.*?(?:%%|\Z)", re.DOTALL)
 # The nested look-behind comes after the literal '#' so the engine can skip ahead to it.
 _INLINE_TAG = re.compile(r"#(?<=(?<!\S)#)([\w/-]*[^\W\d][\w/-]*)")
 _HEADING_MARKUP = re.compile(r"[\[\]<>`*_~=%^&|#!]|://")
-_MD_SUFFIX = re.compile(r"\.md$", re.IGNORECASE)
 
 
 @dataclass(frozen=True, slots=True)

@@ -59,6 +59,7 @@ _LIST_ITEM = re.compile(r"-(?:[ \t]+(.*?)|)[ \t]*$")
 # explodes when walked; stop converting after this many values.
 _MAX_VALUES = 20_000
 
+_MD_SUFFIX = re.compile(r"\.md$", re.IGNORECASE)
 _TAG_SPLIT = re.compile(r"[,\s]+")
 _H1 = re.compile(r"^#[ \t]+(.+?)[ \t#]*$", re.MULTILINE)
 
@@ -334,7 +335,7 @@ def note_title(frontmatter: Mapping[str, Any], path: str, *, heading: str | None
     """A note's title as a person expects it: the frontmatter ``title``, else its first
     ``# `` heading (``heading``: the caller's reading of it), else the file name."""
     name = path.replace("\\", "/").rstrip("/").rsplit("/", 1)[-1]
-    stem = re.sub(r"\.md$", "", name, flags=re.IGNORECASE) or name
+    stem = _MD_SUFFIX.sub("", name) or name
     return first_text(frontmatter.get("title")) or heading or stem
 
 

@@ -33,7 +33,6 @@ from signaldesk.pipeline.service.watcher import (
     VaultListing,
     VaultWatcher,
     vault_listing,
-    vault_signature,
 )
 from signaldesk.retrieval.embedder import LazyEmbedder
 from signaldesk.retrieval.settings import IndexSettings
@@ -64,17 +63,18 @@ def test_watcher_reports_a_change_once_it_has_settled() -> None:
     assert watcher.observe("c") is False and not watcher.dirty  # reported once
 
 
-def test_vault_signature_sees_edits_and_ignores_excluded_folders(vault: Path) -> None:
+def test_the_vault_listing_sees_edits_and_ignores_excluded_folders(vault: Path) -> None:
     note = vault / "01-projects" / "a.md"
     note.write_text("one\n")
-    first, count = vault_signature(vault)
+    listing = vault_listing(vault)
+    first, count = listing.signature, len(listing.entries)
     assert count == 1
     (vault / ".signaldesk").mkdir(exist_ok=True)
     (vault / ".signaldesk" / "x.md").write_text("state, not a note\n")
     (vault / "07-templates" / "t.md").write_text("template\n")
-    assert vault_signature(vault)[0] == first
+    assert vault_listing(vault).signature == first
     note.write_text("one, edited in place\n")
-    assert vault_signature(vault)[0] != first
+    assert vault_listing(vault).signature != first
 
 
 def test_last_scheduled_fire_time_of_a_daily_job() -> None:

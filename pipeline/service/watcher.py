@@ -21,7 +21,7 @@ import anyio.to_thread
 
 from signaldesk.retrieval.ignore import VaultFilter, iter_vault_notes
 
-__all__ = ["CPU_SHARE", "VaultListing", "VaultWatcher", "vault_listing", "vault_signature"]
+__all__ = ["CPU_SHARE", "VaultListing", "VaultWatcher", "vault_listing"]
 
 # At most this share of one CPU goes to scanning: a vault whose scan takes 0.7 s
 # (about 40k notes) is scanned every 14 s at the soonest, a small one every tick.
@@ -55,12 +55,6 @@ def vault_listing(vault: Path) -> VaultListing:
         entries[rel] = (stat.st_mtime_ns, stat.st_size)
         digest.update(f"{rel}\x1f{stat.st_mtime_ns}\x1f{stat.st_size}\x1e".encode())
     return VaultListing(entries, digest.hexdigest(), complete)
-
-
-def vault_signature(vault: Path) -> tuple[str, int]:
-    """A digest of every indexable note's path, mtime and size, and how many there are."""
-    listing = vault_listing(vault)
-    return listing.signature, len(listing.entries)
 
 
 class VaultWatcher:
