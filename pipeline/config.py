@@ -28,6 +28,7 @@ from signaldesk.pipeline.settings import (
     TriageSettings,
     VaultSettings,
 )
+from signaldesk.postgres import PostgresSettings
 from signaldesk.retrieval.settings import IndexSettings, SearchSettings
 from signaldesk.scoring.settings import ScoringSettings
 from signaldesk.settings import SettingsModel
@@ -85,6 +86,10 @@ class Config(SettingsModel):
     report: ReportSettings = Field(
         default_factory=ReportSettings, description="The daily triage report."
     )
+    postgres: PostgresSettings = Field(
+        default_factory=PostgresSettings,
+        description="Team mode: the shared PostgreSQL database (a backend set to `postgres`).",
+    )
 
     @property
     def layout(self) -> SignalLayout:
@@ -108,6 +113,11 @@ class Workspace:
     @property
     def state_dir(self) -> Path:
         return self.vault / STATE_DIR
+
+    @property
+    def vault_name(self) -> str:
+        """This vault's name in a shared team database: `[vault] name`, else its folder's."""
+        return self.config.vault.name or self.vault.name
 
 
 def load_config(path: Path | None) -> Config:

@@ -19,6 +19,16 @@ class VaultSettings(SettingsModel):
             "fills this in."
         ),
     )
+    name: str | None = Field(
+        None,
+        min_length=1,
+        max_length=100,
+        description=(
+            "This vault's name in a shared team database (team mode: every indexed note and "
+            "search result carries it, and MCP tokens are allowed vaults by name). Not set: "
+            "the vault folder's name."
+        ),
+    )
     inbox_folder: str = Field(
         INBOX_FOLDER,
         description=(

@@ -73,3 +73,25 @@ def vault(tmp_path: Path) -> Iterator[Path]:
     path = tmp_path / "vault"
     init_vault(path)
     yield path
+
+
+@pytest.fixture(scope="session")
+def postgres_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
+    """One real PostgreSQL with pgvector for the session (skips with the reason if none)."""
+    from tests.postgres_server import start_server
+
+    server = start_server(tmp_path_factory.mktemp("postgres"))
+    if isinstance(server, str):
+        pytest.skip(server)
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def postgres(postgres_server: object) -> Iterator[object]:
+    """`PostgresSettings` for a fresh database of this test's own, dropped afterwards."""
+    from tests.postgres_server import PostgresServer
+
+    assert isinstance(postgres_server, PostgresServer)
+    with postgres_server.database() as settings:
+        yield settings

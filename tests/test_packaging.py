@@ -113,7 +113,7 @@ def _normalise(name: str) -> str:
 def test_every_imported_distribution_is_declared() -> None:
     # An extra counts: its imports are lazy and say which extra to install when missing.
     extras = PYPROJECT["project"]["optional-dependencies"]
-    requirements = [*PYPROJECT["project"]["dependencies"], *extras["onnx"]]
+    requirements = [*PYPROJECT["project"]["dependencies"], *extras["onnx"], *extras["postgres"]]
     declared = {_normalise(_requirement_name(r)) for r in requirements}
     missing = {
         dist: where
