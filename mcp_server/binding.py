@@ -51,15 +51,15 @@ def read_token(env_name: str | None, environ: Mapping[str, str] | None = None) -
     return token
 
 
-def check_binding(host: str, token: str | None) -> None:
-    """Refuse to serve a non-loopback address without a token.
+def check_binding(host: str, *, guarded: bool) -> None:
+    """Refuse to serve a non-loopback address without a token (``guarded``: one is set).
 
     :raises TransportConfigError: with the setting that fixes it.
     """
-    if not is_loopback(host) and token is None:
+    if not is_loopback(host) and not guarded:
         raise TransportConfigError(
             f"refusing to listen on {host} without a token: only loopback addresses are "
             "served without one",
             hint="set mcp.token_env (or pass --token-env) to the name of an environment "
-            "variable holding a long random token, or bind 127.0.0.1",
+            "variable holding a long random token, or add [[mcp.tokens]], or bind 127.0.0.1",
         )

@@ -10,10 +10,10 @@ never sits in the config file.
 
 from __future__ import annotations
 
-import hmac
 import logging
 import socket
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from contextlib import AsyncExitStack
 from dataclasses import dataclass
 
 import anyio
@@ -23,17 +23,19 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.datastructures import Headers
 from starlette.responses import JSONResponse
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from signaldesk.mcp_server.binding import check_binding, is_loopback, read_token
 from signaldesk.mcp_server.errors import TransportConfigError
 from signaldesk.mcp_server.http_limits import LimitedConfig, SessionKeeper
 from signaldesk.mcp_server.settings import McpSettings
+from signaldesk.mcp_server.tokens import Principal, find_principal
 
 __all__ = [
-    "BearerTokenGuard",
     "HttpEndpoint",
+    "TokenGuard",
     "build_http_app",
+    "build_team_app",
     "is_loopback",
     "read_token",
     "serve_http",
@@ -67,49 +69,85 @@ def transport_security(host: str, port: int, settings: McpSettings) -> Transport
     )
 
 
-class BearerTokenGuard:
-    """ASGI middleware: every HTTP request must carry ``Authorization: Bearer <token>``.
+class TokenGuard:
+    """ASGI middleware: every HTTP request must carry ``Authorization: Bearer <token>``
+    with a known token, and is served by that token's app.
 
-    The comparison is constant-time; a missing or wrong token gets 401 with a
-    ``WWW-Authenticate`` challenge and a JSON body that says what to send.
+    A missing or wrong token gets 401 with a ``WWW-Authenticate`` challenge and a JSON
+    body that says what to send. In team mode each token has an app of its own (its own
+    MCP server and sessions, over a retriever confined to its vaults), so what a token
+    may read is fixed when its server is built, not checked tool by tool; a session id
+    from another token's server is unknown here (404). The apps' lifespans all run.
     """
 
-    def __init__(self, app: ASGIApp, token: str) -> None:
-        self._app = app
-        self._token = token.encode()
+    def __init__(self, routes: Sequence[tuple[Principal, ASGIApp]]) -> None:
+        self._principals = [principal for principal, _ in routes]
+        self._apps = {principal.digest: app for principal, app in routes}
+        self._distinct: list[ASGIApp] = []
+        for _, app in routes:
+            if not any(app is seen for seen in self._distinct):
+                self._distinct.append(app)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
+            await self._lifespan(scope, receive, send)
+            return
         if scope["type"] != "http":
-            await self._app(scope, receive, send)
+            await self._distinct[0](scope, receive, send)
             return
         scheme, _, given = Headers(scope=scope).get("authorization", "").partition(" ")
-        if scheme.lower() != "bearer" or not hmac.compare_digest(
-            given.strip().encode(), self._token
-        ):
+        principal = (
+            find_principal(self._principals, given.strip()) if scheme.lower() == "bearer" else None
+        )
+        if principal is None:
             response = JSONResponse(
                 {
                     "error": "unauthorized",
                     "message": "missing or wrong bearer token",
-                    "hint": "send 'Authorization: Bearer <token>' with the token the server "
-                    "was started with",
+                    "hint": "send 'Authorization: Bearer <token>' with a token the server "
+                    "was configured with",
                 },
                 status_code=401,
                 headers={"WWW-Authenticate": 'Bearer realm="signaldesk"'},
             )
             await response(scope, receive, send)
             return
-        await self._app(scope, receive, send)
+        await self._apps[principal.digest](scope, receive, send)
+
+    async def _lifespan(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if len(self._distinct) == 1:
+            await self._distinct[0](scope, receive, send)
+            return
+        # Each app runs its own lifespan protocol; this relays startup and shutdown to all
+        # of them, in order, and reports the first failure.
+        async with AsyncExitStack() as streams, anyio.create_task_group() as tg:
+            relays = []
+            for app in self._distinct:
+                to_app, app_inbox = anyio.create_memory_object_stream[Message](1)
+                app_outbox, from_app = anyio.create_memory_object_stream[Message](1)
+                for stream in (to_app, app_inbox, app_outbox, from_app):
+                    streams.push_async_callback(stream.aclose)
+                tg.start_soon(_run_app, app, scope, app_inbox.receive, app_outbox.send)
+                relays.append((to_app, from_app))
+            for phase in ("startup", "shutdown"):
+                message = await receive()
+                for to_app, from_app in relays:
+                    await to_app.send(message)
+                    reply = await from_app.receive()
+                    if reply["type"].endswith(".failed"):
+                        await send(reply)
+                        tg.cancel_scope.cancel()
+                        return
+                await send({"type": f"lifespan.{phase}.complete"})
 
 
-def build_http_app(
-    server: MCPServer, *, host: str, port: int, settings: McpSettings, token: str | None
-) -> ASGIApp:
-    """The ASGI app serving ``server`` at ``settings.path``, its sessions bounded by
-    ``settings.http_max_sessions`` and ``settings.http_session_idle_seconds``.
+async def _run_app(app: ASGIApp, scope: Scope, receive: Receive, send: Send) -> None:
+    await app(scope, receive, send)
 
-    :raises TransportConfigError: ``host`` is not loopback and there is no token.
-    """
-    check_binding(host, token)
+
+def _session_app(server: MCPServer, *, host: str, port: int, settings: McpSettings) -> ASGIApp:
+    """``server`` at ``settings.path``, its sessions bounded by ``settings.http_max_sessions``
+    and ``settings.http_session_idle_seconds``."""
     app: ASGIApp = server.streamable_http_app(
         streamable_http_path=settings.path,
         transport_security=transport_security(host, port, settings),
@@ -118,15 +156,53 @@ def build_http_app(
         # The keeper bounds the count, closing idle sessions rather than refusing clients.
         max_sessions=None,
     )
-    app = SessionKeeper(
+    return SessionKeeper(
         app,
         path=settings.path,
         max_sessions=settings.http_max_sessions,
         idle_timeout=settings.http_session_idle_seconds,
     )
-    if token is not None:
-        app = BearerTokenGuard(app, token)
-    return app
+
+
+def build_http_app(
+    server: MCPServer,
+    *,
+    host: str,
+    port: int,
+    settings: McpSettings,
+    principals: Sequence[Principal] = (),
+) -> ASGIApp:
+    """The ASGI app serving ``server``; with ``principals``, only to their tokens.
+
+    :raises TransportConfigError: ``host`` is not loopback and there is no token.
+    """
+    check_binding(host, guarded=bool(principals))
+    app = _session_app(server, host=host, port=port, settings=settings)
+    return TokenGuard([(p, app) for p in principals]) if principals else app
+
+
+def build_team_app(
+    servers: Sequence[tuple[Principal, MCPServer]],
+    *,
+    host: str,
+    port: int,
+    settings: McpSettings,
+) -> ASGIApp:
+    """One app for a team: each principal's requests go to its own server.
+
+    :raises TransportConfigError: no principal (team mode always needs tokens).
+    """
+    if not servers:
+        raise TransportConfigError(
+            "team mode serves HTTP only to tokens, and none is configured",
+            hint="add [[mcp.tokens]] entries (name, token_env or token_sha256, vaults)",
+        )
+    return TokenGuard(
+        [
+            (principal, _session_app(server, host=host, port=port, settings=settings))
+            for principal, server in servers
+        ]
+    )
 
 
 @dataclass(frozen=True, slots=True)

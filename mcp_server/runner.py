@@ -13,7 +13,7 @@ import functools
 import logging
 import sys
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
 
@@ -21,10 +21,12 @@ import anyio
 from mcp.server.mcpserver import MCPServer
 
 from signaldesk.mcp_server.backend import RetrieverLike
-from signaldesk.mcp_server.binding import check_binding, read_token
+from signaldesk.mcp_server.binding import check_binding
+from signaldesk.mcp_server.errors import TransportConfigError
 from signaldesk.mcp_server.http import HttpEndpoint, build_http_app, serve_http
 from signaldesk.mcp_server.server import build_server
 from signaldesk.mcp_server.settings import McpSettings
+from signaldesk.mcp_server.tokens import Principal
 from signaldesk.retrieval.embedder import LazyEmbedder
 from signaldesk.retrieval.errors import IndexUnavailableError, RetrievalError
 from signaldesk.retrieval.retriever import Retriever
@@ -157,7 +159,8 @@ async def run_http(
     *,
     host: str | None = None,
     port: int | None = None,
-    token_env: str | None = None,
+    principals: Sequence[Principal] = (),
+    vault_name: str | None = None,
     on_ready: Callable[[HttpEndpoint], None] | None = None,
     layout: SignalLayout = DEFAULT_LAYOUT,
 ) -> None:
@@ -165,17 +168,27 @@ async def run_http(
 
     :param host: overrides ``settings.host``; a non-loopback address needs a token.
     :param port: overrides ``settings.port`` (0: any free port).
-    :param token_env: overrides ``settings.token_env``: the variable holding the token.
+    :param principals: the tokens that may call (:func:`mcp_server.tokens.load_principals`);
+        none: no token is asked for (loopback only).
+    :param vault_name: this vault's name, which every principal must be allowed.
     :param on_ready: called once requests are accepted, with the real URL.
-    :raises TransportConfigError: unsafe binding, missing token, or the port is taken.
+    :raises TransportConfigError: unsafe binding, a token not allowed this vault, or the
+        port is taken.
     """
     host = settings.host if host is None else host
     port = settings.port if port is None else port
-    token = read_token(token_env if token_env is not None else settings.token_env)
-    # Refuse an unsafe binding before paying for the warm-up.
-    check_binding(host, token)
+    # Refuse an unsafe binding, or a token that could read nothing, before the warm-up.
+    check_binding(host, guarded=bool(principals))
+    name = vault_name or vault.name
+    for principal in principals:
+        if not principal.allows(name):
+            raise TransportConfigError(
+                f"MCP token {principal.name!r} is not allowed vault {name!r}, the one this "
+                "server serves",
+                hint=f'add "{name}" to its vaults, or remove the token',
+            )
     async with prepared_server(vault, index, search, settings, layout) as server:
-        app = build_http_app(server, host=host, port=port, settings=settings, token=token)
+        app = build_http_app(server, host=host, port=port, settings=settings, principals=principals)
         async with anyio.create_task_group() as tg:
             endpoint: HttpEndpoint = await tg.start(
                 functools.partial(serve_http, app, host=host, port=port, settings=settings)

@@ -2,9 +2,45 @@
 
 from __future__ import annotations
 
-from pydantic import Field
+import re
+
+from pydantic import Field, model_validator
 
 from signaldesk.settings import SettingsModel
+
+_SHA256_HEX = re.compile(r"^[0-9a-f]{64}$")
+
+
+class McpToken(SettingsModel):
+    """One bearer token of a team's HTTP server and the vaults it may read."""
+
+    name: str = Field(
+        min_length=1,
+        max_length=100,
+        description="Who holds the token (shown in the log, never the token itself).",
+    )
+    token_env: str | None = Field(
+        None,
+        description="Name of the environment variable holding this token (the token itself "
+        "never sits in the file).",
+    )
+    token_sha256: str | None = Field(
+        None,
+        description="Or: the token's SHA-256 in hex (`signaldesk mcp --new-token NAME` prints "
+        "a new token and this line), safe to keep in a shared file.",
+    )
+    vaults: list[str] = Field(
+        min_length=1,
+        description='The vaults (by `[vault] name`) this token may search and read; ["*"]: all.',
+    )
+
+    @model_validator(mode="after")
+    def _one_source(self) -> McpToken:
+        if (self.token_env is None) == (self.token_sha256 is None):
+            raise ValueError(f"token {self.name!r}: give exactly one of token_env, token_sha256")
+        if self.token_sha256 is not None and not _SHA256_HEX.match(self.token_sha256):
+            raise ValueError(f"token {self.name!r}: token_sha256 must be 64 lower-case hex digits")
+        return self
 
 
 class McpSettings(SettingsModel):
@@ -23,6 +59,14 @@ class McpSettings(SettingsModel):
             "Name of an environment variable that holds the bearer token HTTP clients must "
             "send (`Authorization: Bearer <token>`). Required to bind a non-loopback address. "
             "Put the name here, never the token itself."
+        ),
+    )
+    tokens: list[McpToken] = Field(
+        default_factory=list,
+        description=(
+            "Bearer tokens for the HTTP transport, each allowed a set of vaults (team mode; "
+            "as `[[mcp.tokens]]` tables: name, token_env or token_sha256, vaults). Every "
+            "tool answers only from the vaults of the token a request carries."
         ),
     )
     allowed_hosts: list[str] = Field(

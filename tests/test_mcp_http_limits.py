@@ -101,7 +101,7 @@ async def serving(
     """The real HTTP transport (uvicorn on a free loopback port) in this process."""
     vault = build_vault(tmp_path)
     server = build_server(retriever, vault=vault, settings=settings)
-    app = build_http_app(server, host="127.0.0.1", port=0, settings=settings, token=None)
+    app = build_http_app(server, host="127.0.0.1", port=0, settings=settings)
     async with anyio.create_task_group() as tg:
         endpoint: HttpEndpoint = await tg.start(
             lambda task_status: serve_http(

@@ -36,6 +36,7 @@ from mcp_vault import (
 
 from signaldesk.mcp_server import TOOL_NAMES, McpSettings, TransportConfigError, run_http
 from signaldesk.mcp_server.models import ReadNoteOutput, SearchOutput
+from signaldesk.mcp_server.tokens import load_principals
 from signaldesk.retrieval.settings import IndexSettings, SearchSettings
 
 pytestmark = pytest.mark.anyio
@@ -176,9 +177,7 @@ async def test_http_refuses_a_public_address_without_a_token(indexed_vault: Path
                 indexed_vault, IndexSettings(), SearchSettings(), McpSettings(), host=host
             )
     with pytest.raises(TransportConfigError, match="SD_UNSET_X is not set"):
-        await run_http(
-            indexed_vault, IndexSettings(), SearchSettings(), McpSettings(), token_env="SD_UNSET_X"
-        )
+        load_principals(McpSettings(), token_env="SD_UNSET_X")
 
 
 async def test_http_token_is_required_when_configured(indexed_vault: Path) -> None:

@@ -224,10 +224,10 @@ def test_read_token_rules() -> None:
         read_token("T", {})
     with pytest.raises(TransportConfigError, match="too short"):
         read_token("T", {"T": "short"})
-    check_binding("127.0.0.1", None)
-    check_binding("0.0.0.0", "a-long-enough-token-value")
+    check_binding("127.0.0.1", guarded=False)
+    check_binding("0.0.0.0", guarded=True)
     with pytest.raises(TransportConfigError, match="without a token"):
-        check_binding("0.0.0.0", None)
+        check_binding("0.0.0.0", guarded=False)
 
 
 def test_settings_import_does_not_load_the_mcp_sdk() -> None:

@@ -10,8 +10,9 @@ from typing import TYPE_CHECKING
 import anyio
 import click
 
-from signaldesk.mcp_server.binding import check_binding, read_token
+from signaldesk.mcp_server.binding import check_binding
 from signaldesk.mcp_server.client_config import CLIENTS, client_config
+from signaldesk.mcp_server.tokens import load_principals, new_token
 from signaldesk.pipeline.cli._context import AppContext
 
 if TYPE_CHECKING:
@@ -58,6 +59,13 @@ def launch_command() -> list[str]:
     help="Print the client configuration for this machine and exit "
     "(with --http: for the HTTP endpoint).",
 )
+@click.option(
+    "--new-token",
+    "new_token_for",
+    default=None,
+    metavar="NAME",
+    help="Print a new bearer token for NAME and its [[mcp.tokens]] entry, and exit.",
+)
 @click.pass_obj
 def mcp_command(
     app: AppContext,
@@ -66,6 +74,7 @@ def mcp_command(
     port: int | None,
     token_env: str | None,
     print_config: str | None,
+    new_token_for: str | None,
 ) -> None:
     """Serve the vault to AI tools over MCP (stdio by default; stdout is the protocol).
 
@@ -73,6 +82,9 @@ def mcp_command(
     latest_report, index_status. The model and index are warmed up before the
     server answers.
     """
+    if new_token_for is not None:
+        _print_new_token(new_token_for)
+        return
     workspace = app.workspace()
     config = workspace.config
     settings = config.mcp
@@ -97,8 +109,9 @@ def mcp_command(
     from signaldesk.mcp_server.runner import run_http, run_stdio
 
     if use_http:
-        # Refuse an unsafe binding at once, before the model and the index are loaded.
-        check_binding(host or settings.host, read_token(token_env or settings.token_env))
+        # Refuse an unsafe binding or a bad token at once, before the model and the index load.
+        principals = load_principals(settings, token_env=token_env)
+        check_binding(host or settings.host, guarded=bool(principals))
 
         def ready(endpoint: HttpEndpoint) -> None:
             # Tests and scripts wait for this line; it goes to stderr like every log.
@@ -112,13 +125,30 @@ def mcp_command(
                 settings,
                 host=host,
                 port=port,
-                token_env=token_env,
+                principals=principals,
+                vault_name=workspace.vault_name,
                 on_ready=ready,
                 layout=config.layout,
             )
         )
         return
     anyio.run(run_stdio, workspace.vault, config.index, config.search, settings, config.layout)
+
+
+def _print_new_token(name: str) -> None:
+    """The token on stdout (to hand to its holder once); the config entry, which holds only
+    its hash and so may be committed, on stderr."""
+    token, digest = new_token()
+    click.echo(
+        "# give this token to its holder; add the entry below to signaldesk.toml "
+        "(list the vaults it may read)",
+        err=True,
+    )
+    click.echo(
+        f'[[mcp.tokens]]\nname = "{name}"\ntoken_sha256 = "{digest}"\nvaults = ["*"]\n',
+        err=True,
+    )
+    click.echo(token)
 
 
 COMMANDS: list[click.Command] = [mcp_command]
