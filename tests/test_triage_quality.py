@@ -129,8 +129,11 @@ def test_the_reason_checker_catches_a_learned_shift_that_lies() -> None:
     from signaldesk.items import Item
     from signaldesk.scoring.feedback import Correction
 
+    # Text the rules route to a domain: the site votes only for such items.
+    text = "Switch the SQLite database file to WAL mode with PRAGMA journal_mode=wal. " * 6
+
     def item(title: str, url: str) -> Item:
-        return Item(source_kind="rss", source_id="f", title=title, text="Some text " * 30, url=url)
+        return Item(source_kind="rss", source_id="f", title=title, text=text, url=url)
 
     thrown = Correction(item("Other post", "https://blog.example.org/a"), False, None, "x")
     new = item("A post", "https://blog.example.org/b")
