@@ -63,7 +63,7 @@ from signaldesk.scoring.records import LearnedShift, RouteDecision
 from signaldesk.scoring.routing import FALLBACK_DOMAIN
 from signaldesk.scoring.text import TextView, host_of
 
-__all__ = ["Correction", "Feedback", "feed_of", "item_kind", "text_vector"]
+__all__ = ["Correction", "Feedback", "feed_of", "item_kind", "same_source", "text_vector"]
 
 # Cosine similarity (of centred vectors) from which a corrected item votes, and at which its
 # vote is full. Centred cosines above 0.4 join tuning-half items of one label 74 % of the
@@ -149,6 +149,11 @@ def _shared_source(a: tuple[str | None, str], b: tuple[str | None, str]) -> str:
     if a[0] is not None and b[0] is not None:
         return "feed" if a[0] == b[0] else ""
     return "site" if a[1] and a[1] == b[1] else ""
+
+
+def same_source(a: Item, b: Item) -> bool:
+    """True when a correction of ``b`` would give ``a`` a source vote (same feed or site)."""
+    return bool(_shared_source(_source(a.url, feed_of(a)), _source(b.url, feed_of(b))))
 
 
 def _weight(similarity: float, same: float = _SAME) -> float:

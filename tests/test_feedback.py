@@ -237,3 +237,15 @@ def test_feedback_checks_its_inputs() -> None:
     vector = text_vector(correction.item)
     assert abs(float(np.linalg.norm(vector)) - 1.0) < 1e-5
     assert dataclasses.is_dataclass(correction)
+
+
+def test_same_source_is_the_feed_for_feed_entries_and_the_site_otherwise() -> None:
+    from signaldesk.scoring.feedback import same_source
+
+    a = _item("A", _SQLITE, url="https://proxy.example/1", feed="https://one.example/feed")
+    b = _item("B", _SQLITE, url="https://proxy.example/2", feed="https://two.example/feed")
+    c = _item("C", _SQLITE, url="https://elsewhere.example/3", feed="https://one.example/feed")
+    assert not same_source(a, b) and same_source(a, c)
+    clip = _clipping("D", _SQLITE, url="https://proxy.example/4")
+    assert same_source(clip, a) and same_source(a, clip)
+    assert not same_source(clip, _clipping("E", _SQLITE, url="https://other.example/5"))

@@ -149,3 +149,19 @@ def test_the_reason_checker_catches_a_learned_shift_that_lies() -> None:
         assert contradictions(dataclasses.replace(card, learned=wrong), new, 0.55)
     # A composite that is not the weighted sum plus the shift is caught too.
     assert contradictions(dataclasses.replace(card, composite=card.composite + 0.05), new, 0.55)
+
+
+def test_the_replay_from_other_sources_never_draws_the_items_own_source(
+    shared_data: Path,
+) -> None:
+    from bench.triage.inner_replay import one_out
+    from signaldesk.scoring.feedback import same_source
+
+    tuning = [x for x in _examples(shared_data) if x.split == "tuning"][:24]
+    items = [x.item("feed") for x in tuning]
+    sharing = sum(same_source(a, b) for a in items for b in items if a is not b)
+    assert sharing > 0  # the set has feeds with several entries: the protocol has work to do
+    plain = Scorer(ScoringSettings(), None)
+    for other_sources in (False, True):
+        wrong, fixed, broken = one_out(tuning, plain, "feed", 6, other_sources=other_sources)
+        assert 0 <= fixed <= wrong and 0 <= broken <= len(tuning) - wrong
