@@ -165,3 +165,25 @@ def test_the_replay_from_other_sources_never_draws_the_items_own_source(
     for other_sources in (False, True):
         wrong, fixed, broken = one_out(tuning, plain, "feed", 6, other_sources=other_sources)
         assert 0 <= fixed <= wrong and 0 <= broken <= len(tuning) - wrong
+
+
+def test_other_draws_keep_the_mistakes_and_confirm_only_near_decisions(shared_data: Path) -> None:
+    from bench.triage.replay import NEAR
+
+    tuning = [x for x in _examples(shared_data) if x.split == "tuning"]
+    cards = _score(Scorer(ScoringSettings(), None), tuning, "clipper")
+    fixed = choose_corrections(tuning, cards, "clipper")
+    margins = {
+        x.item("clipper").title: abs(c.composite - 0.55) for x, c in zip(tuning, cards, strict=True)
+    }
+    confirming = ("kept the note", "deleted the clipping")
+    mistakes = [c.item.title for c in fixed if c.how not in confirming]
+    # The fixed rule confirms the nearest decisions: when those all lie within NEAR, there
+    # are enough near ones for every draw to confirm only near decisions too.
+    assert all(margins[c.item.title] <= NEAR for c in fixed if c.how in confirming)
+    draws = [choose_corrections(tuning, cards, "clipper", seed=seed) for seed in range(4)]
+    for drawn in draws:
+        assert len(drawn) == len(fixed)
+        assert [c.item.title for c in drawn if c.how not in confirming] == mistakes
+        assert all(margins[c.item.title] <= NEAR for c in drawn if c.how in confirming)
+    assert len({tuple(c.item.title for c in d) for d in draws}) > 1
