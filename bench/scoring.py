@@ -12,11 +12,12 @@ half side by side:
   regression over the scorer's own explained features, and one over a bag of words;
 - the held-out items where triage and the curator disagree most, with their reasons;
 - what 20 corrections replayed from the tuning half do to the held-out half, and that
-  undoing them restores every decision;
+  undoing them restores every decision; beside it, the same with other draws of the
+  confirmations among the decisions near the threshold (``--draws``);
 - items scored per second with embeddings, and the peak memory of scoring N and 4N items.
 
 Options: ``--keyword-only`` (no embedder), ``--mode`` (one mode only), ``--worst N``,
-``--throughput N``, ``--json``, ``--shared PATH`` (another copy of ``shared/data``).
+``--throughput N``, ``--draws N``, ``--json``, ``--shared PATH`` (another copy of ``shared/data``).
 Items whose text is not here (the local page cache of ``python -m bench.triage.build_cache``,
 or ``shared/data``) are skipped and counted.
 """
@@ -201,6 +202,12 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--mode", choices=MODES, help="only this mode")
     parser.add_argument("--worst", type=int, default=8, help="held-out disagreements to list")
     parser.add_argument("--throughput", type=int, default=1000, help="items for the speed run")
+    parser.add_argument(
+        "--draws",
+        type=int,
+        default=10,
+        help="other draws of the replay's confirmations (near the threshold) to print beside it",
+    )
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     parser.add_argument("--shared", type=Path, default=_DEFAULT_SHARED, help="shared/data folder")
     return parser.parse_args(argv)
@@ -261,10 +268,15 @@ def main(argv: list[str] | None = None) -> int:
                 ("lr_words", result.words_lr),
             )
         }
-    from bench.triage.replay import replay_corrections
+    from bench.triage.replay import replay_corrections, replay_draws
 
     replay = {mode: replay_corrections(examples, scorer, mode) for mode in modes}
     figures["corrections"] = {mode: r.as_json() for mode, r in replay.items()}
+    draws = {mode: replay_draws(examples, scorer, mode, args.draws) for mode in modes}
+    for mode, (_, after) in draws.items():
+        figures["corrections"][mode]["heldout_agreement_after_other_draws"] = [
+            round(a, 4) for a in after
+        ]
     per_second, per_cpu_second, peak_n, peak_4n = _throughput(
         scorer, [x.item(modes[0]) for x in examples], max(args.throughput, 64)
     )
@@ -290,6 +302,17 @@ def main(argv: list[str] | None = None) -> int:
         console.print(_summary_table(results[mode]))
         console.print(_domain_table(results[mode]))
         console.print(replay[mode].describe(), highlight=False)
+        before, after = draws[mode]
+        if after:
+            console.print(
+                f"    the same mistakes and moves with {len(after)} other draws of the "
+                f"confirmations (at random within 0.1 of the threshold): held-out agreement "
+                f"{before:.3f} -> mean {sum(after) / len(after):.3f} "
+                f"(lowest {min(after):.3f}, highest {max(after):.3f}; "
+                f"{sum(a - before >= 0.05 or a >= 0.95 for a in after)} of {len(after)} "
+                "meet the bar)",
+                highlight=False,
+            )
     worst_mode = modes[0]
     console.print(f"[bold]held-out disagreements, largest margin first ({worst_mode} mode)[/]")
     for line in _worst(examples, results[worst_mode], settings.threshold, args.worst):

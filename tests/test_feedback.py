@@ -34,6 +34,17 @@ _ABSTRACT = (
     "suggest that {task} benefits from the proposed objective. Code and data are released."
 )
 
+_DOCKER = (
+    "Running SQLite inside a Docker container: mount the database file on a volume, switch "
+    "it to WAL mode with `PRAGMA journal_mode=wal;`, and give the container a health check. "
+    "Kubernetes pods need the same volume claim; do not share one file between replicas."
+)
+_DOCKER_2 = (
+    "SQLite in containers: keep the database file on a mounted volume, turn on WAL with "
+    "`PRAGMA journal_mode=wal;`, add a Docker health check, and never let two Kubernetes "
+    "replicas open the same file."
+)
+
 
 def _item(title: str, text: str, url: str | None = None, feed: str | None = None) -> Item:
     """A feed entry; each title its own feed unless ``feed`` names one."""
@@ -117,11 +128,12 @@ def test_an_unrelated_correction_does_not_vote() -> None:
 
 def test_same_site_votes_a_little_and_says_so() -> None:
     url = "https://blog.example.org/a"
-    item = _item("Gardening notes", _GARDEN, url="https://blog.example.org/b")
-    other = _clipping("Something else entirely", _SQLITE, url=url)
+    item = _item("Running SQLite in Docker", _DOCKER, url="https://blog.example.org/b")
+    other = _clipping("Something else entirely", _GARDEN, url=url)
     card = Scorer(ScoringSettings(), None, corrections=[Correction(other, False, None, "x")]).score(
         item
     )
+    assert card.route.domain != "other"
     assert card.learned is not None
     shift = card.learned.value
     assert card.learned.reason == f"you rejected 1 other item from this site ({shift:+.2f})"
@@ -129,14 +141,35 @@ def test_same_site_votes_a_little_and_says_so() -> None:
     assert card.learned.features["same_site"] == 1.0
 
 
+def test_the_site_says_nothing_of_an_item_routed_to_no_domain() -> None:
+    # A blog of how-tos whose kept notes would otherwise carry its cocktail recipe upwards.
+    url = "https://blog.example.org/a"
+    item = _item("Gardening notes", _GARDEN, url="https://blog.example.org/b")
+    kept = [
+        Correction(_clipping(f"SQLite note {n}", _SQLITE, url=f"{url}{n}"), True, "data", "x")
+        for n in range(3)
+    ]
+    settings = ScoringSettings()
+    plain = Scorer(settings, None).score(item)
+    assert plain.route.domain == "other"
+    assert Scorer(settings, None, corrections=kept).score(item) == plain
+    # The same corrections do vote for an item of the site that the rules route somewhere.
+    routed = _item("Running SQLite in Docker", _DOCKER, url="https://blog.example.org/c")
+    card = Scorer(settings, None, corrections=kept).score(routed)
+    assert card.learned is not None and card.learned.value > 0
+    assert card.learned.reason.startswith("you kept 3 other items from this site")
+
+
 def test_feed_entries_share_a_source_through_their_feed_not_a_redirecting_host() -> None:
     # Two blogs behind one redirector (as feedproxy.google.com was): a rejected entry of the
     # ads blog says nothing of the testing blog; one of the testing blog's own entries does.
     ads = "https://ads.example/feed"
     testing = "https://testing.example/feed"
-    item = _item("Gardening notes", _GARDEN, url="https://proxy.example/~r/t/1", feed=testing)
-    other_feed = _item("Something else", _SQLITE, url="https://proxy.example/~r/a/2", feed=ads)
-    same_feed = _item("Something else", _SQLITE, url="https://testing.example/3", feed=testing)
+    item = _item(
+        "Running SQLite in Docker", _DOCKER, url="https://proxy.example/~r/t/1", feed=testing
+    )
+    other_feed = _item("Something else", _GARDEN, url="https://proxy.example/~r/a/2", feed=ads)
+    same_feed = _item("Something else", _GARDEN, url="https://testing.example/3", feed=testing)
     settings = ScoringSettings()
     plain = Scorer(settings, None).score(item)
     unrelated = Correction(other_feed, False, None, "x")
@@ -159,18 +192,6 @@ def test_both_sides_are_named_when_votes_disagree() -> None:
     assert card.learned.reason.startswith("you kept 1 similar item; ")
     assert "; you rejected 1 other item from this site (" in card.learned.reason
     assert card.learned.features["kept"] == 1.0 and card.learned.features["rejected"] == 1.0
-
-
-_DOCKER = (
-    "Running SQLite inside a Docker container: mount the database file on a volume, switch "
-    "it to WAL mode with `PRAGMA journal_mode=wal;`, and give the container a health check. "
-    "Kubernetes pods need the same volume claim; do not share one file between replicas."
-)
-_DOCKER_2 = (
-    "SQLite in containers: keep the database file on a mounted volume, turn on WAL with "
-    "`PRAGMA journal_mode=wal;`, add a Docker health check, and never let two Kubernetes "
-    "replicas open the same file."
-)
 
 
 def test_moves_of_similar_items_reroute_and_undo_restores() -> None:
@@ -216,3 +237,15 @@ def test_feedback_checks_its_inputs() -> None:
     vector = text_vector(correction.item)
     assert abs(float(np.linalg.norm(vector)) - 1.0) < 1e-5
     assert dataclasses.is_dataclass(correction)
+
+
+def test_same_source_is_the_feed_for_feed_entries_and_the_site_otherwise() -> None:
+    from signaldesk.scoring.feedback import same_source
+
+    a = _item("A", _SQLITE, url="https://proxy.example/1", feed="https://one.example/feed")
+    b = _item("B", _SQLITE, url="https://proxy.example/2", feed="https://two.example/feed")
+    c = _item("C", _SQLITE, url="https://elsewhere.example/3", feed="https://one.example/feed")
+    assert not same_source(a, b) and same_source(a, c)
+    clip = _clipping("D", _SQLITE, url="https://proxy.example/4")
+    assert same_source(clip, a) and same_source(a, clip)
+    assert not same_source(clip, _clipping("E", _SQLITE, url="https://other.example/5"))

@@ -129,8 +129,11 @@ def test_the_reason_checker_catches_a_learned_shift_that_lies() -> None:
     from signaldesk.items import Item
     from signaldesk.scoring.feedback import Correction
 
+    # Text the rules route to a domain: the site votes only for such items.
+    text = "Switch the SQLite database file to WAL mode with PRAGMA journal_mode=wal. " * 6
+
     def item(title: str, url: str) -> Item:
-        return Item(source_kind="rss", source_id="f", title=title, text="Some text " * 30, url=url)
+        return Item(source_kind="rss", source_id="f", title=title, text=text, url=url)
 
     thrown = Correction(item("Other post", "https://blog.example.org/a"), False, None, "x")
     new = item("A post", "https://blog.example.org/b")
@@ -146,3 +149,41 @@ def test_the_reason_checker_catches_a_learned_shift_that_lies() -> None:
         assert contradictions(dataclasses.replace(card, learned=wrong), new, 0.55)
     # A composite that is not the weighted sum plus the shift is caught too.
     assert contradictions(dataclasses.replace(card, composite=card.composite + 0.05), new, 0.55)
+
+
+def test_the_replay_from_other_sources_never_draws_the_items_own_source(
+    shared_data: Path,
+) -> None:
+    from bench.triage.inner_replay import one_out
+    from signaldesk.scoring.feedback import same_source
+
+    tuning = [x for x in _examples(shared_data) if x.split == "tuning"][:24]
+    items = [x.item("feed") for x in tuning]
+    sharing = sum(same_source(a, b) for a in items for b in items if a is not b)
+    assert sharing > 0  # the set has feeds with several entries: the protocol has work to do
+    plain = Scorer(ScoringSettings(), None)
+    for other_sources in (False, True):
+        wrong, fixed, broken = one_out(tuning, plain, "feed", 6, other_sources=other_sources)
+        assert 0 <= fixed <= wrong and 0 <= broken <= len(tuning) - wrong
+
+
+def test_other_draws_keep_the_mistakes_and_confirm_only_near_decisions(shared_data: Path) -> None:
+    from bench.triage.replay import NEAR
+
+    tuning = [x for x in _examples(shared_data) if x.split == "tuning"]
+    cards = _score(Scorer(ScoringSettings(), None), tuning, "clipper")
+    fixed = choose_corrections(tuning, cards, "clipper")
+    margins = {
+        x.item("clipper").title: abs(c.composite - 0.55) for x, c in zip(tuning, cards, strict=True)
+    }
+    confirming = ("kept the note", "deleted the clipping")
+    mistakes = [c.item.title for c in fixed if c.how not in confirming]
+    # The fixed rule confirms the nearest decisions: when those all lie within NEAR, there
+    # are enough near ones for every draw to confirm only near decisions too.
+    assert all(margins[c.item.title] <= NEAR for c in fixed if c.how in confirming)
+    draws = [choose_corrections(tuning, cards, "clipper", seed=seed) for seed in range(4)]
+    for drawn in draws:
+        assert len(drawn) == len(fixed)
+        assert [c.item.title for c in drawn if c.how not in confirming] == mistakes
+        assert all(margins[c.item.title] <= NEAR for c in drawn if c.how in confirming)
+    assert len({tuple(c.item.title for c in d) for d in draws}) > 1

@@ -6,10 +6,14 @@ under the wrong domain, and, to make up the 20, confirm the decisions nearest th
 (the ones the triage report shows them): keep the note, or throw the item away (delete the
 clipping from the inbox; `triage reject` a feed item). None comes from the held-out half.
 Undoing them is building the scorer without them: every held-out decision must be back.
+:func:`replay_draws` repeats the replay with other draws of the confirmations, to show how
+much the figure owes to which near decisions were confirmed.
 """
 
 from __future__ import annotations
 
+import random
+import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -19,9 +23,11 @@ from bench.triage.metrics import Agreement, measure
 from signaldesk.scoring import ScoreCard, Scorer
 from signaldesk.scoring.feedback import Correction
 
-__all__ = ["ReplayResult", "choose_corrections", "replay_corrections"]
+__all__ = ["ReplayResult", "choose_corrections", "replay_corrections", "replay_draws"]
 
 CORRECTIONS = 20
+# The daily report's window around the threshold (ReportSettings.near_threshold's default).
+NEAR = 0.1
 _BATCH = 64
 
 
@@ -34,9 +40,19 @@ def _score(scorer: Scorer, examples: Sequence[Example], mode: str) -> list[Score
 
 
 def choose_corrections(
-    tuning: Sequence[Example], cards: Sequence[ScoreCard], mode: str, n: int = CORRECTIONS
+    tuning: Sequence[Example],
+    cards: Sequence[ScoreCard],
+    mode: str,
+    n: int = CORRECTIONS,
+    *,
+    seed: int | None = None,
 ) -> list[Correction]:
-    """The corrections a person would make on the tuning items (see the module docstring)."""
+    """The corrections a person would make on the tuning items (see the module docstring).
+
+    :param seed: instead of the confirmations nearest the threshold, a seeded random draw of
+        them among the decisions within :data:`NEAR` of it (another person, looking at the
+        same near decisions, confirms others): for :func:`replay_draws`.
+    """
     wrong: list[Correction] = []
     moves: list[Correction] = []
     confirm: list[tuple[float, str, Correction]] = []
@@ -57,7 +73,11 @@ def choose_corrections(
     chosen = [*wrong, *moves][:n]
     # The rest: the items nearest the threshold, which the triage report puts in front of the
     # person, confirmed as they are (kept, or thrown away).
-    chosen += [c for _, _, c in sorted(confirm, key=lambda t: (t[0], t[1]))][: n - len(chosen)]
+    ordered = [c for _, _, c in sorted(confirm, key=lambda t: (t[0], t[1]))]
+    if seed is not None:
+        near = [c for margin, _, c in sorted(confirm, key=lambda t: (t[0], t[1])) if margin <= NEAR]
+        ordered = random.Random(seed).sample(near, len(near)) + ordered[len(near) :]
+    chosen += ordered[: n - len(chosen)]
     return chosen
 
 
@@ -138,3 +158,30 @@ def replay_corrections(examples: Sequence[Example], scorer: Scorer, mode: str) -
     return ReplayResult(
         mode, len(corrections), kinds, figures(before), figures(learned), restored, changed
     )
+
+
+def replay_draws(
+    examples: Sequence[Example], scorer: Scorer, mode: str, draws: int
+) -> tuple[float, list[float]]:
+    """Held-out agreement before, and after each of ``draws`` other plausible sets of 20.
+
+    Each set has the same mistakes and moves as :func:`replay_corrections`; the
+    confirmations are drawn at random among the tuning decisions within :data:`NEAR` of the
+    threshold. How much the one replayed set's figure owes to which items it confirms.
+    """
+    tuning = [x for x in examples if x.split == "tuning"]
+    heldout = [x for x in examples if x.split == "heldout"]
+    plain = Scorer(scorer.settings, scorer.embedder)
+    tuning_cards = _score(plain, tuning, mode)
+    labels = [x.file for x in heldout]
+
+    def agreement(cards: Sequence[ScoreCard]) -> float:
+        return statistics.fmean(c.passed == y for c, y in zip(cards, labels, strict=True))
+
+    before = agreement(_score(plain, heldout, mode))
+    after = []
+    for seed in range(draws):
+        corrections = choose_corrections(tuning, tuning_cards, mode, seed=seed)
+        learned = Scorer(scorer.settings, scorer.embedder, corrections=corrections)
+        after.append(agreement(_score(learned, heldout, mode)))
+    return before, after
