@@ -16,7 +16,6 @@ import dataclasses
 import logging
 import threading
 from collections.abc import AsyncIterator, Callable
-from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -32,6 +31,7 @@ from signaldesk.retrieval.explanation import SearchExplanation
 from signaldesk.retrieval.fusion import Candidate
 from signaldesk.retrieval.links import link_targets
 from signaldesk.retrieval.pg_search import PgSource, chunk_rows, pg_filters_sql
+from signaldesk.retrieval.pg_status import read_pg_status, vault_scope
 from signaldesk.retrieval.query_vectors import QueryVectors
 from signaldesk.retrieval.ranking import Ranked, RankRequest, rank_with
 from signaldesk.retrieval.records import (
@@ -69,7 +69,8 @@ class _Pool:
             raise RetrievalError("the retriever is closed")
         async with self._limiter:
             with self._lock:
-                conn = self._idle.pop() if self._idle else None
+                idle = self._idle.pop() if self._idle else None
+            conn: Any = idle
             if conn is None:
                 conn = await anyio.to_thread.run_sync(
                     lambda: connect(self.settings, autocommit=True)
@@ -242,7 +243,7 @@ class PgRetriever(Retriever):
         embedder = self._vectors.embedder
         if embedder is None:
             return "no embedding model: keyword (BM25) search only"
-        scope, params = _vault_scope(self._scope, "vault")
+        scope, params = vault_scope(self._scope, "vault")
         rows = conn.execute(
             f"SELECT vault, meta FROM index_vaults WHERE true {scope} ORDER BY vault", params
         ).fetchall()
@@ -282,7 +283,7 @@ class PgRetriever(Retriever):
         targets = link_targets(((r.path, r.text) for r in results), limit) if limit else []
         if not targets:
             return []
-        vault_of = {}
+        vault_of: dict[str, str | None] = {}
         for r in results:
             vault_of.setdefault(r.path, r.vault)
         shown = {(r.vault, r.path) for r in results}
@@ -367,62 +368,16 @@ class PgRetriever(Retriever):
 
     async def status(self) -> IndexStatus:
         """Counts, model, last run and any degraded mode of the vaults this retriever sees."""
-        scope, params = _vault_scope(self._scope, "vault")
-        where = f"true {scope}"
 
         def run(conn: Any) -> IndexStatus:
-            vaults = conn.execute(
-                "SELECT vault, meta, last_indexed, note_rows, chunk_rows FROM index_vaults "
-                f"WHERE {where} ORDER BY vault",
-                params,
-            ).fetchall()
-            vectors = conn.execute(
-                f"SELECT count(*) FROM index_chunks WHERE embedding IS NOT NULL AND {where}",
-                params,
-            ).fetchone()[0]
-            folders: dict[str, int] = {}
-            for vault, folder, count in conn.execute(
-                "SELECT vault, CASE WHEN strpos(path, '/') > 0 "
-                "THEN split_part(path, '/', 1) ELSE '.' END AS folder, count(*) "
-                f"FROM index_notes WHERE {where} GROUP BY 1, 2 ORDER BY 1, 2",
-                params,
-            ):
-                folders[f"{vault}:{folder}"] = int(count)
-            size = conn.execute("SELECT pg_database_size(current_database())").fetchone()[0]
-            degraded: list[str] = list(self._static_degraded)
-            problem = self._vector_problem(conn)
-            if problem is not None and problem not in degraded:
-                degraded.append(problem)
-            metas = [m for _, m, _, _, _ in vaults]
-            model = next((m.get("model_name") for m in metas if m.get("model_name")), None)
-            dims = next((m.get("dimensions") for m in metas if m.get("dimensions")), None)
-            last: datetime | None = max((v[2] for v in vaults if v[2] is not None), default=None)
-            notes = sum(int(v[3]) for v in vaults)
-            chunks = sum(int(v[4]) for v in vaults)
-            if vectors < chunks and model:
-                degraded.append(f"{chunks - vectors} chunks have no vector: run `signaldesk index`")
-            names = ", ".join(v[0] for v in vaults) or "none yet"
-            return IndexStatus(
-                db_path=f"postgresql ({self._pg.settings.dsn}) vaults: {names}",
-                exists=bool(vaults),
-                notes=notes,
-                chunks=chunks,
-                vectors=int(vectors),
-                db_bytes=int(size),
-                model=model,
-                dimensions=int(dims) if dims and str(dims).isdigit() and int(dims) > 0 else None,
-                last_indexed=last,
-                degraded=tuple(degraded),
-                folders=folders,
-            )
+            status = read_pg_status(conn, self._scope, self._pg.settings.dsn)
+            degraded = list(status.degraded)
+            for problem in (*self._static_degraded, self._vector_problem(conn)):
+                if problem is not None and problem not in degraded:
+                    degraded.append(problem)
+            return dataclasses.replace(status, degraded=tuple(degraded))
 
         return await self._run(run)
-
-
-def _vault_scope(vaults: frozenset[str] | None, column: str) -> tuple[str, list[Any]]:
-    if vaults is None:
-        return "", []
-    return f"AND {column} = ANY(%s)", [sorted(vaults)]
 
 
 def _first_line(exc: BaseException) -> str:

@@ -8,9 +8,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import anyio
 import pytest
 
 from signaldesk.postgres import PostgresSettings, connect
+from signaldesk.retrieval.index_progress import IndexProgress
 from signaldesk.retrieval.pg_indexer import PgIndexer
 from signaldesk.retrieval.pg_retriever import PgRetriever
 from signaldesk.retrieval.records import SearchFilters
@@ -200,3 +202,161 @@ def test_the_tokenizer_is_fts5s(tmp_path: Path) -> None:
     postings = term_postings([("Runs run", "", "x"), ("", "", "")], 3)
     assert postings.lengths == [3, 0]
     assert ("run", 0, (2, 0, 0)) in postings.entries
+
+
+def _many(n: int, word: str) -> dict[str, str]:
+    return {
+        f"n/{word}-{i}.md": f"# {word} {i}\n\n{word} note number {i} about lighthouses.\n"
+        for i in range(n)
+    }
+
+
+async def test_a_full_rebuild_of_one_vault_never_disturbs_another_or_its_readers(
+    tmp_path: Path, postgres: PostgresSettings
+) -> None:
+    a = _vault(tmp_path / "a", _many(30, "alpha"))
+    b = _vault(tmp_path / "b", _many(10, "beta"))
+    await _indexer(a, "alpha", postgres).run()
+    await _indexer(b, "beta", postgres).run()
+    rebuild = _indexer(a, "alpha", postgres)
+    seen_a: set[int] = set()
+    async with await _pg(postgres) as everything:
+        only_b = everything.confined({"beta"})
+        only_a = everything.confined({"alpha"})
+        done = anyio.Event()
+
+        async def run_rebuild() -> None:
+            report = await rebuild.run(full=True)
+            assert report.full_rebuild and report.added == 30
+            done.set()
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(run_rebuild)
+            searches = 0
+            while not done.is_set() or searches < 5:
+                hits = await only_b.search("beta lighthouses", limit=20)
+                assert len(hits) == 10 and {h.vault for h in hits} == {"beta"}
+                # A reader of the vault being rebuilt sees all of it, old or new, never half.
+                seen_a.add(len(await only_a.list_notes(limit=100)))
+                searches += 1
+                await anyio.sleep(0)
+        assert seen_a == {30}
+        assert len(await only_a.search("alpha lighthouses", limit=50)) == 30
+
+
+async def test_a_stopped_rebuild_keeps_the_previous_rows(
+    tmp_path: Path, postgres: PostgresSettings
+) -> None:
+    a = _vault(tmp_path / "a", _many(900, "alpha"))
+    await _indexer(a, "alpha", postgres).run()
+    rebuild = _indexer(a, "alpha", postgres)
+    seen: list[IndexProgress] = []
+
+    def progress(p: IndexProgress) -> None:
+        seen.append(p)
+        if p.files_done > 0:
+            rebuild.stop()  # after the first batch was written inside the rebuild
+
+    report = await rebuild.run(full=True, progress=progress)
+    assert report.interrupted
+    async with await _pg(postgres) as retriever:
+        assert len(await retriever.list_notes(limit=2000)) == 900
+
+
+def _index_in_process(dsn: str, vault: str, name: str) -> None:
+    import asyncio
+
+    settings = PostgresSettings(dsn=dsn)
+    indexer = PgIndexer(Path(vault), name, SETTINGS, settings, real_embedder(), workers=1)
+    report = asyncio.run(indexer.run())
+    assert not report.errors
+
+
+def test_two_writer_processes_at_once(tmp_path: Path, postgres: PostgresSettings) -> None:
+    import multiprocessing
+
+    a = _vault(tmp_path / "a", _many(300, "alpha"))
+    b = _vault(tmp_path / "b", _many(300, "beta"))
+    ctx = multiprocessing.get_context("spawn")
+    procs = [
+        ctx.Process(target=_index_in_process, args=(postgres.dsn, str(path), name))
+        for path, name in ((a, "alpha"), (b, "beta"), (a, "alpha"))  # two writers of alpha
+    ]
+    for proc in procs:
+        proc.start()
+    for proc in procs:
+        proc.join(timeout=240)
+    assert [p.exitcode for p in procs] == [0, 0, 0]
+    with connect(postgres) as conn:
+        rows = conn.execute(
+            "SELECT vault, count(*), count(DISTINCT path) FROM index_notes GROUP BY vault "
+            "ORDER BY vault"
+        ).fetchall()
+        assert rows == [("alpha", 300, 300), ("beta", 300, 300)]
+        stats = conn.execute(
+            "SELECT vault, note_rows, chunk_rows FROM index_vaults ORDER BY vault"
+        ).fetchall()
+        chunks = conn.execute(
+            "SELECT vault, count(*) FROM index_chunks GROUP BY vault ORDER BY vault"
+        ).fetchall()
+        assert [(v, n) for v, n, _ in stats] == [("alpha", 300), ("beta", 300)]
+        assert [(v, c) for v, _, c in stats] == chunks
+
+
+def _cli(*args: str) -> tuple[int, str, str]:
+    from click.testing import CliRunner
+
+    from signaldesk.pipeline.cli import cli
+
+    result = CliRunner().invoke(cli, list(args), catch_exceptions=False)
+    return result.exit_code, result.stdout, result.stderr
+
+
+def _team_config(vault: Path, dsn: str, name: str) -> None:
+    config = vault / "signaldesk.toml"
+    text = config.read_text(encoding="utf-8")
+    text = text.replace("[index]\n", '[index]\nbackend = "postgres"\n', 1)
+    text = text.replace("[vault]\n", f'[vault]\nname = "{name}"\n', 1)
+    text = text.replace("[postgres]\n", f'[postgres]\ndsn = "{dsn}"\n', 1)
+    config.write_text(text, encoding="utf-8")
+
+
+def test_the_cli_indexes_and_searches_the_team_database(
+    vault: Path, postgres: PostgresSettings
+) -> None:
+    import json
+
+    _team_config(vault, postgres.dsn, "handbook")
+    _vault(vault, {"ops/backups.md": _NOTES["ops/postgres-backups.md"]})
+    code, out, _ = _cli("--vault", str(vault), "index", "--json")
+    assert code == 0 and json.loads(out)["added"] == 1
+    assert not (vault / ".signaldesk" / "index.db").exists()  # nothing went to SQLite
+    code, out, _ = _cli("--vault", str(vault), "search", "restore drill", "--json")
+    assert code == 0
+    found = json.loads(out)
+    results = found["results"] if isinstance(found, dict) else found
+    assert results[0]["path"] == "ops/backups.md" and results[0]["vault"] == "handbook"
+    code, out, _ = _cli("--vault", str(vault), "index", "--status", "--json")
+    status = json.loads(out)
+    assert (status["notes"], status["exists"]) == (1, True)
+    assert "handbook" in status["db_path"] and status["vectors"] == status["chunks"]
+    code, out, _ = _cli("--vault", str(vault), "index", "--full", "--json")
+    assert code == 0 and json.loads(out)["full_rebuild"] is True
+
+
+def test_an_unreachable_server_is_one_line(vault: Path) -> None:
+    _team_config(vault, "postgresql://team@127.0.0.1:9/signaldesk", "handbook")
+    _vault(vault, {"a.md": "# A\n\ntext\n"})
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-m", "signaldesk", "--vault", str(vault), "index"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode != 0
+    assert "cannot connect to PostgreSQL" in done.stderr and "Traceback" not in done.stderr
+    problem_lines = [line for line in done.stderr.splitlines() if "PostgreSQL" in line]
+    assert len(problem_lines) == 1
