@@ -109,12 +109,13 @@ def _rest(filters: SearchFilters) -> dict[str, Any]:
 _BM25 = """
 WITH q(term, i) AS (SELECT * FROM unnest(%(terms)s::text[]) WITH ORDINALITY),
 hit AS (
-    SELECT p.{id} AS id, {freq} AS f, p.len, count(*) OVER (PARTITION BY q.i) AS n
+    SELECT p.{id} AS id, ({freq})::float8 AS f, p.len, count(*) OVER (PARTITION BY q.i) AS n
     FROM q JOIN {table} p ON p.term = q.term {scope}
 )
 SELECT h.id, sum(
-    greatest(ln((%(rows)s - h.n + 0.5) / (h.n + 0.5)), 1e-6)
-    * h.f * {k1_1} / (h.f + {k1} * (1 - {b} + {b} * h.len / %(avg)s))
+    greatest(ln((%(rows)s::float8 - h.n + 0.5::float8) / (h.n + 0.5::float8)), 1e-6::float8)
+    * h.f * {k1_1}::float8
+    / (h.f + {k1}::float8 * (1::float8 - {b}::float8 + {b}::float8 * h.len / %(avg)s::float8))
 )
 FROM hit h {join}
 GROUP BY h.id
@@ -148,6 +149,9 @@ class PgSource:
         ).fetchone()
         count, total = int(row[0]), float(row[1])
         return count, (total / count if count else 1.0)
+
+    def _all_vaults(self) -> list[str]:
+        return [str(r[0]) for r in self.conn.execute("SELECT vault FROM index_vaults")]
 
     def model_name(self) -> str | None:
         scope, params = self._scope("vault")
@@ -184,13 +188,13 @@ class PgSource:
         rows, avg = self._totals(*totals)
         if rows == 0:
             return [], {}
-        freq = " + ".join(f"p.f{i} * {float(w)!r}" for i, w in enumerate(weights))
+        freq = " + ".join(f"p.f{i} * {float(w)!r}::float8" for i, w in enumerate(weights))
         where, params = pg_filters_sql(_without_vaults(req.filters))
-        scope = ""
+        # The vaults are named even when every vault may be searched: the postings' key
+        # starts with the vault, and a term alone would scan the whole table.
+        scope = "AND p.vault = ANY(%(vaults)s)"
         named: dict[str, Any] = {"terms": tokens, "rows": rows, "avg": avg}
-        if self.vaults is not None:
-            scope = "AND p.vault = ANY(%(vaults)s)"
-            named["vaults"] = sorted(self.vaults)
+        named["vaults"] = sorted(self.vaults) if self.vaults is not None else self._all_vaults()
         join_sql = ""
         if where != "true":
             # Positional filter parameters become named ones for this statement.
