@@ -360,3 +360,38 @@ def test_an_unreachable_server_is_one_line(vault: Path) -> None:
     assert "cannot connect to PostgreSQL" in done.stderr and "Traceback" not in done.stderr
     problem_lines = [line for line in done.stderr.splitlines() if "PostgreSQL" in line]
     assert len(problem_lines) == 1
+
+
+async def test_an_empty_database_says_to_index(postgres: PostgresSettings) -> None:
+    from signaldesk.retrieval.errors import IndexUnavailableError
+
+    with pytest.raises(IndexUnavailableError, match="no index yet") as caught:
+        await _pg(postgres)
+    assert caught.value.hint and "signaldesk index" in caught.value.hint
+
+
+async def test_concurrent_confined_searches_while_another_vault_is_written(
+    tmp_path: Path, postgres: PostgresSettings
+) -> None:
+    a = _vault(tmp_path / "a", _many(20, "alpha"))
+    b = _vault(tmp_path / "b", _many(20, "beta"))
+    c = _vault(tmp_path / "c", _many(400, "gamma"))
+    await _indexer(a, "alpha", postgres).run()
+    await _indexer(b, "beta", postgres).run()
+    errors: list[BaseException] = []
+    async with await _pg(postgres) as shared:
+
+        async def client(vault: str) -> None:
+            view = shared.confined({vault})
+            try:
+                for i in range(15):
+                    hits = await view.search(f"lighthouses note number {i}", limit=5)
+                    assert hits and {h.vault for h in hits} == {vault}
+            except BaseException as exc:  # collected: the test reports every failure
+                errors.append(exc)
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(_indexer(c, "gamma", postgres).run)
+            for i in range(8):
+                tg.start_soon(client, ("alpha", "beta")[i % 2])
+    assert errors == []
