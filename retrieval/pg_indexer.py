@@ -105,6 +105,7 @@ class PgIndexer(Indexer):
             if progress:
                 progress(IndexProgress("scanning", rebuild_reason=reason))
             plan = plan_vault(self.vault, {}, force=False)
+            writer.prepare_vectors(model)
             try:
                 with writer.rebuilding():
                     writer.set_model(model, index_format)

@@ -24,6 +24,7 @@ import numpy.typing as npt
 from signaldesk.retrieval.filters import normalise_folder
 from signaldesk.retrieval.fts_query import query_terms
 from signaldesk.retrieval.fts_terms import query_tokens
+from signaldesk.retrieval.pg_status import vault_scope
 from signaldesk.retrieval.ranking import RankRequest
 from signaldesk.retrieval.records import SearchFilters
 from signaldesk.retrieval.search_legs import ChunkKey, ChunkRow
@@ -135,13 +136,8 @@ class PgSource:
 
     # -- what the vaults hold ----------------------------------------------------
 
-    def _scope(self, column: str) -> tuple[str, list[Any]]:
-        if self.vaults is None:
-            return "", []
-        return f"AND {column} = ANY(%s)", [sorted(self.vaults)]
-
     def _totals(self, rows: str, tokens: str) -> tuple[int, float]:
-        scope, params = self._scope("vault")
+        scope, params = vault_scope(self.vaults, "vault")
         row = self.conn.execute(
             f"SELECT coalesce(sum({rows}), 0), coalesce(sum({tokens}), 0) FROM index_vaults "
             f"WHERE true {scope}",
@@ -154,7 +150,7 @@ class PgSource:
         return [str(r[0]) for r in self.conn.execute("SELECT vault FROM index_vaults")]
 
     def model_name(self) -> str | None:
-        scope, params = self._scope("vault")
+        scope, params = vault_scope(self.vaults, "vault")
         row = self.conn.execute(
             f"SELECT meta->>'model_name' FROM index_vaults WHERE meta ? 'model_name' {scope} "
             "ORDER BY vault LIMIT 1",
@@ -260,12 +256,10 @@ class PgSource:
         """The ``depth`` nearest chunks: through the HNSW index when only vaults restrict
         the search, else (or when the index returns too few) by an exact scan."""
         vec = vector_text(qvec)
-        where, params = pg_filters_sql(self._scoped(filters))
+        where, params = self._vector_where(filters)
         sql = (
-            "SELECT c.id, 1 - (c.embedding <=> %s::vector) AS score FROM index_chunks c "
-            "JOIN index_notes n ON n.id = c.note_id "
-            f"WHERE c.embedding IS NOT NULL AND {where} "
-            "ORDER BY c.embedding <=> %s::vector LIMIT %s"
+            "SELECT c.id, 1 - (c.embedding <=> %s::vector) AS score "
+            f"{where} ORDER BY c.embedding <=> %s::vector LIMIT %s"
         )
         args = [vec, *params, vec, depth]
         if _only_vaults(filters):
@@ -281,12 +275,19 @@ class PgSource:
         finally:
             self.conn.execute("SET LOCAL enable_indexscan = on")
 
+    def _vector_where(self, filters: SearchFilters | None) -> tuple[str, list[Any]]:
+        """``FROM ... WHERE ...`` of the chunks with a vector this search may see."""
+        where, params = pg_filters_sql(_without_vaults(filters))
+        scope, vault_params = vault_scope(self.vaults, "c.vault")
+        # The notes are joined only to filter: the HNSW scan then feeds the LIMIT directly.
+        notes = " JOIN index_notes n ON n.id = c.note_id" if where != "true" else ""
+        return (
+            f"FROM index_chunks c{notes} WHERE c.embedding IS NOT NULL {scope} AND {where}",
+            [*vault_params, *params],
+        )
+
     def _vector_rows(self, where: str, params: list[Any]) -> int:
-        row = self.conn.execute(
-            "SELECT count(*) FROM index_chunks c JOIN index_notes n ON n.id = c.note_id "
-            f"WHERE c.embedding IS NOT NULL AND {where}",
-            params,
-        ).fetchone()
+        row = self.conn.execute(f"SELECT count(*) {where}", params).fetchone()
         return int(row[0])
 
     def cosines(self, chunk_ids: list[int], qvec: npt.NDArray[np.float32]) -> dict[int, float]:
