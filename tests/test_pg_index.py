@@ -395,3 +395,39 @@ async def test_concurrent_confined_searches_while_another_vault_is_written(
             for i in range(8):
                 tg.start_soon(client, ("alpha", "beta")[i % 2])
     assert errors == []
+
+
+async def test_filters_mean_the_same_on_both_backends(
+    tmp_path: Path, postgres: PostgresSettings
+) -> None:
+    from datetime import date
+
+    from signaldesk.retrieval.indexer import Indexer
+
+    vault = _vault(tmp_path / "team", _NOTES)
+    sqlite_settings = IndexSettings(model=SETTINGS.model, db_path=str(tmp_path / "index.db"))
+    await Indexer(vault, sqlite_settings, real_embedder(), workers=1).run()
+    await _indexer(vault, "team", postgres).run()
+    sqlite_side = await Retriever.open(vault, sqlite_settings, SearchSettings(), real_embedder())
+    pg_side = await _pg(postgres)
+    cases = [
+        SearchFilters(folder="ops"),
+        SearchFilters(folder="ops/"),
+        SearchFilters(tags=("database",)),
+        SearchFilters(tags=("#OPS",)),
+        SearchFilters(since=date(2000, 1, 1)),
+        SearchFilters(until=date(2000, 1, 1)),
+    ]
+    try:
+        for filters in cases:
+            for mode in ("bm25", "vector", "hybrid"):
+                for query in ("backups restore", "disk full", "queues"):
+                    a = await sqlite_side.search(query, limit=5, mode=mode, filters=filters)  # type: ignore[arg-type]
+                    b = await pg_side.search(query, limit=5, mode=mode, filters=filters)  # type: ignore[arg-type]
+                    assert [r.path for r in b] == [r.path for r in a], (filters, mode, query)
+            a_notes = await sqlite_side.list_notes(filters)
+            b_notes = await pg_side.list_notes(filters)
+            assert [n.path for n in b_notes] == [n.path for n in a_notes], filters
+    finally:
+        await sqlite_side.aclose()
+        await pg_side.aclose()
