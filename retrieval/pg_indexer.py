@@ -113,6 +113,8 @@ class PgIndexer(Indexer):
             except _Stopped:
                 interrupted = True  # rolled back: the vault's previous rows are kept
                 counters = _Counters(errors=counters.errors)
+            else:
+                writer.analyze()
             return self._finish(counters, plan, started, reason, interrupted, progress)
         if plan_.stored is None:
             writer.set_model(model, index_format)

@@ -133,30 +133,36 @@ class PgSource:
         self.conn = conn
         self.vaults = vaults
         self._tokens: list[str] | None = None
+        self._vault_rows: list[tuple[str, dict[str, Any], int, int, int, int]] | None = None
 
     # -- what the vaults hold ----------------------------------------------------
 
-    def _totals(self, rows: str, tokens: str) -> tuple[int, float]:
-        scope, params = vault_scope(self.vaults, "vault")
-        row = self.conn.execute(
-            f"SELECT coalesce(sum({rows}), 0), coalesce(sum({tokens}), 0) FROM index_vaults "
-            f"WHERE true {scope}",
-            params,
-        ).fetchone()
-        count, total = int(row[0]), float(row[1])
+    def _vaults(self) -> list[tuple[str, dict[str, Any], int, int, int, int]]:
+        """The vaults this search sees: name, meta, chunk rows and tokens, note rows and
+        tokens (read once per search: every list needs some of it)."""
+        if self._vault_rows is None:
+            scope, params = vault_scope(self.vaults, "vault")
+            self._vault_rows = [
+                (str(r[0]), dict(r[1]), int(r[2]), int(r[3]), int(r[4]), int(r[5]))
+                for r in self.conn.execute(
+                    "SELECT vault, meta, chunk_rows, chunk_tokens, note_rows, note_tokens "
+                    f"FROM index_vaults WHERE true {scope} ORDER BY vault",
+                    params,
+                ).fetchall()
+            ]
+        return self._vault_rows
+
+    def _totals(self, level: str) -> tuple[int, float]:
+        """Rows and average length (in tokens) of the ``chunk`` or ``note`` level."""
+        vaults = self._vaults()
+        if level == "chunk":
+            count, total = sum(v[2] for v in vaults), sum(v[3] for v in vaults)
+        else:
+            count, total = sum(v[4] for v in vaults), sum(v[5] for v in vaults)
         return count, (total / count if count else 1.0)
 
-    def _all_vaults(self) -> list[str]:
-        return [str(r[0]) for r in self.conn.execute("SELECT vault FROM index_vaults")]
-
     def model_name(self) -> str | None:
-        scope, params = vault_scope(self.vaults, "vault")
-        row = self.conn.execute(
-            f"SELECT meta->>'model_name' FROM index_vaults WHERE meta ? 'model_name' {scope} "
-            "ORDER BY vault LIMIT 1",
-            params,
-        ).fetchone()
-        return None if row is None else row[0]
+        return next((str(v[1]["model_name"]) for v in self._vaults() if "model_name" in v[1]), None)
 
     def notes_ready(self) -> bool:
         return True  # every PostgreSQL index row was written with its note-level row
@@ -175,13 +181,13 @@ class PgSource:
         table: str,
         id_column: str,
         weights: tuple[float, ...],
-        totals: tuple[str, str],
+        level: str,
         join: str,
     ) -> tuple[list[tuple[int, float]], Mapping[int, float]]:
         tokens = self._query_tokens(req)
         if not tokens:
             return [], {}
-        rows, avg = self._totals(*totals)
+        rows, avg = self._totals(level)
         if rows == 0:
             return [], {}
         freq = " + ".join(f"p.f{i} * {float(w)!r}::float8" for i, w in enumerate(weights))
@@ -190,7 +196,7 @@ class PgSource:
         # starts with the vault, and a term alone would scan the whole table.
         scope = "AND p.vault = ANY(%(vaults)s)"
         named: dict[str, Any] = {"terms": tokens, "rows": rows, "avg": avg}
-        named["vaults"] = sorted(self.vaults) if self.vaults is not None else self._all_vaults()
+        named["vaults"] = [v[0] for v in self._vaults()]
         join_sql = ""
         if where != "true":
             # Positional filter parameters become named ones for this statement.
@@ -219,7 +225,7 @@ class PgSource:
             table="index_chunk_terms",
             id_column="chunk_id",
             weights=req.settings.column_weights,
-            totals=("chunk_rows", "chunk_tokens"),
+            level="chunk",
             join="JOIN index_chunks c ON c.id = h.id JOIN index_notes n ON n.id = c.note_id",
         )
 
@@ -229,7 +235,7 @@ class PgSource:
             table="index_note_terms",
             id_column="note_id",
             weights=req.settings.note_column_weights,
-            totals=("note_rows", "note_tokens"),
+            level="note",
             join="JOIN index_notes n ON n.id = h.id",
         )
 

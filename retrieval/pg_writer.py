@@ -140,6 +140,13 @@ class PgIndexWriter:
             self.conn.execute("SET lock_timeout = 0")
         self._locked = True
 
+    def analyze(self) -> None:
+        """Refresh the planner's statistics of the index tables after a bulk write (as the
+        SQLite writer runs ``PRAGMA optimize``): a plan chosen on an empty table's
+        statistics would scan postings instead of looking terms up."""
+        for table in ("index_chunk_terms", "index_note_terms", "index_chunks", "index_notes"):
+            self.conn.execute(f"ANALYZE {table}")
+
     def close(self) -> None:
         with contextlib.suppress(Exception):
             if self._locked:
