@@ -431,3 +431,27 @@ async def test_filters_mean_the_same_on_both_backends(
     finally:
         await sqlite_side.aclose()
         await pg_side.aclose()
+
+
+async def test_triage_indexes_what_it_files_into_the_team_database(
+    vault: Path, postgres: PostgresSettings
+) -> None:
+    from signaldesk.pipeline.settings import VaultSettings
+    from signaldesk.pipeline.triage.run import triage
+    from signaldesk.retrieval.settings import IndexSettings as Index
+    from tests.triage_data import advisory_item, config, pend, workspace
+
+    cfg = config(
+        index=Index(model=SETTINGS.model, backend="postgres"),
+        postgres=postgres,
+        vault=VaultSettings(name="signals"),
+    )
+    ws = workspace(vault, cfg)
+    (good,) = await pend(ws, [advisory_item(1)])
+    report = await triage(ws, embedder=real_embedder())
+    assert report.indexed is not None and report.indexed.added == 1, report.index_error
+    assert not (vault / ".signaldesk" / "index.db").exists()
+    note = next(d.note_path for d in report.decisions if d.item_id == good)
+    async with await _pg(postgres, frozenset({"signals"})) as retriever:
+        results = await retriever.search("OpenSSH 1.9p2 fixes CVE-2026-1234")
+    assert results and (results[0].vault, results[0].path) == ("signals", note)
