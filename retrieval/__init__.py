@@ -31,6 +31,7 @@ from signaldesk.retrieval.settings import IndexSettings, SearchSettings
 
 if typing.TYPE_CHECKING:
     from signaldesk.frontmatter import ParsedNote, parse_note
+    from signaldesk.retrieval.backends import index_status_of, make_indexer, open_retriever
     from signaldesk.retrieval.chunker import Chunk, ChunkedNote, chunk_note
     from signaldesk.retrieval.cleaning import embedding_input, readable_text
     from signaldesk.retrieval.embedder import (
@@ -51,6 +52,8 @@ if typing.TYPE_CHECKING:
     )
     from signaldesk.retrieval.index_progress import IndexProgress
     from signaldesk.retrieval.indexer import Indexer
+    from signaldesk.retrieval.pg_indexer import PgIndexer
+    from signaldesk.retrieval.pg_retriever import PgRetriever
     from signaldesk.retrieval.retriever import Retriever
     from signaldesk.retrieval.scrub_logging import ScrubbingFilter
     from signaldesk.retrieval.scrubber import (
@@ -84,6 +87,8 @@ __all__ = [
     "ModelError",
     "NoteInfo",
     "ParsedNote",
+    "PgIndexer",
+    "PgRetriever",
     "QueryError",
     "RetrievalError",
     "Retriever",
@@ -103,8 +108,11 @@ __all__ = [
     "excluded_by_frontmatter",
     "index_db_path",
     "index_status",
+    "index_status_of",
     "iter_vault_notes",
     "load_embedder",
+    "make_indexer",
+    "open_retriever",
     "parse_note",
     "readable_text",
     "scrub",
@@ -135,6 +143,11 @@ _EXPORTS = {
     "SearchExplanation": "signaldesk.retrieval.explanation",
     "IndexProgress": "signaldesk.retrieval.index_progress",
     "Indexer": "signaldesk.retrieval.indexer",
+    "PgIndexer": "signaldesk.retrieval.pg_indexer",
+    "PgRetriever": "signaldesk.retrieval.pg_retriever",
+    "index_status_of": "signaldesk.retrieval.backends",
+    "make_indexer": "signaldesk.retrieval.backends",
+    "open_retriever": "signaldesk.retrieval.backends",
     "Retriever": "signaldesk.retrieval.retriever",
     "PATTERN_NAMES": "signaldesk.retrieval.scrubber",
     "ScrubResult": "signaldesk.retrieval.scrubber",

@@ -76,15 +76,29 @@ def vault(tmp_path: Path) -> Iterator[Path]:
 
 
 @pytest.fixture(scope="session")
-def postgres_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
+def postgres_server() -> Iterator[object]:
     """One real PostgreSQL with pgvector for the session (skips with the reason if none)."""
+    import atexit
+    import shutil
+    import tempfile
+
     from tests.postgres_server import start_server
 
-    server = start_server(tmp_path_factory.mktemp("postgres"))
-    if isinstance(server, str):
-        pytest.skip(server)
-    yield server
-    server.stop()
+    # Not under pytest's numbered temporary folders: another pytest session of the same
+    # user prunes all but the newest three of them, and deleting a running server's data
+    # folder kills it mid-test ("server closed the connection unexpectedly", seen once).
+    folder = Path(tempfile.mkdtemp(prefix="signaldesk-pg-"))
+    # pgserver's own exit handler leaves a lock file in the folder; handlers run last
+    # registered first, so this one, registered before the server starts, runs after it.
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    try:
+        server = start_server(folder)
+        if isinstance(server, str):
+            pytest.skip(server)
+        yield server
+        server.stop()
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 @pytest.fixture
