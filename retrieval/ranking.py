@@ -194,6 +194,12 @@ def rank(
         # Notes found only by the note list or by name: their chunks join the
         # candidates so the note can be scored and shown by its best chunk.
         keys.update(search_legs.note_chunks(conn, extra))
+    # The keyword lists hold their top rows; the other candidates' scores are
+    # read now, for these chunks and notes only (search_legs.Relevance).
+    if isinstance(bm25_all, search_legs.Relevance):
+        bm25_all.cover(keys)
+    if isinstance(note_all, search_legs.Relevance):
+        note_all.cover({k.note_id for k in keys.values()})
     if use_vec and req.qvec is not None and (req.mode == "hybrid" or extra):
         # Every candidate gets both scores, so blending compares like with like.
         missing = [cid for cid in keys if cid not in vec_score]
