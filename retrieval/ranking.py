@@ -21,8 +21,10 @@ yet re-indexed) is ranked from the chunk lists alone, with a degraded notice.
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from datetime import UTC, date, datetime
 from typing import Any
@@ -141,6 +143,30 @@ def rank(
     use_vec = req.mode in ("hybrid", "vector") and req.qvec is not None
     use_notes = req.mode in ("hybrid", "bm25") and notes_ready(conn)
 
+    vec: list[tuple[int, float]] = []
+    matrix: VectorMatrix | None = None
+    vector_type = "float"
+    scan: Future[list[tuple[int, float]]] | None = None
+    if use_vec:
+        assert req.qvec is not None
+        t = time.perf_counter()
+        allowed = search_legs.allowed_chunk_ids(conn, req.filters)
+        matrix = matrix_for(conn) if s.vector_matrix else None
+        vector_type = get_meta(conn, "vector_type") or "float"
+        if matrix is not None and (use_bm25 or use_notes):
+            # The scan runs beside the keyword lists: numpy and SQLite both let go
+            # of the GIL, so a free core takes the mat-vec while this one runs
+            # the SQL (the same computation: the same list comes back).
+            scan = _scanner().submit(_timed_top_k, matrix, req.qvec, req.depth, allowed, timings)
+        elif matrix is not None:
+            vec = matrix.top_k(req.qvec, req.depth, allowed)
+        else:
+            vec = search_legs.vec_knn(
+                conn, query_blob(req.qvec, vector_type), vector_type, req.depth, allowed
+            )
+        if scan is None:
+            timings["vector"] = (time.perf_counter() - t) * 1000
+
     bm25: list[tuple[int, float]] = []
     bm25_all: Mapping[int, float] = {}
     if use_bm25:
@@ -163,22 +189,10 @@ def rank(
         exact = search_legs.exact_notes(conn, req.key, req.filters)
         timings["notes"] = (time.perf_counter() - t) * 1000
 
-    vec: list[tuple[int, float]] = []
-    matrix: VectorMatrix | None = None
-    vector_type = "float"
-    if use_vec:
-        assert req.qvec is not None
+    if scan is not None:
         t = time.perf_counter()
-        allowed = search_legs.allowed_chunk_ids(conn, req.filters)
-        matrix = matrix_for(conn) if s.vector_matrix else None
-        vector_type = get_meta(conn, "vector_type") or "float"
-        if matrix is not None:
-            vec = matrix.top_k(req.qvec, req.depth, allowed)
-        else:
-            vec = search_legs.vec_knn(
-                conn, query_blob(req.qvec, vector_type), vector_type, req.depth, allowed
-            )
-        timings["vector"] = (time.perf_counter() - t) * 1000
+        vec = scan.result()
+        timings["vector_wait"] = (time.perf_counter() - t) * 1000
 
     t = time.perf_counter()
     bm25_rank = {cid: i for i, (cid, _) in enumerate(bm25, start=1)}
@@ -275,6 +289,35 @@ def rank(
     rows = search_legs.chunk_rows(conn, [c.chunk_id for c in shown])
     timings["fuse"] = (time.perf_counter() - t) * 1000
     return Ranked(notes, shown, keys, rows, use_notes, weights, note_of_shown)
+
+
+_SCAN_THREADS = 2  # concurrent searches beyond this wait for a scan thread
+_scan_pool: list[ThreadPoolExecutor] = []
+_scan_pool_lock = threading.Lock()
+
+
+def _scanner() -> ThreadPoolExecutor:
+    """The threads that run vector scans beside the keyword lists (made on first use)."""
+    if not _scan_pool:
+        with _scan_pool_lock:
+            if not _scan_pool:
+                _scan_pool.append(
+                    ThreadPoolExecutor(_SCAN_THREADS, thread_name_prefix="signaldesk-scan")
+                )
+    return _scan_pool[0]
+
+
+def _timed_top_k(
+    matrix: VectorMatrix,
+    qvec: npt.NDArray[np.float32],
+    depth: int,
+    allowed: set[int] | None,
+    timings: dict[str, float],
+) -> list[tuple[int, float]]:
+    t = time.perf_counter()
+    top = matrix.top_k(qvec, depth, allowed)
+    timings["vector"] = (time.perf_counter() - t) * 1000  # the scan's own time, beside the SQL
+    return top
 
 
 def _leading_scores(
