@@ -33,6 +33,7 @@ import numpy as np
 import numpy.typing as npt
 
 from signaldesk.retrieval import search_legs
+from signaldesk.retrieval.chunk_keys import ChunkKeyIndex
 from signaldesk.retrieval.fusion import Candidate, FusionParams, fused_scores
 from signaldesk.retrieval.note_rank import (
     NoteCandidate,
@@ -135,8 +136,13 @@ def rank(
     req: RankRequest,
     matrix_for: Callable[[Any], VectorMatrix | None],
     timings: dict[str, float],
+    key_index: ChunkKeyIndex | None = None,
 ) -> Ranked:
-    """Run the lists for ``req`` on ``conn`` and fuse them into ranked notes and chunks."""
+    """Run the lists for ``req`` on ``conn`` and fuse them into ranked notes and chunks.
+
+    :param key_index: the chunks' positions in memory for ``conn``'s commit
+        (chunk_keys.py); ``None``: read with SQL.
+    """
     s = req.settings
     weights = resolve_weights(s, get_meta(conn, "model_name"))
     use_bm25 = req.mode in ("hybrid", "bm25") and req.match is not None
@@ -198,7 +204,11 @@ def rank(
     bm25_rank = {cid: i for i, (cid, _) in enumerate(bm25, start=1)}
     vec_rank = {cid: i for i, (cid, _) in enumerate(vec, start=1)}
     vec_score = dict(vec)
-    keys = search_legs.chunk_keys(conn, list({**bm25_rank, **vec_rank}))
+    candidates = list({**bm25_rank, **vec_rank})
+    if key_index is not None:
+        keys = key_index.chunk_keys(candidates)
+    else:
+        keys = search_legs.chunk_keys(conn, candidates)
     # A chunk deleted since its list was read cannot be shown (same snapshot, so
     # this only guards against an inconsistent index).
     seen_notes = {k.note_id for k in keys.values()}
@@ -207,7 +217,10 @@ def rank(
     if extra:
         # Notes found only by the note list or by name: their chunks join the
         # candidates so the note can be scored and shown by its best chunk.
-        keys.update(search_legs.note_chunks(conn, extra))
+        if key_index is not None:
+            keys.update(key_index.note_chunks(extra))
+        else:
+            keys.update(search_legs.note_chunks(conn, extra))
     # The keyword lists hold their top rows; the other candidates' scores are
     # read now, for these chunks and notes only (search_legs.Relevance).
     if isinstance(bm25_all, search_legs.Relevance):
