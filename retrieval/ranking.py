@@ -250,8 +250,18 @@ def rank(
     recency = _recency(conn, list(by_note), s) if s.recency_weight > 0 else {}
     notes: list[NoteCandidate] = []
     for nid, members in by_note.items():
-        members.sort(key=lambda c: (-chunk_score[c.chunk_id], keys[c.chunk_id].ordinal))
-        best = members[0]
+        if len(members) == 1:
+            # Most candidate notes bring one chunk: its values are the note's best.
+            best = members[0]
+            chunk_rank, chunk_best = best.bm25_rank, best.bm25_score
+            vector_rank, vector_best = best.vector_rank, best.vector_score
+        else:
+            members.sort(key=lambda c: (-chunk_score[c.chunk_id], keys[c.chunk_id].ordinal))
+            best = members[0]
+            chunk_rank = _best_rank(c.bm25_rank for c in members)
+            chunk_best = _best_score(c.bm25_score for c in members)
+            vector_rank = _best_rank(c.vector_rank for c in members)
+            vector_best = _best_score(c.vector_score for c in members)
         notes.append(
             NoteCandidate(
                 note_id=nid,
@@ -259,10 +269,10 @@ def rank(
                 best_chunk=best.chunk_id,
                 note_rank=note_rank.get(nid),
                 note_score=note_all.get(nid),
-                chunk_rank=_best_rank(c.bm25_rank for c in members),
-                chunk_score=_best_score(c.bm25_score for c in members),
-                vector_rank=_best_rank(c.vector_rank for c in members),
-                vector_score=_best_score(c.vector_score for c in members),
+                chunk_rank=chunk_rank,
+                chunk_score=chunk_best,
+                vector_rank=vector_rank,
+                vector_score=vector_best,
                 exact=nid in exact,
                 recency=recency.get(nid, 0.0),
             )
