@@ -30,7 +30,7 @@ from __future__ import annotations
 import json
 import math
 
-from signaldesk.retrieval.store import Connection
+from signaldesk.retrieval.store import Connection, sqlite_module
 
 __all__ = ["row_count", "scores_for", "top_rows"]
 
@@ -49,9 +49,12 @@ def row_count(conn: Connection, table: str) -> int | None:
     Read from the averages record (a varint row count, then one varint per
     column), the value ``bm25()`` itself reads through ``xRowCount``.
     """
-    row = conn.execute(
-        f"SELECT block FROM {table}_data WHERE id = ?", (_AVERAGES_ROWID,)
-    ).fetchone()
+    try:
+        row = conn.execute(
+            f"SELECT block FROM {table}_data WHERE id = ?", (_AVERAGES_ROWID,)
+        ).fetchone()
+    except sqlite_module().Error:  # not an FTS5 table of this layout: score every match
+        return None
     if row is None or not isinstance(row[0], bytes) or not row[0]:
         return None
     return _varint(row[0])
