@@ -288,6 +288,15 @@ def test_the_own_reader_encodes_as_model2vec_does(
     assert np.array_equal(got, expected)
     assert not np.any(got[2])
     assert embedder_module._fingerprint(own, "x") == embedder_module._fingerprint(reference, "x")
+    # The tensors mapped from the file are the ones the safetensors library reads.
+    from signaldesk.retrieval import static_model
+
+    for path in (folder / "model.safetensors", bundled_model_path() / "model.safetensors"):
+        mapped = static_model._mapped_tensors(path)
+        read = static_model._read_tensors(path)
+        assert mapped is not None and mapped.keys() == read.keys()
+        for name, array in read.items():
+            assert mapped[name].dtype == array.dtype and np.array_equal(mapped[name], array)
 
 
 def test_search_loads_the_bundled_model_without_model2vec() -> None:
