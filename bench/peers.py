@@ -9,11 +9,12 @@ round after round, so both see the same load:
 
 * warm: p50 / p95 wall ms per query in one process each (signaldesk's
   ``Retriever`` hybrid and BM25; qmd's ``store.searchLex`` in Node via
-  ``bench/peers_qmd.mjs``);
+  ``bench/peers_qmd.mjs``), and the process CPU ms per query, which a loaded
+  machine disturbs less than wall time;
 * cold: open the index + the first query, in a process that has loaded its code
   (and, for signaldesk, the model);
 * one-shot CLI: ``signaldesk search QUERY --json`` against ``qmd search QUERY
-  --json -n 10`` in new processes, wall seconds and peak RSS.
+  --json -n 10`` in new processes, wall and CPU seconds and peak RSS.
 
 Then the ratios signaldesk / qmd (the bars: warm hybrid within 2x of qmd's
 keyword search; the one-shot CLI no slower than qmd's), with the load average.
@@ -91,8 +92,8 @@ class _Qmd:
         )
         print(f"qmd: indexed in {time.perf_counter() - start:.0f} s", flush=True)
 
-    def warm_round(self, queries_file: Path) -> tuple[float, list[float]]:
-        """One Node process: cold open + first query ms, then every query's ms."""
+    def warm_round(self, queries_file: Path) -> tuple[float, list[float], list[float]]:
+        """One Node process: cold open + first query ms, then every query's wall and CPU ms."""
         done = subprocess.run(
             [str(self.node), str(_HELPER), str(self.package), str(self.db), str(queries_file), "1"],
             env=self.env,
@@ -101,7 +102,11 @@ class _Qmd:
             text=True,
         )
         data: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
-        return float(data["cold_ms"]), [float(t) for t in data["times_ms"][0]]
+        return (
+            float(data["cold_ms"]),
+            [float(t) for t in data["times_ms"][0]],
+            [float(t) for t in data["cpu_ms"][0]],
+        )
 
     def cli(self, query: str) -> list[str]:
         return [str(self.node), str(self.launcher), "search", query, "--json", "-n", "10"]
@@ -120,12 +125,13 @@ async def _signaldesk_round(
         out: dict[str, Any] = {"cold": (time.perf_counter() - start) * 1000}
         modes: tuple[SearchMode, ...] = ("hybrid", "bm25")
         for mode in modes:
-            times = []
+            times, cpu = [], []
             for query in queries:
-                t0 = time.perf_counter()
+                c0, t0 = time.process_time(), time.perf_counter()
                 await retriever.search(query, limit=10, mode=mode)
                 times.append((time.perf_counter() - t0) * 1000)
-            out[mode] = times
+                cpu.append((time.process_time() - c0) * 1000)
+            out[mode], out[f"{mode} cpu"] = times, cpu
     finally:
         await retriever.aclose()
     return out
@@ -156,21 +162,28 @@ def run(vault: Path, prefix: Path, n_queries: int, rounds: int, cli_runs: int) -
     print(f"{os.cpu_count()} CPUs")
     print(f"load average at the start: {_load()}\n")
 
-    ours: dict[str, list[float]] = {"hybrid": [], "bm25": [], "cold": []}
-    theirs: dict[str, list[float]] = {"keyword": [], "cold": []}
+    ours: dict[str, list[float]] = {
+        "hybrid": [],
+        "bm25": [],
+        "hybrid cpu": [],
+        "bm25 cpu": [],
+        "cold": [],
+    }
+    theirs: dict[str, list[float]] = {"keyword": [], "keyword cpu": [], "cold": []}
     with tempfile.TemporaryDirectory(prefix="signaldesk-peers-") as tmp:
         queries_file = Path(tmp) / "queries.json"
         queries_file.write_text(json.dumps(queries), encoding="utf-8")
         config = Path(tmp) / "signaldesk.toml"
         config.write_text(f"[index]\nmodel = {json.dumps(BUNDLED_MODEL_NAME)}\n", encoding="utf-8")
         for _ in range(rounds):
-            cold, times = qmd.warm_round(queries_file)
+            cold, times, cpu = qmd.warm_round(queries_file)
             theirs["cold"].append(cold)
             theirs["keyword"].extend(times)
+            theirs["keyword cpu"].extend(cpu)
             got = anyio.run(_signaldesk_round, vault, settings, embedder, queries)
             ours["cold"].append(got["cold"])
-            ours["hybrid"].extend(got["hybrid"])
-            ours["bm25"].extend(got["bm25"])
+            for key in ("hybrid", "bm25", "hybrid cpu", "bm25 cpu"):
+                ours[key].extend(got[key])
         cli: dict[str, list[tuple[float, float, float]]] = {"qmd": [], "hybrid": [], "bm25": []}
         base = [sys.executable, "-m", "signaldesk", "--vault", str(vault), "--config", str(config)]
         for i in range(cli_runs):
@@ -182,19 +195,23 @@ def run(vault: Path, prefix: Path, n_queries: int, rounds: int, cli_runs: int) -
     print(f"load average at the end: {_load()}\n")
 
     print(f"{'measure':<40} {'signaldesk':>14} {'qmd keyword':>14} {'ratio':>10}")
-    q50, q95 = _p50_p95(theirs["keyword"])
-    for mode in ("hybrid", "bm25"):
-        s50, s95 = _p50_p95(ours[mode])
-        _row(f"warm {mode} p50 ms", s50, q50)
-        _row(f"warm {mode} p95 ms", s95, q95)
+    for kind in ("", " cpu"):
+        q50, q95 = _p50_p95(theirs[f"keyword{kind}"])
+        for mode in ("hybrid", "bm25"):
+            s50, s95 = _p50_p95(ours[f"{mode}{kind}"])
+            _row(f"warm {mode}{kind.replace(' cpu', ' CPU')} p50 ms", s50, q50)
+            _row(f"warm {mode}{kind.replace(' cpu', ' CPU')} p95 ms", s95, q95)
     s_cold, q_cold = statistics.median(ours["cold"]), statistics.median(theirs["cold"])
     _row("cold open + first query ms (median)", s_cold, q_cold, ".1f")
     q_wall = statistics.median(w for w, _, _ in cli["qmd"])
+    q_cpu = statistics.median(c for _, c, _ in cli["qmd"])
     q_rss = max(r for _, _, r in cli["qmd"])
     for mode in ("hybrid", "bm25"):
         wall = statistics.median(w for w, _, _ in cli[mode])
+        cpu_s = statistics.median(c for _, c, _ in cli[mode])
         rss = max(r for _, _, r in cli[mode])
         _row(f"one-shot CLI {mode}: s (median)", wall, q_wall, ".3f")
+        _row(f"one-shot CLI {mode}: CPU s (median)", cpu_s, q_cpu, ".3f")
         _row(f"one-shot CLI {mode}: peak RSS MB", rss, q_rss, ".0f")
     print(f"\n[python -m bench.peers --vault {vault} --prefix {prefix}]")
     return 0

@@ -21,17 +21,15 @@ produces could change; the indexer stores it and rebuilds when it differs.
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 import os
 import sys
 import threading
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
-import numpy.typing as npt
 
 from signaldesk.retrieval.errors import ModelError
 from signaldesk.retrieval.onnx_embedder import (
@@ -41,9 +39,10 @@ from signaldesk.retrieval.onnx_embedder import (
     load_onnx_embedder,
 )
 from signaldesk.retrieval.settings import IndexSettings
+from signaldesk.retrieval.static_model import MODEL_FILES, read_folder
 
 if TYPE_CHECKING:
-    from model2vec import StaticModel
+    import numpy.typing as npt
 
 __all__ = [
     "BUNDLED_MODEL_NAME",
@@ -61,9 +60,10 @@ BUNDLED_MODEL_NAME = "bundled:minilm-l6-distilled"
 """The :attr:`Embedder.name` of the model shipped with signaldesk (also accepted as ``model``)."""
 
 _BUNDLED_FOLDER = "minilm-l6-distilled"
-# The files of model2vec's own folder layout; a cached hub snapshot must hold all three.
-_MODEL_FILES = ("config.json", "model.safetensors", "tokenizer.json")
 _FINGERPRINT_VERSION = "1"
+# Part of the model files' key (:func:`_source_key`): what turns the files into
+# vectors. Bumped when static_model.py could encode the same files differently.
+_ENCODER_VERSION = "signaldesk-static-1"
 
 
 class Embedder(Protocol):
@@ -106,11 +106,52 @@ def bundled_model_path() -> Path:
     return Path(__file__).resolve().parent / "models" / _BUNDLED_FOLDER
 
 
+class _Model(Protocol):
+    """What :class:`_StaticEmbedder` reads of a static model: static_model.py's
+    ``StaticModel``, or model2vec's own for a folder in another layout
+    (:class:`_Model2VecModel`)."""
+
+    @property
+    def dim(self) -> int: ...
+
+    @property
+    def tokens(self) -> Sequence[str]: ...
+
+    @property
+    def embedding(self) -> npt.NDArray[Any]: ...
+
+    @property
+    def weights(self) -> npt.NDArray[Any] | None: ...
+
+    @property
+    def token_mapping(self) -> npt.NDArray[Any] | None: ...
+
+    def encode(self, texts: Sequence[str]) -> npt.NDArray[Any]: ...
+
+
+class _Model2VecModel:
+    """A ``model2vec.StaticModel`` (a folder in a layout static_model.py does not read)."""
+
+    def __init__(self, model: Any) -> None:
+        self._model = model
+        self.dim = int(model.dim)
+        self.tokens: Sequence[str] = model.tokens
+        self.embedding: npt.NDArray[Any] = model.embedding
+        self.weights: npt.NDArray[Any] | None = model.weights
+        self.token_mapping: npt.NDArray[Any] | None = model.token_mapping
+
+    def encode(self, texts: Sequence[str]) -> npt.NDArray[Any]:
+        out: npt.NDArray[Any] = self._model.encode(
+            list(texts), normalize=False, batch_size=max(1, len(texts)), use_multiprocessing=False
+        )
+        return out
+
+
 class _StaticEmbedder:
-    """An :class:`Embedder` over a loaded ``model2vec.StaticModel``."""
+    """An :class:`Embedder` over a loaded static (Model2Vec) model."""
 
     def __init__(
-        self, model: StaticModel, name: str, batch_size: int, folder: Path | None = None
+        self, model: _Model, name: str, batch_size: int, folder: Path | None = None
     ) -> None:
         self._model = model
         self._name = name
@@ -147,12 +188,7 @@ class _StaticEmbedder:
         out = np.zeros((len(texts), self._dimensions), dtype=np.float32)
         for start in range(0, len(texts), self._batch_size):
             batch = list(texts[start : start + self._batch_size])
-            vectors = self._model.encode(
-                batch,
-                normalize=False,
-                batch_size=self._batch_size,
-                use_multiprocessing=False,
-            )
+            vectors = self._model.encode(batch)
             out[start : start + len(batch)] = np.asarray(vectors, dtype=np.float32)
         # Normalised here rather than by model2vec so that every model (whatever its
         # config says) gives unit rows, and a row with no tokens stays exactly zero.
@@ -161,7 +197,7 @@ class _StaticEmbedder:
         return out
 
 
-def _fingerprint(model: StaticModel, name: str) -> str:
+def _fingerprint(model: _Model, name: str) -> str:
     # Trigger: a new model, a re-distilled bundled model, a changed vocabulary.
     # Why: the spec asks for name + vocabulary; the weights are hashed too because a
     # rebuilt model under the same name and vocabulary still gives different vectors.
@@ -186,14 +222,12 @@ def _source_key(folder: Path, name: str, dimensions: int) -> str | None:
     Outcome: a rewritten, replaced or moved model file changes the key, and the
     fingerprint is hashed and compared as before.
     """
-    from model2vec.version import __version__ as model2vec_version
-
     digest = hashlib.sha256()
     digest.update(
         f"signaldesk-model-files/{_FINGERPRINT_VERSION}\n{name}\n{dimensions}\n"
-        f"{model2vec_version}\n".encode()
+        f"{_ENCODER_VERSION}\n".encode()
     )
-    for file_name in _MODEL_FILES:
+    for file_name in MODEL_FILES:
         path = folder / file_name
         try:
             st = path.stat()
@@ -226,56 +260,17 @@ def fingerprint_for(
     return embedder.fingerprint
 
 
-def _load_folder(folder: Path) -> StaticModel:
-    model = _load_plain_folder(folder)
+def _load_folder(folder: Path) -> _Model:
+    """The static model in ``folder``: read directly when it is in model2vec's own
+    layout (static_model.py, without importing model2vec), else by model2vec."""
+    model = read_folder(folder)
     if model is not None:
         return model
-    from model2vec import StaticModel
+    from model2vec import StaticModel as Model2VecStaticModel
 
     # An existing folder is read directly: model2vec only turns to the hub for a
     # path that does not exist, and the callers check existence first.
-    return StaticModel.from_pretrained(folder, force_download=False)
-
-
-def _load_plain_folder(folder: Path) -> StaticModel | None:
-    """A folder in model2vec's own layout, built without model2vec's loading module.
-
-    Trigger: every one-shot `signaldesk search` loads the model to embed its query.
-    Why: ``StaticModel.from_pretrained`` imports model2vec's persistence module,
-    which imports ``huggingface_hub`` and the model-card machinery (~0.1-0.3 s and
-    ~25 MB) even for a local folder. Outcome: the same ``StaticModel`` (same
-    vectors, tokenizer, weights, mapping, ``normalize`` and ``max_length`` from the
-    folder's config) from its public constructor; any other layout, or a tensor
-    file without ``embeddings``, goes through ``from_pretrained`` as before
-    (``None`` here). tests/test_embedder.py checks both give the same fingerprint
-    and vectors.
-    """
-    config_path, tensors_path, tokenizer_path = (folder / name for name in _MODEL_FILES)
-    if not (config_path.is_file() and tensors_path.is_file() and tokenizer_path.is_file()):
-        return None
-    from model2vec.model import DEFAULT_MAX_LENGTH, StaticModel
-    from safetensors import safe_open
-    from tokenizers import Tokenizer
-
-    with safe_open(str(tensors_path), framework="numpy") as tensors:
-        names = set(tensors.keys())
-        if "embeddings" not in names:
-            return None
-        embeddings = tensors.get_tensor("embeddings")
-        weights = tensors.get_tensor("weights") if "weights" in names else None
-        mapping = tensors.get_tensor("mapping") if "mapping" in names else None
-    config = json.loads(config_path.read_text(encoding="utf-8"))
-    if not isinstance(config, dict):
-        return None
-    return StaticModel(
-        vectors=embeddings,
-        tokenizer=Tokenizer.from_file(str(tokenizer_path)),
-        config=config,
-        normalize=config.get("normalize", False),
-        weights=weights,
-        token_mapping=mapping,
-        max_length=config.get("max_length", DEFAULT_MAX_LENGTH),
-    )
+    return _Model2VecModel(Model2VecStaticModel.from_pretrained(folder, force_download=False))
 
 
 def _looks_like_path(model: str) -> bool:
@@ -294,7 +289,7 @@ def _cached_hub_folder(repo_id: str) -> Path | None:
     from huggingface_hub import try_to_load_from_cache
 
     folders: set[Path] = set()
-    for filename in _MODEL_FILES:
+    for filename in MODEL_FILES:
         found = try_to_load_from_cache(repo_id, filename)
         if not isinstance(found, str):
             return None
@@ -337,10 +332,10 @@ def _may_be_cached(repo_id: str) -> bool:
 def _download_hub_folder(repo_id: str) -> Path:
     from huggingface_hub import snapshot_download
 
-    return Path(snapshot_download(repo_id, allow_patterns=[*_MODEL_FILES, "README.md"]))
+    return Path(snapshot_download(repo_id, allow_patterns=[*MODEL_FILES, "README.md"]))
 
 
-def _load_configured(settings: IndexSettings) -> tuple[StaticModel, str, Path]:
+def _load_configured(settings: IndexSettings) -> tuple[_Model, str, Path]:
     """Load ``settings.model``; raise ``_NotAvailable`` saying why it cannot be."""
     configured = settings.model.strip()
     folder = Path(configured).expanduser()

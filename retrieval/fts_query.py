@@ -18,7 +18,14 @@ import unicodedata
 from signaldesk.retrieval.errors import QueryError
 from signaldesk.retrieval.fts_text import index_text
 
-__all__ = ["MAX_QUERY_CHARS", "MAX_TERMS", "STOPWORDS", "build_match", "query_terms"]
+__all__ = [
+    "MAX_QUERY_CHARS",
+    "MAX_TERMS",
+    "STOPWORDS",
+    "build_match",
+    "match_phrases",
+    "query_terms",
+]
 
 # Bounds that keep a pasted page from turning into a 5,000-term OR (slow, and
 # no better ranked). The first words carry the intent of a query.
@@ -86,6 +93,9 @@ def _quote(term: str) -> str:
     return '"' + term.replace('"', '""') + '"'
 
 
+_OR = " OR "
+
+
 def build_match(query: str) -> str | None:
     """A ``MATCH`` expression for ``query``: its terms quoted and joined with ``OR``.
 
@@ -99,4 +109,13 @@ def build_match(query: str) -> str | None:
     terms = query_terms(query)
     if not terms:
         return None
-    return " OR ".join(_quote(t) for t in terms)
+    return _OR.join(_quote(t) for t in terms)
+
+
+def match_phrases(match: str) -> list[str]:
+    """The quoted phrases of a :func:`build_match` expression, in order.
+
+    A term is made of letters, digits and marks only (:func:`query_terms`), so
+    the separator never occurs inside a phrase.
+    """
+    return match.split(_OR)

@@ -91,6 +91,9 @@ class _Pool:
         conn.prepare_threshold = None
         return conn
 
+    async def _warm_store(self) -> None:
+        """Nothing to preload: the server keeps the postings and vectors."""
+
     async def aclose(self) -> None:
         self._closed = True
         with self._lock:

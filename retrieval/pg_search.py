@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import heapq
 import json
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
@@ -295,6 +296,21 @@ class PgSource:
     def _vector_rows(self, where: str, params: list[Any]) -> int:
         row = self.conn.execute(f"SELECT count(*) {where}", params).fetchone()
         return int(row[0])
+
+    def begin_vector_top(
+        self,
+        qvec: npt.NDArray[np.float32],
+        depth: int,
+        filters: SearchFilters | None,
+        timings: dict[str, float],
+        *,
+        beside: bool,
+    ) -> Callable[[], list[tuple[int, float]]]:
+        # One connection runs one statement at a time: the list is read here, in order.
+        t = time.perf_counter()
+        top = self.vector_top(qvec, depth, filters)
+        timings["vector"] = (time.perf_counter() - t) * 1000
+        return lambda: top
 
     def cosines(self, chunk_ids: list[int], qvec: npt.NDArray[np.float32]) -> dict[int, float]:
         if not chunk_ids:

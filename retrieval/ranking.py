@@ -21,8 +21,10 @@ yet re-indexed) is ranked from the chunk lists alone, with a degraded notice.
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from datetime import UTC, date, datetime
 from typing import Any, Protocol
@@ -31,6 +33,7 @@ import numpy as np
 import numpy.typing as npt
 
 from signaldesk.retrieval import search_legs
+from signaldesk.retrieval.chunk_keys import ChunkKeyIndex
 from signaldesk.retrieval.fusion import Candidate, FusionParams, fused_scores
 from signaldesk.retrieval.note_rank import (
     NoteCandidate,
@@ -165,6 +168,19 @@ class RankSource(Protocol):
         self, qvec: npt.NDArray[np.float32], depth: int, filters: SearchFilters | None
     ) -> list[tuple[int, float]]: ...
 
+    def begin_vector_top(
+        self,
+        qvec: npt.NDArray[np.float32],
+        depth: int,
+        filters: SearchFilters | None,
+        timings: dict[str, float],
+        *,
+        beside: bool,
+    ) -> Callable[[], list[tuple[int, float]]]:
+        """:meth:`vector_top`, possibly started in another thread (``beside``: the keyword
+        lists run meanwhile); the returned callable gives the list."""
+        ...
+
     def cosines(self, chunk_ids: list[int], qvec: npt.NDArray[np.float32]) -> dict[int, float]: ...
 
     def chunk_keys(self, chunk_ids: list[int]) -> dict[int, ChunkKey]: ...
@@ -179,9 +195,15 @@ class RankSource(Protocol):
 class _SqliteSource:
     """:class:`RankSource` over one SQLite connection (FTS5, the matrix or sqlite-vec)."""
 
-    def __init__(self, conn: Connection, matrix_for: Callable[[Any], VectorMatrix | None]) -> None:
+    def __init__(
+        self,
+        conn: Connection,
+        matrix_for: Callable[[Any], VectorMatrix | None],
+        key_index: ChunkKeyIndex | None = None,
+    ) -> None:
         self.conn = conn
         self._matrix_for = matrix_for
+        self._key_index = key_index
         self._matrix: VectorMatrix | None = None
         self._vector_type = "float"
 
@@ -220,6 +242,31 @@ class _SqliteSource:
             conn, query_blob(qvec, self._vector_type), self._vector_type, depth, allowed
         )
 
+    def begin_vector_top(
+        self,
+        qvec: npt.NDArray[np.float32],
+        depth: int,
+        filters: SearchFilters | None,
+        timings: dict[str, float],
+        *,
+        beside: bool,
+    ) -> Callable[[], list[tuple[int, float]]]:
+        conn = self.conn
+        matrix = self._matrix_for(conn)
+        if matrix is None or not beside:
+            t = time.perf_counter()
+            top = self.vector_top(qvec, depth, filters)
+            timings["vector"] = (time.perf_counter() - t) * 1000
+            return lambda: top
+        # The scan runs beside the keyword lists: numpy and SQLite both let go of the
+        # GIL, so a free core takes the mat-vec while this one runs the SQL (the same
+        # computation: the same list comes back).
+        allowed = search_legs.allowed_chunk_ids(conn, filters)
+        self._matrix = matrix
+        self._vector_type = get_meta(conn, "vector_type") or "float"
+        scan = _scanner().submit(_timed_top_k, matrix, qvec, depth, allowed, timings)
+        return scan.result
+
     def cosines(self, chunk_ids: list[int], qvec: npt.NDArray[np.float32]) -> dict[int, float]:
         if self._matrix is not None:
             return self._matrix.scores_for(qvec, chunk_ids)
@@ -229,9 +276,13 @@ class _SqliteSource:
         )
 
     def chunk_keys(self, chunk_ids: list[int]) -> dict[int, ChunkKey]:
+        if self._key_index is not None:
+            return self._key_index.chunk_keys(chunk_ids)
         return search_legs.chunk_keys(self.conn, chunk_ids)
 
     def note_chunks(self, note_ids: list[int]) -> dict[int, ChunkKey]:
+        if self._key_index is not None:
+            return self._key_index.note_chunks(note_ids)
         return search_legs.note_chunks(self.conn, note_ids)
 
     def note_updated(self, note_ids: list[int]) -> dict[int, str]:
@@ -246,9 +297,16 @@ def rank(
     req: RankRequest,
     matrix_for: Callable[[Any], VectorMatrix | None],
     timings: dict[str, float],
+    key_index: ChunkKeyIndex | None = None,
 ) -> Ranked:
-    """Run the lists for ``req`` on ``conn`` and fuse them into ranked notes and chunks."""
-    source = _SqliteSource(conn, matrix_for if req.settings.vector_matrix else lambda _: None)
+    """Run the lists for ``req`` on ``conn`` and fuse them into ranked notes and chunks.
+
+    :param key_index: the chunks' positions in memory for ``conn``'s commit
+        (chunk_keys.py); ``None``: read with SQL.
+    """
+    source = _SqliteSource(
+        conn, matrix_for if req.settings.vector_matrix else lambda _: None, key_index
+    )
     return rank_with(source, req, timings)
 
 
@@ -259,6 +317,15 @@ def rank_with(source: RankSource, req: RankRequest, timings: dict[str, float]) -
     use_bm25 = req.mode in ("hybrid", "bm25") and req.match is not None
     use_vec = req.mode in ("hybrid", "vector") and req.qvec is not None
     use_notes = req.mode in ("hybrid", "bm25") and source.notes_ready()
+
+    pending_vec: Callable[[], list[tuple[int, float]]] | None = None
+    if use_vec:
+        assert req.qvec is not None
+        # Started before the keyword lists, so a source may run it beside them (SQLite's
+        # matrix scan on a free core); the list is the same either way.
+        pending_vec = source.begin_vector_top(
+            req.qvec, req.depth, req.filters, timings, beside=use_bm25 or use_notes
+        )
 
     bm25: list[tuple[int, float]] = []
     bm25_all: Mapping[int, float] = {}
@@ -278,11 +345,10 @@ def rank_with(source: RankSource, req: RankRequest, timings: dict[str, float]) -
         timings["notes"] = (time.perf_counter() - t) * 1000
 
     vec: list[tuple[int, float]] = []
-    if use_vec:
-        assert req.qvec is not None
+    if pending_vec is not None:
         t = time.perf_counter()
-        vec = source.vector_top(req.qvec, req.depth, req.filters)
-        timings["vector"] = (time.perf_counter() - t) * 1000
+        vec = pending_vec()
+        timings["vector_wait"] = (time.perf_counter() - t) * 1000
 
     t = time.perf_counter()
     bm25_rank = {cid: i for i, (cid, _) in enumerate(bm25, start=1)}
@@ -298,6 +364,12 @@ def rank_with(source: RankSource, req: RankRequest, timings: dict[str, float]) -
         # Notes found only by the note list or by name: their chunks join the
         # candidates so the note can be scored and shown by its best chunk.
         keys.update(source.note_chunks(extra))
+    # The keyword lists may hold only their top rows; the other candidates' scores are
+    # read now, for these chunks and notes only (search_legs.Relevance).
+    if isinstance(bm25_all, search_legs.Relevance):
+        bm25_all.cover(keys)
+    if isinstance(note_all, search_legs.Relevance):
+        note_all.cover({k.note_id for k in keys.values()})
     if use_vec and req.qvec is not None and (req.mode == "hybrid" or extra):
         # Every candidate gets both scores, so blending compares like with like.
         missing = [cid for cid in keys if cid not in vec_score]
@@ -321,8 +393,18 @@ def rank_with(source: RankSource, req: RankRequest, timings: dict[str, float]) -
     recency = _recency(source, list(by_note), s) if s.recency_weight > 0 else {}
     notes: list[NoteCandidate] = []
     for nid, members in by_note.items():
-        members.sort(key=lambda c: (-chunk_score[c.chunk_id], keys[c.chunk_id].ordinal))
-        best = members[0]
+        if len(members) == 1:
+            # Most candidate notes bring one chunk: its values are the note's best.
+            best = members[0]
+            chunk_rank, chunk_best = best.bm25_rank, best.bm25_score
+            vector_rank, vector_best = best.vector_rank, best.vector_score
+        else:
+            members.sort(key=lambda c: (-chunk_score[c.chunk_id], keys[c.chunk_id].ordinal))
+            best = members[0]
+            chunk_rank = _best_rank(c.bm25_rank for c in members)
+            chunk_best = _best_score(c.bm25_score for c in members)
+            vector_rank = _best_rank(c.vector_rank for c in members)
+            vector_best = _best_score(c.vector_score for c in members)
         notes.append(
             NoteCandidate(
                 note_id=nid,
@@ -330,10 +412,10 @@ def rank_with(source: RankSource, req: RankRequest, timings: dict[str, float]) -
                 best_chunk=best.chunk_id,
                 note_rank=note_rank.get(nid),
                 note_score=note_all.get(nid),
-                chunk_rank=_best_rank(c.bm25_rank for c in members),
-                chunk_score=_best_score(c.bm25_score for c in members),
-                vector_rank=_best_rank(c.vector_rank for c in members),
-                vector_score=_best_score(c.vector_score for c in members),
+                chunk_rank=chunk_rank,
+                chunk_score=chunk_best,
+                vector_rank=vector_rank,
+                vector_score=vector_best,
                 exact=nid in exact,
                 recency=recency.get(nid, 0.0),
             )
@@ -373,6 +455,35 @@ def rank_with(source: RankSource, req: RankRequest, timings: dict[str, float]) -
     rows = source.chunk_rows([c.chunk_id for c in shown])
     timings["fuse"] = (time.perf_counter() - t) * 1000
     return Ranked(notes, shown, keys, rows, use_notes, weights, note_of_shown)
+
+
+_SCAN_THREADS = 2  # concurrent searches beyond this wait for a scan thread
+_scan_pool: list[ThreadPoolExecutor] = []
+_scan_pool_lock = threading.Lock()
+
+
+def _scanner() -> ThreadPoolExecutor:
+    """The threads that run vector scans beside the keyword lists (made on first use)."""
+    if not _scan_pool:
+        with _scan_pool_lock:
+            if not _scan_pool:
+                _scan_pool.append(
+                    ThreadPoolExecutor(_SCAN_THREADS, thread_name_prefix="signaldesk-scan")
+                )
+    return _scan_pool[0]
+
+
+def _timed_top_k(
+    matrix: VectorMatrix,
+    qvec: npt.NDArray[np.float32],
+    depth: int,
+    allowed: set[int] | None,
+    timings: dict[str, float],
+) -> list[tuple[int, float]]:
+    t = time.perf_counter()
+    top = matrix.top_k(qvec, depth, allowed)
+    timings["vector"] = (time.perf_counter() - t) * 1000  # the scan's own time, beside the SQL
+    return top
 
 
 def _leading_scores(

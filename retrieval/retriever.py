@@ -29,6 +29,7 @@ import numpy.typing as npt
 from signaldesk.retrieval import search_legs
 from signaldesk.retrieval._connections import NO_INDEX_HINT, ReaderPool
 from signaldesk.retrieval.budget import BudgetFit, fit_all, take
+from signaldesk.retrieval.chunk_keys import ChunkKeys
 from signaldesk.retrieval.context_block import ContextExcerpts, Excerpt
 from signaldesk.retrieval.embedder import Embedder
 from signaldesk.retrieval.errors import (
@@ -93,6 +94,7 @@ class Retriever:
         self._index = index
         self._settings = search
         self._vectors = QueryVectors(embedder, available=vec_ext_ok)
+        self._keys = ChunkKeys()
         self._fts_ok = fts_ok
         self._static_degraded = static_degraded
         self._closed = False
@@ -217,6 +219,12 @@ class Retriever:
     async def warm_up(self) -> None:
         """Load the model, open the database, load the vector matrix and run one query."""
         await self.search("warm up", limit=1)
+        await self._warm_store()
+
+    async def _warm_store(self) -> None:
+        """What a server reads once that a one-shot search never needs."""
+        # The chunks' positions (chunk_keys.py), which a search reads from its second on.
+        await self._run(lambda conn: self._keys.index_for(conn, load=True))
         matrix = self._vectors.matrix
         if matrix is not None:
             # A server searches many times: build the float32 matrix now rather
@@ -411,7 +419,8 @@ class Retriever:
 
     def _rank(self, conn: Connection, request: RankRequest, timings: dict[str, float]) -> Ranked:
         """The lists and the fusion of one search, on ``conn``'s snapshot (worker thread)."""
-        return rank(conn, request, self._vectors.current_matrix, timings)
+        keys = self._keys.index_for(conn)
+        return rank(conn, request, self._vectors.current_matrix, timings, keys)
 
     @staticmethod
     def _result(

@@ -9,14 +9,17 @@ from __future__ import annotations
 
 import heapq
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from operator import itemgetter
 
+from signaldesk.retrieval import bm25_topk
 from signaldesk.retrieval.filters import filters_sql
+from signaldesk.retrieval.fts_query import match_phrases
 from signaldesk.retrieval.records import SearchFilters
-from signaldesk.retrieval.schema import NOTE_FTS_TABLE, VECTOR_TABLE
+from signaldesk.retrieval.schema import FTS_TABLE, NOTE_FTS_TABLE, VECTOR_TABLE
 from signaldesk.retrieval.store import Connection
+from signaldesk.retrieval.weights import DECISIVE_DEPTH
 
 __all__ = [
     "ChunkKey",
@@ -76,48 +79,108 @@ def bm25_list(
     weights: tuple[float, float, float],
     filters: SearchFilters | None,
 ) -> tuple[list[tuple[int, float]], Relevance]:
-    """The ``limit`` best chunks for ``match`` and the relevance of every matching chunk.
+    """The ``limit`` best chunks for ``match`` and their relevance.
 
     Relevance is FTS5's ``bm25()`` negated, so higher is better. The list is
-    ``(chunk_id, relevance)`` best first (ties: lower chunk id first).
-
-    Why every match is read rather than ``ORDER BY ... LIMIT``: FTS5 scores all
-    matching rows for the ORDER BY anyway, and blending needs the BM25 score of
-    the vector list's candidates too. Asking FTS5 for those afterwards with
-    ``rowid IN (...)`` re-runs the whole MATCH once per id (measured: 20-300 ms
-    a query on SciFact), while keeping the scores from this one pass is cheap.
+    ``(chunk_id, relevance)`` best first (ties: lower chunk id first). The
+    :class:`Relevance` holds at least the best ``max(limit, DECISIVE_DEPTH)``
+    rows; :meth:`Relevance.cover` adds the scores of any other chunks a search
+    needs (the vector list's candidates) before they are read.
     """
+    return _keyword_list(conn, FTS_TABLE, "chunks_fts.rowid", match, limit, weights, filters)
+
+
+def _keyword_list(
+    conn: Connection,
+    table: str,
+    joined_rowid: str,
+    match: str,
+    limit: int,
+    weights: tuple[float, ...],
+    filters: SearchFilters | None,
+) -> tuple[list[tuple[int, float]], Relevance]:
     where, params = filters_sql(filters)
     w = _weights_sql(weights)
+    if where == "1" and min(weights) >= 0.0:
+        # The exact top rows without scoring every match (bm25_topk.py).
+        top = bm25_topk.top_rows(conn, table, match_phrases(match), w, max(limit, DECISIVE_DEPTH))
+        if top is not None:
+            relevance = Relevance(dict(top), conn=conn, table=table, match=match, weights_sql=w)
+            return [(rowid, -raw) for rowid, raw in top[:limit]], relevance
+    # Every match, scored: with filters (the top rows of the filtered set) or
+    # with a negative column weight (no upper bound per phrase).
     if where == "1":
-        sql = f"SELECT rowid, bm25(chunks_fts, {w}) FROM chunks_fts WHERE chunks_fts MATCH ?"
+        sql = f"SELECT rowid, bm25({table}, {w}) FROM {table} WHERE {table} MATCH ?"
         rows = conn.execute(sql, (match,)).fetchall()
     else:
+        join = (
+            f"JOIN chunks c ON c.id = {joined_rowid} JOIN notes n ON n.id = c.note_id"
+            if table == FTS_TABLE
+            else f"JOIN notes n ON n.id = {joined_rowid}"
+        )
         sql = (
-            f"SELECT chunks_fts.rowid, bm25(chunks_fts, {w}) FROM chunks_fts "
-            "JOIN chunks c ON c.id = chunks_fts.rowid JOIN notes n ON n.id = c.note_id "
-            f"WHERE chunks_fts MATCH ? AND {where}"
+            f"SELECT {joined_rowid}, bm25({table}, {w}) FROM {table} {join} "
+            f"WHERE {table} MATCH ? AND {where}"
         )
         rows = conn.execute(sql, (match, *params)).fetchall()
     return _ranked(rows, limit)
 
 
 class Relevance(Mapping[int, float]):
-    """Every matching row's relevance by id: ``bm25()`` negated when read.
+    """Matching rows' relevance by id: ``bm25()`` negated when read.
 
     Trigger: a broad query matches 30k chunks. Why: negating and re-boxing
     every row in Python cost ~0.6 us a row, while a search reads the scores of
     only ~200 candidates. Outcome: the rows stay as SQLite returned them
     (``dict(rows)`` runs in C) and the same values come out.
+
+    Built from every match (``complete``), or from the top rows only, with what
+    :meth:`cover` needs to score more rows of the same query on demand.
     """
 
-    __slots__ = ("_raw",)
+    __slots__ = ("_conn", "_match", "_raw", "_table", "_weights_sql")
 
-    def __init__(self, raw: dict[int, float]) -> None:
+    def __init__(
+        self,
+        raw: dict[int, float],
+        *,
+        conn: Connection | None = None,
+        table: str = "",
+        match: str = "",
+        weights_sql: str = "",
+    ) -> None:
         self._raw = raw
+        self._conn = conn
+        self._table = table
+        self._match = match
+        self._weights_sql = weights_sql
+
+    @property
+    def complete(self) -> bool:
+        """Whether every matching row is here (else only those read so far)."""
+        return self._conn is None
+
+    def cover(self, rowids: Iterable[int]) -> None:
+        """Read the relevance of those of ``rowids`` not yet known (same connection and
+        snapshot); a row that does not match stays absent, as in a complete map."""
+        if self._conn is None:
+            return
+        missing = [r for r in rowids if r not in self._raw]
+        if missing:
+            self._raw.update(
+                bm25_topk.scores_for(
+                    self._conn, self._table, self._match, self._weights_sql, missing
+                )
+            )
 
     def __getitem__(self, key: int) -> float:
         return -self._raw[key]
+
+    def get(self, key: int, default: float | None = None) -> float | None:  # type: ignore[override]
+        # A search asks for ~330 ids: one dict lookup each rather than Mapping.get's
+        # __getitem__ and KeyError for every chunk a keyword list did not match.
+        raw = self._raw.get(key)
+        return default if raw is None else -raw
 
     def __iter__(self) -> Iterator[int]:
         return iter(self._raw)
@@ -142,24 +205,13 @@ def note_bm25_list(
     weights: tuple[float, ...],
     filters: SearchFilters | None,
 ) -> tuple[list[tuple[int, float]], Relevance]:
-    """The ``limit`` best notes for ``match`` in ``notes_fts`` and every matching note's score.
+    """The ``limit`` best notes for ``match`` in ``notes_fts`` and their scores.
 
     Like :func:`bm25_list` but one row per note (rowid = ``notes.id``), with the
     note-level column weights (title, aliases, file, tags, headings, body).
     """
-    where, params = filters_sql(filters)
-    w = _weights_sql(weights)
     table = NOTE_FTS_TABLE
-    if where == "1":
-        sql = f"SELECT rowid, bm25({table}, {w}) FROM {table} WHERE {table} MATCH ?"
-        rows = conn.execute(sql, (match,)).fetchall()
-    else:
-        sql = (
-            f"SELECT {table}.rowid, bm25({table}, {w}) FROM {table} "
-            f"JOIN notes n ON n.id = {table}.rowid WHERE {table} MATCH ? AND {where}"
-        )
-        rows = conn.execute(sql, (match, *params)).fetchall()
-    return _ranked(rows, limit)
+    return _keyword_list(conn, table, f"{table}.rowid", match, limit, weights, filters)
 
 
 def exact_notes(conn: Connection, key: str, filters: SearchFilters | None) -> set[int]:

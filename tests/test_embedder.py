@@ -232,3 +232,87 @@ def test_allowed_download_that_cannot_reach_the_hub_falls_back(
         embedder = load_embedder(IndexSettings(model="example-org/not-cached", allow_download=True))
     assert embedder.name == BUNDLED_MODEL_NAME
     assert "example-org/not-cached could not be loaded" in caplog.text
+
+
+@pytest.mark.parametrize(
+    ("dtype", "weighted", "mapped", "max_length"),
+    [
+        (np.float32, False, False, 512),
+        (np.float16, False, False, 4),
+        (np.int8, False, False, 3),
+        (np.float32, True, False, None),
+        (np.float32, True, True, 6),
+        (np.float32, False, True, 512),
+    ],
+)
+def test_the_own_reader_encodes_as_model2vec_does(
+    tmp_path: Path, dtype: type, weighted: bool, mapped: bool, max_length: int | None
+) -> None:
+    """static_model.py, which search uses instead of model2vec, gives model2vec's
+    vectors value for value: token weights, a token mapping (vocabulary
+    quantisation), int8 / float16 rows, the unknown token, truncation."""
+    from signaldesk.retrieval.static_model import read_folder
+
+    tokenizer = Tokenizer(
+        models.WordLevel({w: i for i, w in enumerate(_TINY_WORDS)}, unk_token="[UNK]")
+    )
+    tokenizer.pre_tokenizer = pre_tokenizers.Whitespace()
+    tokenizer.normalizer = normalizers.Lowercase()
+    rng = np.random.default_rng(3)
+    rows = 4 if mapped else len(_TINY_WORDS)
+    vectors = rng.normal(size=(rows, 8)) * (60 if dtype == np.int8 else 1)
+    model = StaticModel(
+        vectors=vectors.astype(dtype),
+        tokenizer=tokenizer,
+        normalize=False,
+        weights=rng.uniform(0.1, 2.0, size=len(_TINY_WORDS)) if weighted else None,
+        token_mapping=rng.integers(0, rows, size=len(_TINY_WORDS)) if mapped else None,
+        max_length=max_length,
+    )
+    folder = tmp_path / "m"
+    model.save_pretrained(folder)
+    reference = StaticModel.from_pretrained(folder, force_download=False)
+    own = read_folder(folder)
+    assert own is not None
+    texts = [
+        "alpha beta",
+        "Gamma delta epsilon alpha",
+        "zeta unknown words",  # only unknown tokens: a zero row
+        "",
+        "beta " * 40,
+        "alpha gamma",  # same length as the first: averaged in one block
+    ]
+    expected = reference.encode(texts, normalize=False)
+    got = own.encode(texts)
+    assert got.dtype == expected.dtype
+    assert np.array_equal(got, expected)
+    assert not np.any(got[2])
+    assert embedder_module._fingerprint(own, "x") == embedder_module._fingerprint(reference, "x")
+    # The tensors mapped from the file are the ones the safetensors library reads.
+    from signaldesk.retrieval import static_model
+
+    for path in (folder / "model.safetensors", bundled_model_path() / "model.safetensors"):
+        mapped = static_model._mapped_tensors(path)
+        read = static_model._read_tensors(path)
+        assert mapped is not None and mapped.keys() == read.keys()
+        for name, array in read.items():
+            assert mapped[name].dtype == array.dtype and np.array_equal(mapped[name], array)
+
+
+def test_search_loads_the_bundled_model_without_model2vec() -> None:
+    """A one-shot search must not pay for importing model2vec (joblib, multiprocessing)."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from signaldesk.retrieval.embedder import load_embedder\n"
+        "from signaldesk.retrieval.settings import IndexSettings\n"
+        f"e = load_embedder(IndexSettings(model={BUNDLED_MODEL_NAME!r}))\n"
+        "e.encode(['git rebase'])\n"
+        "from signaldesk.retrieval.embedder import source_key\n"
+        "assert source_key(e)\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('model2vec', 'joblib')))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"

@@ -13,9 +13,6 @@ import sys
 from pathlib import Path
 
 import click
-from rich.console import Console
-from rich.logging import RichHandler
-from rich.markup import escape
 
 from signaldesk.errors import SignaldeskError
 from signaldesk.faults import is_corruption_error, is_disk_full_error, is_read_only_error
@@ -82,7 +79,7 @@ class _LazyGroup(click.Group):
 def cli(ctx: click.Context, vault: Path | None, config_path: Path | None, verbose: int) -> None:
     """signaldesk: intake, triage and hybrid search for a markdown vault."""
     level = logging.WARNING - 10 * min(verbose, 2)
-    handler = RichHandler(console=Console(stderr=True), show_path=False)
+    handler = _RichOnFirstRecord()
     # What signaldesk logs is scrubbed (issue 12): every record, whoever logged it.
     handler.addFilter(ScrubbingFilter())
     if level > logging.DEBUG:
@@ -91,6 +88,29 @@ def cli(ctx: click.Context, vault: Path | None, config_path: Path | None, verbos
     # aiosqlite logs every statement with its parameters at DEBUG: values, not news.
     logging.getLogger("aiosqlite").setLevel(max(level, logging.INFO))
     ctx.obj = AppContext(vault_option=vault, config_option=config_path)
+
+
+class _RichOnFirstRecord(logging.Handler):
+    """rich's log handler on stderr, made when the first record gets through.
+
+    Trigger: every verb installs the handler, and importing rich costs ~40 ms,
+    which a one-shot `signaldesk search --json` (a hook's call) pays for nothing
+    when it logs nothing. Outcome: the same output, formatted by the same
+    formatter, from the first record on; this handler's filters run before it.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._rich: logging.Handler | None = None
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if self._rich is None:
+            from rich.console import Console
+            from rich.logging import RichHandler
+
+            self._rich = RichHandler(console=Console(stderr=True), show_path=False)
+            self._rich.setFormatter(self.formatter)
+        self._rich.emit(record)
 
 
 def _without_traceback(record: logging.LogRecord) -> bool:
@@ -108,6 +128,8 @@ def main(argv: list[str] | None = None) -> None:
         # verb asked for through ctx.exit().
         code = cli.main(args=argv, prog_name="signaldesk", standalone_mode=False)
     except click.exceptions.Abort:
+        from rich.console import Console
+
         Console(stderr=True).print("[yellow]aborted[/]")
         sys.exit(130)
     except click.ClickException as exc:
@@ -123,6 +145,9 @@ def main(argv: list[str] | None = None) -> None:
             raise
         if not isinstance(exc, SignaldeskError):
             logging.getLogger(__name__).debug("what failed:", exc_info=exc)
+        from rich.console import Console
+        from rich.markup import escape
+
         console = Console(stderr=True)
         console.print(f"[bold red]error:[/] {escape(error.message)}", highlight=False)
         if error.hint:

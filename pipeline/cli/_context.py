@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-
-from rich.console import Console
+from typing import TYPE_CHECKING
 
 from signaldesk.pipeline.config import Workspace, resolve_workspace
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 
 @dataclass
@@ -17,8 +19,18 @@ class AppContext:
 
     vault_option: Path | None
     config_option: Path | None
-    console: Console = field(default_factory=Console)
     _workspace: Workspace | None = None
+    _console: list[Console] = field(default_factory=list)
+
+    @property
+    def console(self) -> Console:
+        """The console for people (made on first use: `search --json` never draws one,
+        and importing rich costs a one-shot search ~40 ms)."""
+        if not self._console:
+            from rich.console import Console
+
+            self._console.append(Console())
+        return self._console[0]
 
     def workspace(self) -> Workspace:
         if self._workspace is None:

@@ -7,11 +7,10 @@ import re
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
 import click
-from rich.console import Console
 
 from signaldesk.errors import SignaldeskError
 from signaldesk.pipeline.cli._context import AppContext
@@ -27,6 +26,9 @@ from signaldesk.retrieval.errors import RetrievalError
 from signaldesk.retrieval.explanation import SearchExplanation
 from signaldesk.retrieval.records import SearchFilters, SearchMode, SearchResult
 from signaldesk.retrieval.retriever import Retriever
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 __all__ = ["COMMANDS", "context", "search"]
 

@@ -1,0 +1,159 @@
+"""The exact BM25 top-k of an any-word query without scoring every match.
+
+Trigger: a broad OR query (``git``, ``de``, ``un`` in a vault of translated
+pages) matches 10-30k chunks, and FTS5's ``bm25()`` decodes every matching row's
+positions: reading them all into Python took ~2.7 us a row and made the
+keyword lists the slowest part of a search (issue 15). Why: most of those rows
+match only the common words, whose weight in BM25 is small, and a row can never
+score more than the sum of its words' largest possible weights.
+
+FTS5's score of a row (``fts5Bm25Function`` in SQLite's ``fts5_aux.c``) is
+``sum over phrases of idf * f * (k1 + 1) / (f + k1 * (1 - b + b * D / avgdl))``
+with ``idf = log((N - n + 0.5) / (n + 0.5))`` (``1e-6`` when not positive), ``n``
+the rows that contain the phrase, ``N`` the rows of the table and ``f`` the
+phrase's column-weighted frequency in the row. With non-negative weights each
+term is below ``idf * (k1 + 1)``. So (the MaxScore idea from text retrieval):
+take the rarest phrases, score with the *whole* expression only the rows that
+contain one of them, and once the k-th best score exceeds the largest score
+a row holding only the other phrases could reach, no such row can enter the
+top k. The rows and their scores are those FTS5 gives for the whole query:
+every row is scored by the same ``bm25()`` over the same expression.
+
+Outcome: the same ``k`` rows with the same float scores, in the same order
+(score, then rowid), as sorting every match; the scores of any other rows a
+search needs (the vector list's candidates) are read with :func:`scores_for`,
+which filters by rowid inside the one pass over the query's doclists.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+from signaldesk.retrieval.store import Connection, sqlite_module
+
+__all__ = ["row_count", "scores_for", "top_rows"]
+
+# FTS5's bm25() constants (fts5_aux.c); only k1 enters the bound.
+_K1 = 1.2
+_MIN_IDF = 1e-6
+# Room for the rounding of log() and of the sums: a bound may only be too large.
+_SLACK = 1.0 + 1e-9
+# FTS5 keeps its row count and column token totals in this row of ``<table>_data``.
+_AVERAGES_ROWID = 1
+
+
+def row_count(conn: Connection, table: str) -> int | None:
+    """FTS5's own count of the rows of ``table`` (the ``N`` of its IDF), or ``None``.
+
+    Read from the averages record (a varint row count, then one varint per
+    column), the value ``bm25()`` itself reads through ``xRowCount``.
+    """
+    try:
+        row = conn.execute(
+            f"SELECT block FROM {table}_data WHERE id = ?", (_AVERAGES_ROWID,)
+        ).fetchone()
+    except sqlite_module().Error:  # not an FTS5 table of this layout: score every match
+        return None
+    if row is None or not isinstance(row[0], bytes) or not row[0]:
+        return None
+    return _varint(row[0])
+
+
+def _varint(data: bytes) -> int | None:
+    """SQLite's varint (big-endian, 7 bits a byte, a full ninth byte) at the start of ``data``."""
+    value = 0
+    for i, byte in enumerate(data[:9]):
+        if i == 8:
+            return (value << 8) | byte
+        value = (value << 7) | (byte & 0x7F)
+        if not byte & 0x80:
+            return value
+    return None
+
+
+def _bounds(
+    conn: Connection, table: str, phrases: list[str], rows: int
+) -> list[tuple[float, str, int]]:
+    """Each phrase that occurs: the most it can add to a row's score, the phrase and
+    how many rows contain it, largest bound first."""
+    out: list[tuple[float, int, str, int]] = []
+    sql = f"SELECT count(*) FROM {table} WHERE {table} MATCH ?"
+    for position, phrase in enumerate(phrases):
+        hits = int(conn.execute(sql, (phrase,)).fetchone()[0])
+        if hits == 0:
+            continue  # adds nothing to any row, and no row is found by it
+        idf = math.log((rows - hits + 0.5) / (hits + 0.5))
+        out.append(((_K1 + 1.0) * max(idf, _MIN_IDF) * _SLACK, position, phrase, hits))
+    out.sort(key=lambda b: (-b[0], b[1]))
+    return [(bound, phrase, hits) for bound, _, phrase, hits in out]
+
+
+def top_rows(
+    conn: Connection, table: str, phrases: list[str], weights_sql: str, k: int
+) -> list[tuple[int, float]] | None:
+    """The ``k`` best ``(rowid, bm25)`` of ``phrases`` joined with OR (ascending bm25,
+    then rowid), exactly as sorting every match would give them.
+
+    :param phrases: the query's quoted phrases (``fts_query.match_phrases``).
+    :param weights_sql: the column weights as ``bm25()`` arguments, all non-negative.
+    :returns: ``None`` when the table's row count cannot be read (the caller
+        then scores every match).
+    """
+    rows = row_count(conn, table)
+    if rows is None:
+        return None
+    bounds = _bounds(conn, table, phrases, rows)
+    if not bounds:
+        return []
+    full = " OR ".join(phrases)
+    # rest[j]: the most a row containing none of the j rarest phrases can score.
+    rest = [0.0] * (len(bounds) + 1)
+    for j in range(len(bounds) - 1, -1, -1):
+        rest[j] = rest[j + 1] + bounds[j][0]
+    score = f"bm25({table}, {weights_sql})"
+    # The fewest rarest phrases that can hold k rows at all.
+    j, held = 0, 0
+    while j < len(bounds) and held < k:
+        held += bounds[j][2]
+        j += 1
+    while j < len(bounds):
+        rarest = " OR ".join(phrase for _, phrase, _ in bounds[:j])
+        top = conn.execute(
+            f"SELECT rowid, {score} AS s FROM {table} WHERE {table} MATCH ? "
+            f"AND +rowid IN (SELECT rowid FROM {table} WHERE {table} MATCH ?) "
+            "ORDER BY s, rowid LIMIT ?",
+            (full, rarest, k),
+        ).fetchall()
+        if len(top) < k:
+            j += 1  # too few rows to bound the rest by
+            continue
+        kth = -float(top[-1][1])
+        if rest[j] < kth:
+            return [(int(r), float(s)) for r, s in top]
+        # The k-th best can only rise with more rows: take as many phrases as it
+        # already excludes, and check again.
+        j = next((i for i in range(j + 1, len(bounds)) if rest[i] < kth), len(bounds))
+    top = conn.execute(
+        f"SELECT rowid, {score} AS s FROM {table} WHERE {table} MATCH ? ORDER BY s, rowid LIMIT ?",
+        (full, k),
+    ).fetchall()
+    return [(int(r), float(s)) for r, s in top]
+
+
+def scores_for(
+    conn: Connection, table: str, match: str, weights_sql: str, rowids: list[int]
+) -> dict[int, float]:
+    """The ``bm25()`` of ``match`` for each listed row that matches it.
+
+    ``+rowid`` keeps the id list out of FTS5's plan: given ``rowid IN (...)``
+    it would restart the whole MATCH once per id (20-300 ms a search), while a
+    filter on the one pass over the doclists scores only the listed rows.
+    """
+    if not rowids:
+        return {}
+    sql = (
+        f"SELECT rowid, bm25({table}, {weights_sql}) FROM {table} WHERE {table} MATCH ? "
+        "AND +rowid IN (SELECT value FROM json_each(?))"
+    )
+    return {int(r): float(s) for r, s in conn.execute(sql, (match, json.dumps(rowids)))}

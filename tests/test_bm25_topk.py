@@ -1,0 +1,156 @@
+"""The keyword lists' top rows without scoring every match (retrieval/bm25_topk.py).
+
+A real vault (common words in most notes, rarer ones in few, several languages'
+function words) indexed by the real indexer; every answer is compared with
+scoring and sorting every match, which is what the lists did before.
+"""
+
+from __future__ import annotations
+
+import heapq
+import random
+from operator import itemgetter
+from pathlib import Path
+
+import pytest
+
+from signaldesk.retrieval import bm25_topk, search_legs
+from signaldesk.retrieval.fts_query import build_match, match_phrases
+from signaldesk.retrieval.indexer import Indexer
+from signaldesk.retrieval.retriever import Retriever
+from signaldesk.retrieval.settings import SearchSettings
+from signaldesk.retrieval.store import Connection, connect, index_db_path
+from tests.index_helpers import SETTINGS, real_embedder, write_note
+
+pytestmark = pytest.mark.anyio
+
+COMMON = ["git", "de", "la", "file", "command", "list"]
+RARE = [f"word{i}" for i in range(40)]
+CHUNK_WEIGHTS = (1.0, 0.5, 0.3)
+NOTE_WEIGHTS = (20.0, 15.0, 15.0, 2.0, 3.0, 1.0)
+QUERIES = [
+    "git",
+    "git de la",
+    "de la file command list",
+    "git word3",
+    "word1 word2 de",
+    "la word7 word8 word9 command",
+    "list word39",
+    "nothingmatches git",
+    "word5",
+]
+
+
+@pytest.fixture(scope="module")
+def vault(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("topk") / "vault"
+    rng = random.Random(15)
+    for i in range(240):
+        words: list[str] = []
+        for w, share in zip(COMMON, (0.7, 0.6, 0.5, 0.4, 0.3, 0.2), strict=True):
+            if rng.random() < share:
+                words += [w] * rng.randint(1, 4)
+        for w in RARE:
+            if rng.random() < 0.03:
+                words += [w] * rng.randint(1, 3)
+        words += ["filler"] * rng.randint(5, 60)
+        rng.shuffle(words)
+        title = f"{rng.choice(COMMON)} note {i}"
+        body = f"# {title}\n\n## Part\n\n" + " ".join(words) + ".\n"
+        write_note(root, f"n{i // 50}/note{i}.md", body, title=title)
+    Indexer(root, SETTINGS, real_embedder()).run_sync()
+    return root
+
+
+@pytest.fixture
+def conn(vault: Path) -> Connection:
+    c = connect(index_db_path(vault, SETTINGS), readonly=True)
+    yield c  # type: ignore[misc]
+    c.close()
+
+
+class _Recording:
+    """A connection that remembers the SQL it was given."""
+
+    def __init__(self, inner: Connection) -> None:
+        self.inner = inner
+        self.sql: list[str] = []
+
+    def execute(self, sql: str, parameters: object = ()) -> object:
+        self.sql.append(sql)
+        return self.inner.execute(sql, parameters)
+
+
+def _every(
+    conn: Connection, table: str, match: str, weights: tuple[float, ...]
+) -> list[tuple[int, float]]:
+    w = ", ".join(repr(x) for x in weights)
+    sql = f"SELECT rowid, bm25({table}, {w}) FROM {table} WHERE {table} MATCH ?"
+    return [(int(r), float(s)) for r, s in conn.execute(sql, (match,))]
+
+
+@pytest.mark.parametrize(
+    ("table", "weights"), [("chunks_fts", CHUNK_WEIGHTS), ("notes_fts", NOTE_WEIGHTS)]
+)
+def test_top_rows_equal_sorting_every_match(
+    conn: Connection, table: str, weights: tuple[float, ...]
+) -> None:
+    w = ", ".join(repr(x) for x in weights)
+    pruned = 0
+    for query in QUERIES:
+        match = build_match(query)
+        assert match is not None
+        every = _every(conn, table, match, weights)
+        for k in (1, 3, 10, 25, 100, 1000):
+            expected = heapq.nsmallest(k, every, key=itemgetter(1, 0))
+            recording = _Recording(conn)
+            got = bm25_topk.top_rows(recording, table, match_phrases(match), w, k)  # type: ignore[arg-type]
+            assert got == expected, (query, k)
+            # Answered from the rarest phrases' rows alone, never sorting every match:
+            pruned += not any("ORDER BY" in sql and "+rowid" not in sql for sql in recording.sql)
+    assert pruned >= 10  # the bound does cut work here, so the equality above means something
+
+
+def test_row_count_is_fts5s_own(conn: Connection) -> None:
+    for table in ("chunks_fts", "notes_fts"):
+        assert (
+            bm25_topk.row_count(conn, table)
+            == conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
+        )
+
+
+def test_cover_reads_the_same_scores_as_every_match(conn: Connection) -> None:
+    match = build_match("git de word3")
+    assert match is not None
+    every = dict(_every(conn, "chunks_fts", match, CHUNK_WEIGHTS))
+    top, relevance = search_legs.bm25_list(conn, match, 5, CHUNK_WEIGHTS, None)
+    assert not relevance.complete and len(relevance) < len(every)
+    ids = [int(r[0]) for r in conn.execute("SELECT id FROM chunks")]
+    relevance.cover(ids)
+    assert dict(relevance.items()) == {cid: -raw for cid, raw in every.items()}
+    assert top == [
+        (cid, -raw) for cid, raw in heapq.nsmallest(5, every.items(), key=itemgetter(1, 0))
+    ]
+
+
+async def test_searches_rank_as_when_every_match_was_scored(
+    vault: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async def run() -> list[object]:
+        out: list[object] = []
+        async with await Retriever.open(vault, SETTINGS, SearchSettings(), real_embedder()) as r:
+            for query in QUERIES:
+                for mode in ("hybrid", "bm25"):
+                    exp = await r.explain(query, mode=mode, limit=20)  # type: ignore[arg-type]
+                    out.append(
+                        [
+                            (row.chunk_id, row.score, row.bm25_score, row.note_score)
+                            for row in exp.rows
+                        ]
+                    )
+                    out.append([(x.path, x.score, x.bm25_rank, x.note_rank) for x in exp.results])
+        return out
+
+    pruned = await run()
+    monkeypatch.setattr(bm25_topk, "top_rows", lambda *args: None)  # every match scored
+    assert pruned == await run()
