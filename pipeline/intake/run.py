@@ -41,7 +41,8 @@ from signaldesk.pipeline.intake.stages import (
     settle_worker,
 )
 from signaldesk.pipeline.intake.summary import SOURCE_KINDS, FeedProblem, Handoff, ScanStats
-from signaldesk.pipeline.ledger.store import Ledger, open_ledger, utcnow
+from signaldesk.pipeline.ledger.base import ItemLedger
+from signaldesk.pipeline.ledger.store import open_ledger, utcnow
 from signaldesk.sources.http import HostLimiter, build_client
 from signaldesk.sources.rss import feed_parse_limiter
 from signaldesk.sources.tool_output import write_capture
@@ -63,7 +64,7 @@ def _kinds(sources: Collection[str] | None) -> tuple[SourceKind, ...]:
 
 async def run_scan(
     workspace: Workspace,
-    ledger: Ledger,
+    ledger: ItemLedger,
     client: httpx.AsyncClient | None,
     *,
     sources: Collection[str] | None = None,
@@ -176,7 +177,7 @@ class IntakeSession:
     """
 
     def __init__(
-        self, workspace: Workspace, ledger: Ledger, client: httpx.AsyncClient | None = None
+        self, workspace: Workspace, ledger: ItemLedger, client: httpx.AsyncClient | None = None
     ) -> None:
         self.workspace = workspace
         self.ledger = ledger
@@ -259,7 +260,7 @@ async def capture(
     tags: Collection[str] = (),
     source: str | None = None,
     handoff: Handoff | None = None,
-    ledger: Ledger | None = None,
+    ledger: ItemLedger | None = None,
 ) -> tuple[Path, ScanStats]:
     """Write ``text`` into the tool-output drop folder and ingest that folder at once.
 
