@@ -207,8 +207,10 @@ class PostgresLedger:
                 token = await _register(conn)
             except psycopg.Error as exc:
                 raise _ledger_error(exc, where) from exc
+            ledger = cls(conn, settings, token)
             try:
-                yield cls(conn, settings, token)
+                yield ledger
+                await ledger.release_claims()
             except psycopg.Error as exc:
                 raise _ledger_error(exc, where) from exc
             except BaseExceptionGroup as group:
@@ -238,6 +240,20 @@ class PostgresLedger:
             else:
                 with anyio.CancelScope(shield=True):
                     await cursor.execute("COMMIT")
+
+    async def release_claims(self) -> None:
+        """Let go of everything this worker still holds (a clean close: the others need
+        not wait for the server to notice the session has ended)."""
+        with anyio.CancelScope(shield=True):
+            async with self.transaction() as cursor:
+                for table in ("items", "feeds"):
+                    await cursor.execute(
+                        f"UPDATE {table} SET claimed_by = NULL WHERE claimed_by = %s",
+                        (self.token,),
+                    )
+                await cursor.execute(
+                    "SELECT pg_advisory_unlock(%s, %s)", (WORKER_LOCK_SPACE, self.token)
+                )
 
     async def _rows(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
         async with self._lock, self._conn.cursor() as cursor:
