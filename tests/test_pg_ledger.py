@@ -95,9 +95,7 @@ async def test_claiming_skips_rows_locked_by_another_transaction(
         async with a.transaction() as cursor:
             # A holds row locks on the first two (a transaction in progress): B's claim
             # does not wait for them (SKIP LOCKED), it takes the others.
-            await cursor.execute(
-                "SELECT id FROM items WHERE id = ANY(%s) FOR UPDATE", [ids[:2]]
-            )
+            await cursor.execute("SELECT id FROM items WHERE id = ANY(%s) FOR UPDATE", [ids[:2]])
             with anyio.fail_after(30):  # a guard against a hang, not a timing assertion
                 assert await b.claim_items(ids) == set(ids[2:])
         assert await b.claim_items(ids) == set(ids)

@@ -65,9 +65,13 @@ class ItemLedger(Protocol):
 
     async def get(self, item_id: str) -> LedgerEntry | None: ...
 
-    async def in_flight(self) -> list[LedgerEntry]:
+    async def in_flight(self, *, abandoned: bool = False) -> list[LedgerEntry]:
         """Entries a previous run left mid-stage, oldest first (claimed on a shared
-        ledger: those of a worker that is gone, never those of one still at work)."""
+        ledger: those of a worker that is gone, never those of one still at work).
+
+        :param abandoned: only those another worker left (not this worker's own, which
+            are on its way through the stages): none on a ledger of one's own.
+        """
         ...
 
     async def entries(

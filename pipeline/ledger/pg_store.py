@@ -312,13 +312,19 @@ class PostgresLedger:
         rows = await self._rows(f"SELECT {ENTRY_COLUMNS} FROM items WHERE id = %s", (item_id,))
         return entry_from_row(rows[0]) if rows else None
 
-    async def in_flight(self) -> list[LedgerEntry]:
+    async def in_flight(self, *, abandoned: bool = False) -> list[LedgerEntry]:
         """In-flight entries no live worker holds (a dead worker's, or an earlier run's),
-        claimed for this one, oldest first."""
+        claimed for this one, oldest first.
+
+        :param abandoned: leave out this worker's own (on their way through its stages).
+        """
+        claimable = self._claimable
+        if abandoned:
+            claimable = f"(claimed_by IS DISTINCT FROM {self.token} AND {claimable})"
         async with self.transaction() as cursor:
             await cursor.execute(
                 f"UPDATE items SET claimed_by = {self.token} WHERE id IN ("
-                f"SELECT id FROM items WHERE status = ANY(%s) AND {self._claimable} "
+                f"SELECT id FROM items WHERE status = ANY(%s) AND {claimable} "
                 f"FOR UPDATE SKIP LOCKED) RETURNING {ENTRY_COLUMNS}",
                 [list(RESUMABLE_STATUSES)],
             )

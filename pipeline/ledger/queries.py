@@ -43,8 +43,11 @@ class LedgerReading:
             row = await cursor.fetchone()
         return entry_from_row(row) if row else None
 
-    async def in_flight(self) -> list[LedgerEntry]:
-        """Entries a previous run left mid-stage, oldest first."""
+    async def in_flight(self, *, abandoned: bool = False) -> list[LedgerEntry]:
+        """Entries a previous run left mid-stage, oldest first (``abandoned``: those
+        another worker left, none here: a SQLite ledger has one)."""
+        if abandoned:
+            return []
         marks = ", ".join("?" for _ in RESUMABLE_STATUSES)
         async with self._conn.execute(
             f"SELECT {ENTRY_COLUMNS} FROM items WHERE status IN ({marks}) ORDER BY discovered_at",

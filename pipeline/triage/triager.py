@@ -218,6 +218,13 @@ class Triager:
             # On a shared ledger another worker may be at work on some of these (it
             # inserted them, or swept them first): only the ones claimed here are done.
             mine = await self.ledger.claim_items([job.item_id for job in jobs])
+            if item_ids is not None:
+                self.report.errors += [
+                    f"item {job.item_id[:10]} is being triaged by another worker; try again "
+                    "once it is done"
+                    for job in jobs
+                    if job.item_id not in mine
+                ]
             jobs = [job for job in jobs if job.item_id in mine]
         self._total += len(jobs)
         await self._process(jobs)
