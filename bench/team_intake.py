@@ -36,7 +36,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import anyio
 
@@ -156,7 +156,7 @@ def _trap_feed(server: Any) -> _Trap:
             guid=f"urn:signaldesk-test:trap:{e}",
             title=f"Trap entry {e}",
             link=server.url(f"/trap/articles/{e}"),
-            description=article_text(7_000_000 + e),
+            description=article_text(10**9 + e),  # no seed of the served feeds
             published=epoch + timedelta(hours=e),
         )
         for e in range(_TRAP_ENTRIES)
@@ -200,7 +200,7 @@ def _subscribe(vault: Path, config: Path, urls: list[str]) -> None:
     anyio.run(subscribe)
 
 
-def _start_worker(name: str, vault: Path, config: Path, log: Path) -> subprocess.Popen[bytes]:
+def _start_worker(name: str, vault: Path, config: Path, log: IO[bytes]) -> subprocess.Popen[bytes]:
     env = {
         **os.environ,
         "PYTHONPATH": str(_REPO),
@@ -222,7 +222,7 @@ def _start_worker(name: str, vault: Path, config: Path, log: Path) -> subprocess
             "--json",
         ],
         stdout=subprocess.PIPE,
-        stderr=log.open("ab"),
+        stderr=log,
         env=env,
         cwd=_REPO,
     )
@@ -340,7 +340,7 @@ def run_trial(
     _subscribe(vault, config, feeds)
     result = TrialResult(name, len(feeds), len(expected))
     started_requests = len(server.requests)
-    log = workdir / "workers.log"
+    log = (workdir / "workers.log").open("ab")
     started = time.perf_counter()
     workers = {w: _start_worker(w, vault, config, log) for w in ("worker-a", "worker-b")}
     try:
@@ -371,6 +371,9 @@ def run_trial(
             if proc.poll() is None:
                 proc.kill()
                 proc.wait()
+            if proc.stdout is not None:
+                proc.stdout.close()
+        log.close()
     result.wall = time.perf_counter() - started
     result.fetches = Counter(
         r.path for r in server.requests[started_requests:] if r.path.startswith("/feeds/")
