@@ -6,6 +6,9 @@ time order), the payload stays the item's JSON text. They live in a schema of th
 ``signaldesk_ledger``, so the index's tables in the same database cannot collide with
 them; the ledger's connections put it first on their ``search_path``.
 
+Times are compared as text, so their columns use the "C" collation: byte order is
+time order whatever the database's default collation.
+
 What only a shared ledger has: ``claimed_by`` on items and feeds, the worker that took
 the row (see :mod:`pipeline.ledger.pg_claims`), and :func:`live_workers`, the workers
 whose sessions are still connected.
@@ -49,9 +52,9 @@ CREATE TABLE {SCHEMA}.items (
     scores          text,
     domain          text,
     note_path       text,
-    discovered_at   text NOT NULL,
-    updated_at      text NOT NULL,
-    settled_at      text,
+    discovered_at   text COLLATE "C" NOT NULL,
+    updated_at      text COLLATE "C" NOT NULL,
+    settled_at      text COLLATE "C",
     claimed_by      integer               -- the worker at work on it, while it lives
 );
 CREATE INDEX items_status ON {SCHEMA}.items (status, discovered_at);
@@ -74,19 +77,19 @@ CREATE TABLE {SCHEMA}.feeds (
     title             text,
     etag              text,
     last_modified     text,
-    next_check_at     text,
+    next_check_at     text COLLATE "C",
     interval_seconds  double precision,
     error_count       integer NOT NULL DEFAULT 0,
-    first_error_at    text,
+    first_error_at    text COLLATE "C",
     last_error        text,
     last_status       integer,
-    last_success_at   text,
+    last_success_at   text COLLATE "C",
     redirect_to       text,
     redirect_hits     integer NOT NULL DEFAULT 0,
     disabled_reason   text,
     full_text         integer NOT NULL DEFAULT 1,
     ttl_seconds       double precision,
-    added_at          text NOT NULL,
+    added_at          text COLLATE "C" NOT NULL,
     category          text,
     prior             double precision,
     claimed_by        integer
@@ -98,15 +101,15 @@ CREATE TABLE {SCHEMA}.corrections (
     accept       integer,
     domain       text,
     how          text NOT NULL,
-    recorded_at  text NOT NULL,
-    undone_at    text
+    recorded_at  text COLLATE "C" NOT NULL,
+    undone_at    text COLLATE "C"
 );
 CREATE INDEX corrections_item ON {SCHEMA}.corrections (item_id, recorded_at);
 
 CREATE TABLE {SCHEMA}.index_queue (
     path       text PRIMARY KEY,
     item_id    text,
-    queued_at  text NOT NULL
+    queued_at  text COLLATE "C" NOT NULL
 );
 
 -- The tokens of the workers connected to this database now: each holds the session
