@@ -202,3 +202,21 @@ async def test_a_killed_workers_claims_are_taken_over(postgres: PostgresSettings
             child.wait()
         if child.stdout is not None:
             child.stdout.close()
+
+
+async def test_a_nul_in_a_hostile_entry_does_not_fail_its_batch(
+    postgres: PostgresSettings,
+) -> None:
+    async with PostgresLedger.open(postgres) as ledger:
+        hostile = Item(
+            source_kind="rss",
+            source_id="https://feeds.example/a.xml",
+            title="Bad\x00title",
+            text="body\x00text",
+            guid="https://example.com/nul",
+            url="https://example.com/nul",
+        )
+        ids = await ledger.record([hostile, _item(1)], now=NOW)
+        assert len(ids) == 2
+        entry = await ledger.get(ids[0])
+        assert entry is not None and entry.item.text == "body\x00text"  # the payload keeps it

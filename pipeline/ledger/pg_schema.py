@@ -10,7 +10,7 @@ Times are compared as text, so their columns use the "C" collation: byte order i
 time order whatever the database's default collation.
 
 What only a shared ledger has: ``claimed_by`` on items and feeds, the worker that took
-the row (see :mod:`pipeline.ledger.pg_claims`), and :func:`live_workers`, the workers
+the row (see :mod:`pipeline.ledger.pg_store`), and :func:`live_workers`, the workers
 whose sessions are still connected.
 
 ``MIGRATIONS[n]`` takes the ledger from version ``n`` to ``n + 1`` through

@@ -48,19 +48,15 @@ import anyio.to_thread
 
 from signaldesk.items import Item, SourceKind
 from signaldesk.pipeline.errors import LedgerError
-from signaldesk.pipeline.ledger.clippings import (
-    FINGERPRINT_KEY,
-    ClippingClaim,
-    clipping_claims_from_rows,
-)
 from signaldesk.pipeline.ledger.dedupe import canonical_url
+from signaldesk.pipeline.ledger.pg_queries import PostgresReading
 from signaldesk.pipeline.ledger.pg_schema import (
     COMPONENT,
     MIGRATIONS,
     SCHEMA,
     WORKER_LOCK_SPACE,
 )
-from signaldesk.pipeline.ledger.queries import check_status
+from signaldesk.pipeline.ledger.pg_sql import PgTx, clean_params, pg_sql
 from signaldesk.pipeline.ledger.records import (
     ENTRY_COLUMNS,
     DedupeVerdict,
@@ -97,50 +93,6 @@ DEDUPE_LOCK = (WORKER_LOCK_SPACE + 1, 0)
 _TOKEN_LIMIT = 2**31 - 1
 
 
-def pg_sql(sql: str) -> str:
-    """Portable SQL (``?`` placeholders, see :mod:`pipeline.ledger.sql`) for psycopg."""
-    return sql.replace("%", "%%").replace("?", "%s")
-
-
-def _clean(value: Any) -> Any:
-    # PostgreSQL text cannot hold NUL; SQLite can. A hostile feed's NUL must not fail a
-    # whole transaction (the payload JSON escapes it, the plain columns would not).
-    if isinstance(value, str):
-        return value.replace("\x00", "\ufffd") if "\x00" in value else value
-    if isinstance(value, list | tuple):
-        return [_clean(v) for v in value]
-    return value
-
-
-def _params(params: Sequence[Any]) -> list[Any]:
-    return [_clean(v) for v in params]
-
-
-class PgTx:
-    """:class:`~pipeline.ledger.sql.LedgerTx` over a psycopg cursor in a transaction."""
-
-    def __init__(self, cursor: psycopg.AsyncCursor[Any]) -> None:
-        self.cursor = cursor
-
-    async def execute(self, sql: str, params: Sequence[Any] = ()) -> int:
-        await self.cursor.execute(pg_sql(sql), _params(params))
-        return max(self.cursor.rowcount, 0)
-
-    async def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> None:
-        batch = [_params(row) for row in rows]
-        if batch:
-            await self.cursor.executemany(pg_sql(sql), batch)
-
-    async def fetch_all(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
-        await self.cursor.execute(pg_sql(sql), _params(params))
-        return [tuple(row) for row in await self.cursor.fetchall()]
-
-    async def fetch_one(self, sql: str, params: Sequence[Any] = ()) -> Row | None:
-        await self.cursor.execute(pg_sql(sql), _params(params))
-        row = await self.cursor.fetchone()
-        return tuple(row) if row is not None else None
-
-
 def _ledger_error(exc: Exception, where: str) -> LedgerError:
     reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
     return LedgerError(
@@ -157,7 +109,7 @@ def _migrate(settings: PostgresSettings) -> None:
         logger.info("ledger (PostgreSQL) migrated to schema version %d", len(MIGRATIONS))
 
 
-class PostgresLedger:
+class PostgresLedger(PostgresReading):
     """The item ledger and feed table in PostgreSQL over one connection (use :meth:`open`).
 
     One connection per worker, like the SQLite ledger's single writer: its statements
@@ -257,7 +209,7 @@ class PostgresLedger:
 
     async def _rows(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
         async with self._lock, self._conn.cursor() as cursor:
-            await cursor.execute(sql, _params(params))
+            await cursor.execute(sql, clean_params(params))
             return [tuple(row) for row in await cursor.fetchall()]
 
     # -- portable SQL -------------------------------------------------------------------
@@ -308,10 +260,6 @@ class PostgresLedger:
 
     # -- reading ------------------------------------------------------------------------
 
-    async def get(self, item_id: str) -> LedgerEntry | None:
-        rows = await self._rows(f"SELECT {ENTRY_COLUMNS} FROM items WHERE id = %s", (item_id,))
-        return entry_from_row(rows[0]) if rows else None
-
     async def in_flight(self, *, abandoned: bool = False) -> list[LedgerEntry]:
         """In-flight entries no live worker holds (a dead worker's, or an earlier run's),
         claimed for this one, oldest first.
@@ -332,69 +280,6 @@ class PostgresLedger:
         entries = [entry_from_row(row) for row in rows]
         return sorted(entries, key=lambda e: (e.discovered_at, e.id))
 
-    async def entries(
-        self,
-        *,
-        status: str | None = None,
-        source_kind: str | None = None,
-        limit: int | None = None,
-    ) -> list[LedgerEntry]:
-        check_status(status)
-        clauses: list[str] = []
-        params: list[Any] = []
-        if status is not None:
-            clauses.append("status = %s")
-            params.append(status)
-        if source_kind is not None:
-            clauses.append("source_kind = %s")
-            params.append(source_kind)
-        where = f"WHERE {' AND '.join(clauses)}" if clauses else ""
-        tail = ""
-        if limit is not None:
-            tail = " LIMIT %s"
-            params.append(limit)
-        rows = await self._rows(
-            f"SELECT {ENTRY_COLUMNS} FROM items {where} ORDER BY discovered_at DESC, id{tail}",
-            params,
-        )
-        return [entry_from_row(row) for row in rows]
-
-    async def clipping_claims(self) -> dict[str, list[ClippingClaim]]:
-        rows = await self._rows(
-            "SELECT id, payload::json ->> 'guid', payload::json ->> 'origin_path', status, "
-            f"note_path, payload::json #>> '{{extra,{FINGERPRINT_KEY}}}', canonical_url "
-            "FROM items WHERE source_kind = 'clipper' ORDER BY discovered_at, id"
-        )
-        return clipping_claims_from_rows(rows)
-
-    async def known_guids(self, source_kind: str) -> set[str]:
-        rows = await self._rows(
-            "SELECT payload::json ->> 'guid' FROM items WHERE source_kind = %s", (source_kind,)
-        )
-        return {row[0] for row in rows if row[0]}
-
-    async def duplicates_of(self, item_id: str) -> list[LedgerEntry]:
-        rows = await self._rows(
-            f"SELECT {ENTRY_COLUMNS} FROM items WHERE duplicate_of = %s ORDER BY discovered_at",
-            (item_id,),
-        )
-        return [entry_from_row(row) for row in rows]
-
-    async def status_counts(self) -> dict[tuple[str, str], int]:
-        rows = await self._rows(
-            "SELECT source_kind, status, COUNT(*) FROM items GROUP BY source_kind, status"
-        )
-        return {(row[0], row[1]): int(row[2]) for row in rows}
-
-    async def full_text_arrived(self) -> list[str]:
-        rows = await self._rows(
-            "SELECT id FROM items WHERE status IN ('filed', 'rejected') "
-            "AND scores::json ->> 'teaser' = 'true' "
-            "AND COALESCE((payload::json ->> 'teaser')::boolean, false) = false "
-            "ORDER BY discovered_at"
-        )
-        return [str(row[0]) for row in rows]
-
     async def teasers_due(
         self, *, now: datetime, max_attempts: int, limit: int
     ) -> list[LedgerEntry]:
@@ -413,10 +298,6 @@ class PostgresLedger:
             )
             rows = await cursor.fetchall()
         return sorted((entry_from_row(row) for row in rows), key=lambda e: e.updated_at)
-
-    async def index_queue(self) -> list[str]:
-        rows = await self._rows("SELECT path FROM index_queue ORDER BY queued_at, path")
-        return [str(row[0]) for row in rows]
 
     # -- recording ----------------------------------------------------------------------
 
