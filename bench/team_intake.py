@@ -16,6 +16,11 @@ claimed (its feed, its in-flight and pending items), and runs further rounds, as
 ``serve`` would, until nothing is left. The same checks: nothing lost, nothing doubled.
 Feeds the killed worker had on the wire when it died are fetched again (counted).
 
+``--workers serve`` runs the same two trials with two ``signaldesk serve`` processes
+instead (one ``serve`` per vault, so each has a vault of its own, as on two machines;
+feeds looked at every second), stopped with SIGTERM once the ledger has nothing left to
+do; the notes are then counted across both vaults. ``both`` (the default) runs the four.
+
 Prints each trial's figures and exits 1 when a check fails. A PostgreSQL with pgvector is
 started from the ``pgserver`` wheel in a temporary folder (``pip install pgserver``).
 The pytest version (``tests/test_team_intake.py``) runs both trials on a dozen feeds.
@@ -108,7 +113,8 @@ class TrialResult:
         workers = ", ".join(f"{w} {n}" for w, n in sorted(self.new_by_worker.items()))
         out = [
             f"{self.name}: {self.feeds} feeds, {self.entries_expected} entries, "
-            f"{self.rounds} round(s), {self.wall:.1f} s",
+            f"{f'{self.rounds} round(s)' if self.rounds else 'serve on its schedule'}, "
+            f"{self.wall:.1f} s",
             f"  ledger rows {self.rows}, distinct entries {self.distinct_entries}, lost "
             f"{self.missing_entries}, doubled {self.doubled_entries}",
             f"  statuses {dict(sorted(self.statuses.items()))}",
@@ -164,10 +170,23 @@ def _trap_feed(server: Any) -> _Trap:
     return _Trap(rss_document("Trap", server.url("/trap"), entries))
 
 
-def _write_config(folder: Path, settings: PostgresSettings) -> Path:
+# `serve` workers: feeds looked at every second, everything else out of the way (the
+# other jobs' own rounds do not concern this bar).
+_SERVE_SCHEDULE = (
+    "[schedule]\n"
+    "feeds_interval = 1\n"
+    "drops_interval = 3600\n"
+    "triage_interval = 3600\n"
+    "index_interval = 3600\n"
+    "watch_interval = 3600\n"
+    "catch_up = false\n"
+)
+
+
+def _write_config(folder: Path, settings: PostgresSettings, *, serve: bool) -> Path:
     config = folder / "team.toml"
     config.write_text(
-        "[pipeline]\n"
+        (_SERVE_SCHEDULE if serve else "") + "[pipeline]\n"
         'ledger_backend = "postgres"\n'
         f"feed_concurrency = {_FEED_CONCURRENCY}\n"
         "[postgres]\n"
@@ -200,7 +219,9 @@ def _subscribe(vault: Path, config: Path, urls: list[str]) -> None:
     anyio.run(subscribe)
 
 
-def _start_worker(name: str, vault: Path, config: Path, log: IO[bytes]) -> subprocess.Popen[bytes]:
+def _start_worker(
+    name: str, vault: Path, config: Path, log: IO[bytes], *, serve: bool = False
+) -> subprocess.Popen[bytes]:
     env = {
         **os.environ,
         "PYTHONPATH": str(_REPO),
@@ -218,8 +239,7 @@ def _start_worker(name: str, vault: Path, config: Path, log: IO[bytes]) -> subpr
             str(vault),
             "--config",
             str(config),
-            "scan",
-            "--json",
+            *(["serve"] if serve else ["scan", "--json"]),
         ],
         stdout=subprocess.PIPE,
         stderr=log,
@@ -268,7 +288,7 @@ def _left_to_do(settings: PostgresSettings) -> int:
 def _check(
     result: TrialResult,
     settings: PostgresSettings,
-    vault: Path,
+    vaults: list[Path],
     config: Path,
     expected: set[tuple[str, str]],
 ) -> None:
@@ -292,9 +312,13 @@ def _check(
     result.doubled_entries = sum(1 for n in keys.values() if n > 1)
     result.missing_entries = len(expected - set(keys))
     result.statuses = Counter(str(r[1]) for r in rows)
-    signals = vault / resolve_workspace(vault, config).config.triage.signals_folder
+    folder = resolve_workspace(vaults[0], config).config.triage.signals_folder
+    # Across every vault: a note filed twice, in one vault or in two, is counted.
     note_ids = Counter(
-        note_id for path in signals.rglob("*.md") if (note_id := read_note_id(path)) is not None
+        note_id
+        for vault in vaults
+        for path in (vault / folder).rglob("*.md")
+        if (note_id := read_note_id(path)) is not None
     )
     result.notes = sum(note_ids.values())
     result.doubled_notes = sum(1 for n in note_ids.values() if n > 1)
@@ -302,8 +326,16 @@ def _check(
         1
         for r in rows
         if r[1] == "filed"
-        and (r[0] not in note_ids or r[2] is None or not (vault / str(r[2])).is_file())
+        and (
+            r[0] not in note_ids
+            or r[2] is None
+            or not any((vault / str(r[2])).is_file() for vault in vaults)
+        )
     )
+    if len(vaults) > 1:
+        # serve workers: what each took in shows as the notes in its own vault.
+        for worker, vault in zip(("worker-a", "worker-b"), vaults, strict=True):
+            result.new_by_worker[worker] = sum(1 for _ in (vault / folder).rglob("*.md"))
 
 
 def run_trial(
@@ -315,19 +347,25 @@ def run_trial(
     workdir: Path,
     *,
     kill: bool,
+    serve: bool = False,
     max_rounds: int = 4,
 ) -> TrialResult:
     """One trial in a fresh vault against the (fresh, empty) database of ``settings``.
 
     :param urls: the feeds to subscribe (with ``kill``, the trap feed is added).
     :param expected: ``(feed URL, entry guid)`` of every entry the feeds hold.
+    :param serve: the workers are `signaldesk serve` processes, each with a vault of its
+        own (one `serve` per vault: as on two machines), stopped with SIGTERM once the
+        ledger has nothing left to do; else `signaldesk scan` processes in one vault.
     """
     from signaldesk.pipeline.vault_setup import init_vault
 
     workdir.mkdir(parents=True, exist_ok=True)
-    vault = workdir / "vault"
-    init_vault(vault)
-    config = _write_config(workdir, settings)
+    names = ("worker-a", "worker-b")
+    vaults = {w: workdir / (f"vault-{w}" if serve else "vault") for w in names}
+    for vault in set(vaults.values()):
+        init_vault(vault)
+    config = _write_config(workdir, settings, serve=serve)
     expected = set(expected)
     feeds = list(urls)
     trap: _Trap | None = None
@@ -337,12 +375,12 @@ def run_trial(
         trap_url = server.url(_TRAP)
         feeds.append(trap_url)
         expected |= {(trap_url, f"urn:signaldesk-test:trap:{e}") for e in range(_TRAP_ENTRIES)}
-    _subscribe(vault, config, feeds)
+    _subscribe(vaults[names[0]], config, feeds)
     result = TrialResult(name, len(feeds), len(expected))
     started_requests = len(server.requests)
     log = (workdir / "workers.log").open("ab")
     started = time.perf_counter()
-    workers = {w: _start_worker(w, vault, config, log) for w in ("worker-a", "worker-b")}
+    workers = {w: _start_worker(w, vaults[w], config, log, serve=serve) for w in names}
     try:
         if trap is not None:
             if not trap.arrived.wait(_STUCK):
@@ -354,16 +392,24 @@ def run_trial(
             workers[holder].wait()
             result.killed = holder
             trap.release()
-        for worker, proc in workers.items():
-            if worker != result.killed:
-                result.new_by_worker[worker] = _new_count(proc)
-        result.rounds = 1
-        survivor = next(w for w in workers if w != result.killed)
-        while _left_to_do(settings) and result.rounds < max_rounds:
-            # The survivor's next round (what its `serve` runs on its schedule).
-            again = _start_worker(survivor, vault, config, log)
-            result.new_by_worker[survivor] += _new_count(again)
-            result.rounds += 1
+        survivor = next(w for w in names if w != result.killed)
+        if serve:
+            _wait_until_done(settings, workers)
+            for worker, proc in workers.items():
+                if worker != result.killed:
+                    proc.send_signal(signal.SIGTERM)
+                    proc.wait(_STUCK)
+            result.rounds = 0  # as many feeds rounds as `serve` ran meanwhile
+        else:
+            for worker, proc in workers.items():
+                if worker != result.killed:
+                    result.new_by_worker[worker] = _new_count(proc)
+            result.rounds = 1
+            while _left_to_do(settings) and result.rounds < max_rounds:
+                # The survivor's next round (what its `serve` runs on its schedule).
+                again = _start_worker(survivor, vaults[survivor], config, log)
+                result.new_by_worker[survivor] += _new_count(again)
+                result.rounds += 1
     finally:
         if trap is not None:
             trap.release()
@@ -382,8 +428,20 @@ def run_trial(
         # Fetched by the dead worker, not yet recorded when it died, so fetched again:
         # at most one per fetch worker it had ([pipeline] feed_concurrency).
         result.refetched_after_kill = _FEED_CONCURRENCY
-    _check(result, settings, vault, config, expected)
+    _check(result, settings, sorted(set(vaults.values())), config, expected)
     return result
+
+
+def _wait_until_done(settings: PostgresSettings, workers: dict[str, Any]) -> None:
+    """Until every feed was polled and every item settled (the bench's own polling; the
+    workers' progress is in the ledger)."""
+    deadline = time.monotonic() + _STUCK
+    while _left_to_do(settings):
+        if time.monotonic() > deadline:
+            raise SystemExit("the serve workers did not finish")
+        if all(proc.poll() is not None for proc in workers.values()):
+            raise SystemExit("every serve worker exited before the work was done")
+        time.sleep(0.5)
 
 
 def _expected(feed_set: Any, urls: list[str], entries: int) -> set[tuple[str, str]]:
@@ -399,12 +457,20 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--feeds", type=int, default=200)
     parser.add_argument("--entries", type=int, default=10, help="Entries per feed.")
     parser.add_argument("--teaser-every", type=int, default=5)
+    parser.add_argument(
+        "--workers",
+        choices=("scan", "serve", "both"),
+        default="both",
+        help="`scan` processes sharing one vault, `serve` processes with a vault each "
+        "(one serve per vault), or both.",
+    )
     args = parser.parse_args(argv)
 
     from tests.feedserver import FeedServer
     from tests.intake_data import serve_feeds
     from tests.postgres_server import start_server
 
+    modes = ("scan", "serve") if args.workers == "both" else (args.workers,)
     with tempfile.TemporaryDirectory(prefix="bench-team-") as tmp:
         (Path(tmp) / "pg").mkdir()
         pg = start_server(Path(tmp) / "pg")
@@ -420,24 +486,33 @@ def main(argv: list[str] | None = None) -> None:
                 expected = _expected(feed_set, urls, args.entries)
                 print(
                     f"local server {server.base_url}: {args.feeds} feeds x {args.entries} "
-                    f"entries; two `signaldesk scan` workers, one PostgreSQL ledger, one vault"
+                    f"entries (every {args.teaser_every}th a teaser); one PostgreSQL ledger"
                 )
-                for name, kill in (("trial 1 (two workers)", False), ("trial 2 (kill -9)", True)):
-                    with pg.database() as settings:
-                        result = run_trial(
-                            name,
-                            settings,
-                            server,
-                            urls,
-                            expected,
-                            Path(tmp) / name[:7],
-                            kill=kill,
-                        )
-                    print("\n".join(result.lines()), flush=True)
-                    failed = failed or bool(result.problems())
+                for mode in modes:
+                    how = (
+                        "two `signaldesk serve`, a vault each"
+                        if mode == "serve"
+                        else "two `signaldesk scan`, one vault"
+                    )
+                    for trial, kill in (("two workers", False), ("one killed with -9", True)):
+                        name = f"{mode}: {trial} ({how})"
+                        with pg.database() as settings:
+                            result = run_trial(
+                                name,
+                                settings,
+                                server,
+                                urls,
+                                expected,
+                                Path(tmp) / f"{mode}-{int(kill)}",
+                                kill=kill,
+                                serve=mode == "serve",
+                            )
+                        print("\n".join(result.lines()), flush=True)
+                        failed = failed or bool(result.problems())
         finally:
             pg.stop()
-        print(f"load average {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f}")
+        load = os.getloadavg()
+        print(f"load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
         print("command: python -m bench.team_intake " + " ".join(argv or sys.argv[1:]))
     if failed:
         raise SystemExit(1)
