@@ -1,5 +1,6 @@
-"""Two `signaldesk scan` workers on one PostgreSQL ledger and one vault (the team bar,
-small: ``python -m bench.team_intake`` runs it on 200 feeds).
+"""Two workers on one PostgreSQL ledger: `signaldesk scan` processes sharing a vault, or
+`signaldesk serve` processes with a vault each (the team bar, small: ``python -m
+bench.team_intake`` runs it on 200 feeds).
 
 Real worker processes, a real PostgreSQL, real feeds on 127.0.0.1. Trial 2 kills the
 worker that holds the trap feed with SIGKILL while its scan is under way; the other must
@@ -21,9 +22,13 @@ _FEEDS = 10
 _ENTRIES = 4
 
 
-@pytest.mark.parametrize("kill", [False, True], ids=["two-workers", "one-killed"])
+@pytest.mark.parametrize(
+    ("serve", "kill"),
+    [(False, False), (False, True), (True, True)],
+    ids=["scan-two-workers", "scan-one-killed", "serve-one-killed"],
+)
 def test_two_workers_take_every_entry_in_once(
-    postgres: PostgresSettings, tmp_path: Path, kill: bool
+    postgres: PostgresSettings, tmp_path: Path, serve: bool, kill: bool
 ) -> None:
     with FeedServer() as server:
         feed_set = serve_feeds(server, _FEEDS, _ENTRIES, teaser_every=3)
@@ -33,7 +38,9 @@ def test_two_workers_take_every_entry_in_once(
             for f, url in enumerate(urls)
             for e in range(_ENTRIES)
         }
-        result = run_trial("trial", postgres, server, urls, expected, tmp_path, kill=kill)
+        result = run_trial(
+            "trial", postgres, server, urls, expected, tmp_path, kill=kill, serve=serve
+        )
     assert result.problems() == [], "\n".join(result.lines())
     assert result.missing_entries == 0 and result.doubled_entries == 0
     assert result.statuses["filed"] == result.entries_expected  # threshold 0: all filed
