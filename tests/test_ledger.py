@@ -100,7 +100,8 @@ async def test_recording_twice_adds_nothing(open_any_ledger: LedgerOpener) -> No
         first = await ledger.record([_item(), _item(guid="https://example.com/p/2")])
         again = await ledger.record([_item(), _item(guid="https://example.com/p/2")])
         assert len(first) == 2 and again == []
-        assert {e.status for e in await ledger.in_flight()} == {"discovered"}
+        assert await ledger.in_flight(kinds=["clipper"]) == []  # only the kinds asked for
+        assert {e.status for e in await ledger.in_flight(kinds=["rss"])} == {"discovered"}
 
 
 async def test_concurrent_writers_do_not_interleave(open_any_ledger: LedgerOpener) -> None:

@@ -42,7 +42,6 @@ from signaldesk.pipeline.intake.stages import (
 )
 from signaldesk.pipeline.intake.summary import SOURCE_KINDS, FeedProblem, Handoff, ScanStats
 from signaldesk.pipeline.ledger.base import ItemLedger
-from signaldesk.pipeline.ledger.records import LedgerEntry
 from signaldesk.pipeline.ledger.store import open_ledger, utcnow
 from signaldesk.sources.http import HostLimiter, build_client
 from signaldesk.sources.rss import feed_parse_limiter
@@ -61,10 +60,6 @@ def _kinds(sources: Collection[str] | None) -> tuple[SourceKind, ...]:
             hint=f"use one of: {', '.join(SOURCE_KINDS)}",
         )
     return tuple(k for k in SOURCE_KINDS if k in sources)
-
-
-def _of_kinds(entries: list[LedgerEntry], kinds: Collection[str]) -> list[LedgerEntry]:
-    return [e for e in entries if e.item.source_kind in kinds]
 
 
 async def run_scan(
@@ -115,7 +110,7 @@ async def run_scan(
         full_text_by_feed={f.url: f.state.full_text for f in feeds},
         parse_limiter=parse_limiter or feed_parse_limiter(),
     )
-    in_flight = _of_kinds(await ledger.in_flight(), kinds)
+    in_flight = await ledger.in_flight(kinds=kinds)
     ctx.stats.resumed = len(in_flight)
 
     feed_send, feed_receive = anyio.create_memory_object_stream[FeedRecord](settings.queue_size)
@@ -138,8 +133,8 @@ async def run_scan(
             if ledger.shared:
                 # A worker that died during this scan left items mid-stage: finish them
                 # now rather than in the next round.
-                abandoned = await ledger.in_flight(abandoned=True)
-                await resume(ctx, _of_kinds(abandoned, kinds), send_work)
+                abandoned = await ledger.in_flight(kinds=kinds, abandoned=True)
+                await resume(ctx, abandoned, send_work)
 
     # Each worker gets its own clone of the streams it uses; the originals close when
     # the block is left, so a stream ends exactly when its last producer is done.

@@ -293,10 +293,10 @@ async def _record_local(
 async def discover_feeds(ctx: ScanContext, send: ObjectSendStream[FeedRecord]) -> None:
     """Send every due (or, with ``force``, every enabled) feed to the fetch stage.
 
-    On a shared ledger each feed is claimed just before it is sent, a few at a time as
-    the fetch workers take them, so workers scanning at once share the round between
-    them; a feed another worker claimed, or polled meanwhile, is left out. A last pass
-    takes the due feeds of a worker that died during this scan.
+    On a shared ledger the feeds are claimed a chunk at a time as the fetch stage takes
+    them (the stream ahead of it holds ``[pipeline] queue_size``), so workers scanning at
+    once share the round; a feed another worker claimed, or polled meanwhile, is left
+    out. A last pass takes the due feeds of a worker that died during this scan.
     """
     if ctx.force:
         records = [r for r in await ctx.registry.records() if not r.disabled]

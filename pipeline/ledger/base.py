@@ -16,7 +16,7 @@ candidates are its own to do now. On a ledger of one's own they answer "all of t
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from contextlib import AbstractAsyncContextManager
 from datetime import datetime
 from typing import Any, Literal, Protocol
@@ -65,10 +65,13 @@ class ItemLedger(Protocol):
 
     async def get(self, item_id: str) -> LedgerEntry | None: ...
 
-    async def in_flight(self, *, abandoned: bool = False) -> list[LedgerEntry]:
+    async def in_flight(
+        self, *, kinds: Collection[str] | None = None, abandoned: bool = False
+    ) -> list[LedgerEntry]:
         """Entries a previous run left mid-stage, oldest first (claimed on a shared
         ledger: those of a worker that is gone, never those of one still at work).
 
+        :param kinds: only items of these source kinds (default all).
         :param abandoned: only those another worker left (not this worker's own, which
             are on its way through the stages): none on a ledger of one's own.
         """

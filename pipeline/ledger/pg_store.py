@@ -38,7 +38,7 @@ from __future__ import annotations
 import json
 import logging
 import secrets
-from collections.abc import AsyncIterator, Iterable, Sequence
+from collections.abc import AsyncIterator, Collection, Iterable, Sequence
 from contextlib import asynccontextmanager
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal
@@ -260,21 +260,27 @@ class PostgresLedger(PostgresReading):
 
     # -- reading ------------------------------------------------------------------------
 
-    async def in_flight(self, *, abandoned: bool = False) -> list[LedgerEntry]:
-        """In-flight entries no live worker holds (a dead worker's, or an earlier run's),
-        claimed for this one, oldest first.
+    async def in_flight(
+        self, *, kinds: Collection[str] | None = None, abandoned: bool = False
+    ) -> list[LedgerEntry]:
+        """In-flight entries of ``kinds`` no live worker holds (a dead worker's, or an
+        earlier run's), claimed for this one, oldest first.
 
         :param abandoned: leave out this worker's own (on their way through its stages).
         """
         claimable = self._claimable
         if abandoned:
             claimable = f"(claimed_by IS DISTINCT FROM {self.token} AND {claimable})"
+        of_kinds = "" if kinds is None else "AND source_kind = ANY(%s) "
+        params: list[Any] = [list(RESUMABLE_STATUSES)]
+        if kinds is not None:
+            params.append(list(kinds))
         async with self.transaction() as cursor:
             await cursor.execute(
                 f"UPDATE items SET claimed_by = {self.token} WHERE id IN ("
-                f"SELECT id FROM items WHERE status = ANY(%s) AND {claimable} "
+                f"SELECT id FROM items WHERE status = ANY(%s) {of_kinds}AND {claimable} "
                 f"FOR UPDATE SKIP LOCKED) RETURNING {ENTRY_COLUMNS}",
-                [list(RESUMABLE_STATUSES)],
+                params,
             )
             rows = await cursor.fetchall()
         entries = [entry_from_row(row) for row in rows]

@@ -6,6 +6,7 @@ the triage report, ``status``) needs nothing else.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Any
 
 import aiosqlite
@@ -43,9 +44,11 @@ class LedgerReading:
             row = await cursor.fetchone()
         return entry_from_row(row) if row else None
 
-    async def in_flight(self, *, abandoned: bool = False) -> list[LedgerEntry]:
-        """Entries a previous run left mid-stage, oldest first (``abandoned``: those
-        another worker left, none here: a SQLite ledger has one)."""
+    async def in_flight(
+        self, *, kinds: Collection[str] | None = None, abandoned: bool = False
+    ) -> list[LedgerEntry]:
+        """Entries a previous run left mid-stage, oldest first, of ``kinds`` (default
+        all); ``abandoned``: those another worker left, none here (one worker)."""
         if abandoned:
             return []
         marks = ", ".join("?" for _ in RESUMABLE_STATUSES)
@@ -53,7 +56,8 @@ class LedgerReading:
             f"SELECT {ENTRY_COLUMNS} FROM items WHERE status IN ({marks}) ORDER BY discovered_at",
             RESUMABLE_STATUSES,
         ) as cursor:
-            return [entry_from_row(row) async for row in cursor]
+            found = [entry_from_row(row) async for row in cursor]
+        return [e for e in found if kinds is None or e.source_kind in kinds]
 
     async def entries(
         self,
