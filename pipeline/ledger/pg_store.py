@@ -14,8 +14,9 @@ claiming at once skip each other's rows instead of waiting or taking them twice)
 claim lives as long as the worker's *connection*: on opening the ledger a worker takes
 the session advisory lock ``(WORKER_LOCK_SPACE, token)``, which PostgreSQL releases when
 the connection ends, whether the process exited, was killed with SIGKILL (the kernel
-closes its socket) or its machine vanished (TCP keepalives end the session). A row whose
-``claimed_by`` is no longer among :func:`live_workers` is free for anyone, at once.
+closes its socket) or its machine vanished (the server's TCP keepalives, which each
+worker sets to about a minute for its own session, end it). A row whose ``claimed_by``
+is no longer among :func:`live_workers` is free for anyone, at once.
 
 The alternative, row locks held by one long transaction per batch, also dies with the
 connection but would keep a transaction open while pages are fetched and notes written,
@@ -83,9 +84,13 @@ from signaldesk.postgres import PostgresSettings, connect, connect_async, migrat
 if TYPE_CHECKING:
     import psycopg
 
-__all__ = ["DEDUPE_LOCK", "PgTx", "PostgresLedger", "pg_sql"]
+__all__ = ["DEDUPE_LOCK", "PostgresLedger"]
 
 logger = logging.getLogger(__name__)
+
+# A worker whose machine vanished holds its claims until the server gives up on its
+# connection: with these per-session settings after ~60 s (the OS default is two hours).
+_KEEPALIVES = {"tcp_keepalives_idle": 30, "tcp_keepalives_interval": 10, "tcp_keepalives_count": 3}
 
 # The transaction advisory lock every dedupe batch holds: a batch must see the items
 # every earlier batch settled, whichever worker settled them.
@@ -156,6 +161,8 @@ class PostgresLedger(PostgresReading):
         try:
             try:
                 await conn.execute(f"SET search_path TO {SCHEMA}")
+                for name, value in _KEEPALIVES.items():
+                    await conn.execute(f"SET {name} = {value}")
                 token = await _register(conn)
             except psycopg.Error as exc:
                 raise _ledger_error(exc, where) from exc
