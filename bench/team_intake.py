@@ -124,7 +124,9 @@ class TrialResult:
             f"  notes {self.notes}, note ids twice {self.doubled_notes}, filed without "
             f"note {self.filed_without_note}",
         ]
-        if self.killed:
+        if self.killed in self.new_by_worker:  # serve: counted by the notes in its vault
+            out.append(f"  killed with SIGKILL mid-scan: {self.killed} (the notes it had filed)")
+        elif self.killed:
             rest = self.entries_expected - sum(self.new_by_worker.values())
             out.append(
                 f"  killed with SIGKILL mid-scan: {self.killed} (it had taken in the other "
