@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
-from signaldesk.retrieval._writer import IndexWriter, ModelMeta
+from signaldesk.retrieval._writer import ModelMeta, WriterLike
 from signaldesk.retrieval.embedder import (
     BUNDLED_MODEL_NAME,
     Embedder,
@@ -38,7 +38,7 @@ class ModelPlan:
 
 
 def plan_model(
-    writer: IndexWriter,
+    writer: WriterLike,
     embedder: Embedder,
     settings: IndexSettings,
     *,
@@ -75,7 +75,7 @@ def plan_model(
 
 
 def current_model(
-    writer: IndexWriter, embedder: Embedder, vector_type: str
+    writer: WriterLike, embedder: Embedder, vector_type: str
 ) -> tuple[ModelMeta, str | None]:
     """The model this run embeds with; ``vector_type="none"`` when vectors are off."""
     if not writer.has_vec:

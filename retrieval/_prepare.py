@@ -97,6 +97,7 @@ class PreparedNote:
     frontmatter: str  # JSON object
     chunks: list[PreparedChunk] = field(default_factory=list)
     fts: NoteFields | None = None
+    text: str = ""  # the whole scrubbed note, with PrepareOptions.keep_text
 
 
 @dataclass(slots=True)
@@ -155,11 +156,14 @@ class PrepareOptions:
     :param max_chars: sections longer than this are split.
     :param min_chars: fragments shorter than this are merged.
     :param embed_chars: characters of each chunk's embedding input (0: all of it).
+    :param keep_text: keep the whole scrubbed note in :attr:`PreparedNote.text` (the
+        PostgreSQL index stores it, for a server without the vault on disk).
     """
 
     max_chars: int
     min_chars: int
     embed_chars: int = 0
+    keep_text: bool = False
 
 
 def prepare_file(vault: str, job: FileJob, options: PrepareOptions) -> Outcome:
@@ -258,6 +262,7 @@ def prepare_note(
         created=_date_text(note.created) or mtime_iso,
         updated=_date_text(note.updated) or mtime_iso,
         frontmatter=json.dumps(frontmatter, ensure_ascii=False, default=str),
+        text=clean_text if options.keep_text else "",
     )
     context_head = " ".join([title, *tags])
     context_tail = " ".join(aliases)

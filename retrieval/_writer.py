@@ -15,7 +15,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -42,7 +42,7 @@ from signaldesk.retrieval.store import (
     set_meta,
 )
 
-__all__ = ["IndexWriter", "ModelMeta", "quantize"]
+__all__ = ["IndexWriter", "ModelMeta", "WriterLike", "quantize"]
 
 logger = logging.getLogger(__name__)
 
@@ -80,6 +80,37 @@ class ModelMeta:
     dimensions: int
     vector_type: str  # "float" | "int8" | "none"
     source_key: str | None = None  # embedder.source_key: lets a reader skip hashing the model
+
+
+class WriterLike(Protocol):
+    """What an indexing run needs of its store: the SQLite :class:`IndexWriter` or the
+    PostgreSQL one (``retrieval.pg_writer.PgIndexWriter``)."""
+
+    @property
+    def has_vec(self) -> bool: ...
+
+    @property
+    def vector_type(self) -> str: ...
+
+    def meta(self, key: str) -> str | None: ...
+
+    def model_meta(self) -> ModelMeta | None: ...
+
+    def note_count(self) -> int: ...
+
+    def known_hashes(self, paths: list[str]) -> dict[str, str]: ...
+
+    def lookup_vectors(self, hashes: Iterable[str]) -> dict[str, bytes]: ...
+
+    def delete_paths(self, paths: Sequence[str]) -> None: ...
+
+    def write_batch(
+        self,
+        notes: Sequence[PreparedNote],
+        skipped: Sequence[SkippedNote],
+        touched: Sequence[tuple[str, int, int, bool]],
+        vectors: dict[str, bytes],
+    ) -> None: ...
 
 
 def quantize(vectors: npt.NDArray[np.float32], vector_type: str) -> list[bytes]:
@@ -194,6 +225,12 @@ class IndexWriter:
 
     def meta(self, key: str) -> str | None:
         return get_meta(self.conn, key)
+
+    def known_hashes(self, paths: list[str]) -> dict[str, str]:
+        """The stored content hash of each of ``paths`` that is an indexed note."""
+        from signaldesk.retrieval._scan import known_hashes
+
+        return known_hashes(self.conn, paths)
 
     def note_count(self) -> int:
         return int(self.conn.execute("SELECT count(*) FROM notes").fetchone()[0])

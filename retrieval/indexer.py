@@ -54,12 +54,11 @@ from signaldesk.retrieval._prepare import (
 from signaldesk.retrieval._scan import (
     Known,
     ScanPlan,
-    known_hashes,
     load_known,
     plan_paths,
     plan_vault,
 )
-from signaldesk.retrieval._writer import IndexWriter, quantize
+from signaldesk.retrieval._writer import IndexWriter, WriterLike, quantize
 from signaldesk.retrieval.embedder import Embedder
 from signaldesk.retrieval.generations import (
     discard,
@@ -274,7 +273,7 @@ class Indexer:
         finally:
             writer.close()
 
-    def _plan(self, writer: IndexWriter, full: bool) -> ModelPlan:
+    def _plan(self, writer: WriterLike, full: bool) -> ModelPlan:
         # A change to how notes are chunked or embedded re-prepares every file; only
         # chunks whose embedding input changed are re-embedded.
         index_format = ":".join(
@@ -457,7 +456,7 @@ class Indexer:
 
     def _apply(
         self,
-        writer: IndexWriter,
+        writer: WriterLike,
         plan: ScanPlan,
         known: dict[str, Known],
         force: bool,
@@ -468,21 +467,14 @@ class Indexer:
         counters.files_total = len(plan.candidates)
         if progress:
             progress(self._snapshot("indexing", counters, reason))
-        hashes = known_hashes(writer.conn, [rel for rel, _ in plan.candidates if rel in known])
+        hashes = writer.known_hashes([rel for rel, _ in plan.candidates if rel in known])
         jobs = [
             FileJob(rel, stat.st_mtime_ns, stat.st_size, hashes.get(rel), force)
             for rel, stat in plan.candidates
         ]
         batch = _Batch()
         with prepared(
-            str(self.vault),
-            jobs,
-            PrepareOptions(
-                self.settings.chunk_max_chars,
-                self.settings.chunk_min_chars,
-                self.settings.embed_max_chars,
-            ),
-            workers=self.workers,
+            str(self.vault), jobs, self._prepare_options(), workers=self.workers
         ) as outcomes:
             for outcome in outcomes:
                 self._collect(outcome, known, batch, counters)
@@ -502,6 +494,13 @@ class Indexer:
             for start in range(0, len(plan.deleted), _BATCH_FILES):
                 writer.delete_paths(plan.deleted[start : start + _BATCH_FILES])
             counters.deleted += sum(1 for p in plan.deleted if not known[p][2])
+
+    def _prepare_options(self) -> PrepareOptions:
+        return PrepareOptions(
+            self.settings.chunk_max_chars,
+            self.settings.chunk_min_chars,
+            self.settings.embed_max_chars,
+        )
 
     @staticmethod
     def _collect(
@@ -535,7 +534,7 @@ class Indexer:
 
     def _flush(
         self,
-        writer: IndexWriter,
+        writer: WriterLike,
         batch: _Batch,
         counters: _Counters,
         progress: Callable[[IndexProgress], None] | None = None,

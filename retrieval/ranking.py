@@ -25,7 +25,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import UTC, date, datetime
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -52,7 +52,15 @@ from signaldesk.retrieval.weights import (
     vector_weight_for,
 )
 
-__all__ = ["NOTES_NOT_READY", "RankRequest", "Ranked", "notes_ready", "rank"]
+__all__ = [
+    "NOTES_NOT_READY",
+    "RankRequest",
+    "RankSource",
+    "Ranked",
+    "notes_ready",
+    "rank",
+    "rank_with",
+]
 
 NOTES_NOT_READY = (
     "the index predates note-level ranking (run `signaldesk index` to bring it up to date): "
@@ -72,6 +80,9 @@ class RankRequest:
     limit: int
     filters: SearchFilters | None
     settings: SearchSettings
+    # The query as typed, for a store that scores BM25 itself from the query's words
+    # rather than through the FTS5 MATCH expression (the PostgreSQL index).
+    query: str = ""
 
 
 @dataclass(slots=True)
@@ -128,6 +139,108 @@ def _note_params(
     )
 
 
+class RankSource(Protocol):
+    """The lists and lookups of one search over one snapshot of an index.
+
+    :func:`rank` reads them from an SQLite index; the PostgreSQL index
+    (``retrieval.pg_search``) provides the same, so both rank with the same fusion.
+    Ids are the store's own chunk and note ids.
+    """
+
+    def model_name(self) -> str | None: ...
+
+    def notes_ready(self) -> bool: ...
+
+    def chunk_bm25(
+        self, req: RankRequest
+    ) -> tuple[list[tuple[int, float]], Mapping[int, float]]: ...
+
+    def note_bm25(
+        self, req: RankRequest
+    ) -> tuple[list[tuple[int, float]], Mapping[int, float]]: ...
+
+    def exact_notes(self, key: str, filters: SearchFilters | None) -> set[int]: ...
+
+    def vector_top(
+        self, qvec: npt.NDArray[np.float32], depth: int, filters: SearchFilters | None
+    ) -> list[tuple[int, float]]: ...
+
+    def cosines(self, chunk_ids: list[int], qvec: npt.NDArray[np.float32]) -> dict[int, float]: ...
+
+    def chunk_keys(self, chunk_ids: list[int]) -> dict[int, ChunkKey]: ...
+
+    def note_chunks(self, note_ids: list[int]) -> dict[int, ChunkKey]: ...
+
+    def note_updated(self, note_ids: list[int]) -> dict[int, str]: ...
+
+    def chunk_rows(self, chunk_ids: list[int]) -> dict[int, ChunkRow]: ...
+
+
+class _SqliteSource:
+    """:class:`RankSource` over one SQLite connection (FTS5, the matrix or sqlite-vec)."""
+
+    def __init__(self, conn: Connection, matrix_for: Callable[[Any], VectorMatrix | None]) -> None:
+        self.conn = conn
+        self._matrix_for = matrix_for
+        self._matrix: VectorMatrix | None = None
+        self._vector_type = "float"
+
+    def model_name(self) -> str | None:
+        return get_meta(self.conn, "model_name")
+
+    def notes_ready(self) -> bool:
+        return notes_ready(self.conn)
+
+    def chunk_bm25(self, req: RankRequest) -> tuple[list[tuple[int, float]], Mapping[int, float]]:
+        assert req.match is not None
+        return search_legs.bm25_list(
+            self.conn, req.match, req.depth, req.settings.column_weights, req.filters
+        )
+
+    def note_bm25(self, req: RankRequest) -> tuple[list[tuple[int, float]], Mapping[int, float]]:
+        assert req.match is not None
+        return search_legs.note_bm25_list(
+            self.conn, req.match, req.depth, req.settings.note_column_weights, req.filters
+        )
+
+    def exact_notes(self, key: str, filters: SearchFilters | None) -> set[int]:
+        return search_legs.exact_notes(self.conn, key, filters)
+
+    def vector_top(
+        self, qvec: npt.NDArray[np.float32], depth: int, filters: SearchFilters | None
+    ) -> list[tuple[int, float]]:
+        conn = self.conn
+        allowed = search_legs.allowed_chunk_ids(conn, filters)
+        matrix = self._matrix_for(conn)
+        self._matrix = matrix
+        self._vector_type = get_meta(conn, "vector_type") or "float"
+        if matrix is not None:
+            return matrix.top_k(qvec, depth, allowed)
+        return search_legs.vec_knn(
+            conn, query_blob(qvec, self._vector_type), self._vector_type, depth, allowed
+        )
+
+    def cosines(self, chunk_ids: list[int], qvec: npt.NDArray[np.float32]) -> dict[int, float]:
+        if self._matrix is not None:
+            return self._matrix.scores_for(qvec, chunk_ids)
+        vector_type = self._vector_type
+        return search_legs.vec_scores_for(
+            self.conn, query_blob(qvec, vector_type), vector_type, chunk_ids
+        )
+
+    def chunk_keys(self, chunk_ids: list[int]) -> dict[int, ChunkKey]:
+        return search_legs.chunk_keys(self.conn, chunk_ids)
+
+    def note_chunks(self, note_ids: list[int]) -> dict[int, ChunkKey]:
+        return search_legs.note_chunks(self.conn, note_ids)
+
+    def note_updated(self, note_ids: list[int]) -> dict[int, str]:
+        return search_legs.note_updated(self.conn, note_ids)
+
+    def chunk_rows(self, chunk_ids: list[int]) -> dict[int, ChunkRow]:
+        return search_legs.chunk_rows(self.conn, chunk_ids)
+
+
 def rank(
     conn: Connection,
     req: RankRequest,
@@ -135,20 +248,23 @@ def rank(
     timings: dict[str, float],
 ) -> Ranked:
     """Run the lists for ``req`` on ``conn`` and fuse them into ranked notes and chunks."""
+    source = _SqliteSource(conn, matrix_for if req.settings.vector_matrix else lambda _: None)
+    return rank_with(source, req, timings)
+
+
+def rank_with(source: RankSource, req: RankRequest, timings: dict[str, float]) -> Ranked:
+    """Run the lists for ``req`` on ``source`` and fuse them into ranked notes and chunks."""
     s = req.settings
-    weights = resolve_weights(s, get_meta(conn, "model_name"))
+    weights = resolve_weights(s, source.model_name())
     use_bm25 = req.mode in ("hybrid", "bm25") and req.match is not None
     use_vec = req.mode in ("hybrid", "vector") and req.qvec is not None
-    use_notes = req.mode in ("hybrid", "bm25") and notes_ready(conn)
+    use_notes = req.mode in ("hybrid", "bm25") and source.notes_ready()
 
     bm25: list[tuple[int, float]] = []
     bm25_all: Mapping[int, float] = {}
     if use_bm25:
-        assert req.match is not None
         t = time.perf_counter()
-        bm25, bm25_all = search_legs.bm25_list(
-            conn, req.match, req.depth, s.column_weights, req.filters
-        )
+        bm25, bm25_all = source.chunk_bm25(req)
         timings["bm25"] = (time.perf_counter() - t) * 1000
 
     note_top: list[tuple[int, float]] = []
@@ -157,34 +273,22 @@ def rank(
     if use_notes:
         t = time.perf_counter()
         if req.match is not None:
-            note_top, note_all = search_legs.note_bm25_list(
-                conn, req.match, req.depth, s.note_column_weights, req.filters
-            )
-        exact = search_legs.exact_notes(conn, req.key, req.filters)
+            note_top, note_all = source.note_bm25(req)
+        exact = source.exact_notes(req.key, req.filters)
         timings["notes"] = (time.perf_counter() - t) * 1000
 
     vec: list[tuple[int, float]] = []
-    matrix: VectorMatrix | None = None
-    vector_type = "float"
     if use_vec:
         assert req.qvec is not None
         t = time.perf_counter()
-        allowed = search_legs.allowed_chunk_ids(conn, req.filters)
-        matrix = matrix_for(conn) if s.vector_matrix else None
-        vector_type = get_meta(conn, "vector_type") or "float"
-        if matrix is not None:
-            vec = matrix.top_k(req.qvec, req.depth, allowed)
-        else:
-            vec = search_legs.vec_knn(
-                conn, query_blob(req.qvec, vector_type), vector_type, req.depth, allowed
-            )
+        vec = source.vector_top(req.qvec, req.depth, req.filters)
         timings["vector"] = (time.perf_counter() - t) * 1000
 
     t = time.perf_counter()
     bm25_rank = {cid: i for i, (cid, _) in enumerate(bm25, start=1)}
     vec_rank = {cid: i for i, (cid, _) in enumerate(vec, start=1)}
     vec_score = dict(vec)
-    keys = search_legs.chunk_keys(conn, list({**bm25_rank, **vec_rank}))
+    keys = source.chunk_keys(list({**bm25_rank, **vec_rank}))
     # A chunk deleted since its list was read cannot be shown (same snapshot, so
     # this only guards against an inconsistent index).
     seen_notes = {k.note_id for k in keys.values()}
@@ -193,12 +297,12 @@ def rank(
     if extra:
         # Notes found only by the note list or by name: their chunks join the
         # candidates so the note can be scored and shown by its best chunk.
-        keys.update(search_legs.note_chunks(conn, extra))
+        keys.update(source.note_chunks(extra))
     if use_vec and req.qvec is not None and (req.mode == "hybrid" or extra):
         # Every candidate gets both scores, so blending compares like with like.
         missing = [cid for cid in keys if cid not in vec_score]
         if missing:
-            vec_score.update(_cosines(conn, missing, req.qvec, matrix, vector_type))
+            vec_score.update(source.cosines(missing, req.qvec))
     chunks = [
         Candidate(
             cid,
@@ -214,7 +318,7 @@ def rank(
     for c in chunks:
         by_note.setdefault(keys[c.chunk_id].note_id, []).append(c)
     note_rank = {nid: i for i, (nid, _) in enumerate(note_top, start=1)}
-    recency = _recency(conn, list(by_note), s) if s.recency_weight > 0 else {}
+    recency = _recency(source, list(by_note), s) if s.recency_weight > 0 else {}
     notes: list[NoteCandidate] = []
     for nid, members in by_note.items():
         members.sort(key=lambda c: (-chunk_score[c.chunk_id], keys[c.chunk_id].ordinal))
@@ -266,7 +370,7 @@ def rank(
                 break
             shown.append(replace(c, score=chunk_score[c.chunk_id]))
             note_of_shown[c.chunk_id] = note
-    rows = search_legs.chunk_rows(conn, [c.chunk_id for c in shown])
+    rows = source.chunk_rows([c.chunk_id for c in shown])
     timings["fuse"] = (time.perf_counter() - t) * 1000
     return Ranked(notes, shown, keys, rows, use_notes, weights, note_of_shown)
 
@@ -292,18 +396,6 @@ def _best_score(scores: Any) -> float | None:
     return max(present) if present else None
 
 
-def _cosines(
-    conn: Connection,
-    chunk_ids: list[int],
-    qvec: npt.NDArray[np.float32],
-    matrix: VectorMatrix | None,
-    vector_type: str,
-) -> dict[int, float]:
-    if matrix is not None:
-        return matrix.scores_for(qvec, chunk_ids)
-    return search_legs.vec_scores_for(conn, query_blob(qvec, vector_type), vector_type, chunk_ids)
-
-
 def _score_chunks(
     chunks: list[Candidate], mode: SearchMode, s: SearchSettings, w: ListWeights
 ) -> list[float]:
@@ -315,10 +407,10 @@ def _score_chunks(
     return [c.vector_score if c.vector_score is not None else -1.0 for c in chunks]
 
 
-def _recency(conn: Connection, note_ids: list[int], s: SearchSettings) -> dict[int, float]:
+def _recency(source: RankSource, note_ids: list[int], s: SearchSettings) -> dict[int, float]:
     now = datetime.now(UTC)
     out: dict[int, float] = {}
-    for nid, value in search_legs.note_updated(conn, note_ids).items():
+    for nid, value in source.note_updated(note_ids).items():
         when = _parse_when(value)
         if when is not None:
             age = (now - when).total_seconds() / 86400

@@ -17,6 +17,10 @@ class SearchFilters:
     :param tags: every listed tag must be on the note.
     :param since: notes updated (or created) on or after this day.
     :param until: notes updated (or created) on or before this day.
+    :param vaults: only notes of these vaults (``None``: every vault). Only the
+        PostgreSQL index holds several vaults; an SQLite index is one vault and
+        ignores it. A confined retriever (``PgRetriever.confined``) narrows it and
+        never widens it.
     """
 
     folder: str | None = None
@@ -26,6 +30,7 @@ class SearchFilters:
     status: str | None = None
     since: date | None = None
     until: date | None = None
+    vaults: frozenset[str] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,6 +57,7 @@ class SearchResult:
     domain: str | None = None
     tags: tuple[str, ...] = ()
     updated: str | None = None
+    vault: str | None = None  # the vault's name in a shared (PostgreSQL) index
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,6 +87,7 @@ class NoteInfo:
     updated: str | None
     mtime: float
     frontmatter: dict[str, Any] = field(default_factory=dict)
+    vault: str | None = None  # the vault's name in a shared (PostgreSQL) index
 
 
 @dataclass(frozen=True, slots=True)

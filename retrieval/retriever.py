@@ -360,7 +360,7 @@ class Retriever:
     ) -> tuple[SearchMode, Ranked]:
         """Choose the lists this search can use, embed the query and rank (worker thread)."""
         s = self._settings
-        problem = self._vectors.problem(conn)
+        problem = self._vector_problem(conn)
         want_vec = requested in ("hybrid", "vector")
         want_bm25 = requested in ("hybrid", "bm25")
         use_vec = want_vec and problem is None
@@ -401,8 +401,17 @@ class Retriever:
             limit=limit,
             filters=filters,
             settings=s,
+            query=query,
         )
-        return effective, rank(conn, request, self._vectors.current_matrix, timings)
+        return effective, self._rank(conn, request, timings)
+
+    def _vector_problem(self, conn: Connection) -> str | None:
+        """Why the vector list cannot be used right now (``None``: it can)."""
+        return self._vectors.problem(conn)
+
+    def _rank(self, conn: Connection, request: RankRequest, timings: dict[str, float]) -> Ranked:
+        """The lists and the fusion of one search, on ``conn``'s snapshot (worker thread)."""
+        return rank(conn, request, self._vectors.current_matrix, timings)
 
     @staticmethod
     def _result(
@@ -423,6 +432,7 @@ class Retriever:
             domain=row.domain,
             tags=row.tags,
             updated=row.updated,
+            vault=row.vault,
         )
 
     # -- context, listing, status -------------------------------------------

@@ -10,6 +10,11 @@ from __future__ import annotations
 
 SCHEMA_VERSION = 3
 
+# The keyword tables' tokenizer (written out in the migrations below, which are never
+# edited). The PostgreSQL index tokenises with FTS5 itself under the same tokenizer
+# (retrieval/fts_terms.py), so both backends see the same words.
+FTS_TOKENIZE = "porter unicode61 remove_diacritics 2"
+
 _V1 = """
 CREATE TABLE meta (
     key   TEXT PRIMARY KEY,

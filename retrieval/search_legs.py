@@ -51,6 +51,7 @@ class ChunkRow:
     domain: str | None
     tags: tuple[str, ...]
     updated: str | None
+    vault: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

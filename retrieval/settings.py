@@ -63,6 +63,15 @@ class IndexSettings(SettingsModel):
         ".signaldesk/index.db",
         description="Index database, relative to the vault root (or absolute).",
     )
+    backend: Literal["sqlite", "postgres"] = Field(
+        "sqlite",
+        description=(
+            "Where the index lives: `sqlite`, one file per vault (`db_path`); or `postgres`, "
+            "the team database of `[postgres]` (pgvector), shared by several vaults and "
+            "machines, each vault's rows under its `[vault] name`. `signaldesk index` and "
+            "`search` use it; a search from the command line sees every vault there."
+        ),
+    )
 
 
 class SearchSettings(SettingsModel):

@@ -12,6 +12,11 @@ Examples::
     python -m bench.quality --keep-index /tmp/q --sets vault-tuning --tune
     python -m bench.quality --keep-index /tmp/q --sets scifact --split train
     python -m bench.quality --keep-index /tmp/q --model bundled     # another embedding model
+    python -m bench.quality --keep-index /tmp/q --sets scifact --backend postgres
+
+``--backend postgres`` indexes each corpus into PostgreSQL as well (a pgserver in
+/tmp/pgindex, or ``--pg-dsn``) and runs every mode on both backends side by side, with
+the nDCG@10 difference and how often the two top-10 lists agree.
 """
 
 from __future__ import annotations
@@ -94,6 +99,16 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
         "--no-reference", action="store_true", help="Skip the whole-note FTS5 reference row."
     )
     p.add_argument("--json", type=Path, help="Also write every figure to this JSON file.")
+    p.add_argument(
+        "--backend",
+        choices=["sqlite", "postgres"],
+        default="sqlite",
+        help="postgres: run every mode on SQLite and on PostgreSQL side by side.",
+    )
+    p.add_argument(
+        "--pg-dsn",
+        help="Admin DSN of a PostgreSQL with pgvector (default: start a pgserver in /tmp/pgindex).",
+    )
     return p.parse_args(argv)
 
 
@@ -182,6 +197,16 @@ def _table(title: str, results: list[ModeResult]) -> Table:
 
 
 async def _main(args: argparse.Namespace, console: Console) -> None:
+    if args.backend == "postgres":
+        from bench.pg_server import bench_database
+
+        with bench_database(args.pg_dsn, "bench_quality", fresh=args.keep_index is None) as pg:
+            await _run(args, console, pg)
+    else:
+        await _run(args, console, None)
+
+
+async def _run(args: argparse.Namespace, console: Console, pg: Any) -> None:
     from signaldesk.retrieval.embedder import load_embedder
 
     workdir = args.keep_index or Path(tempfile.mkdtemp(prefix="sd-quality-"))
@@ -203,6 +228,17 @@ async def _main(args: argparse.Namespace, console: Console) -> None:
             "embedded)",
             highlight=False,
         )
+        if pg is not None:
+            from signaldesk.retrieval.pg_indexer import PgIndexer
+
+            started = time.perf_counter()
+            built = await PgIndexer(corpus.vault, corpus.name, corpus.index, pg, embedder).run()
+            console.print(
+                f"{corpus.name}: PostgreSQL index ready in {time.perf_counter() - started:.1f} s "
+                f"({built.added} added, {built.changed} changed, {built.chunks_embedded} chunks "
+                "embedded)",
+                highlight=False,
+            )
     assert embedder is not None
     report["model"] = embedder.name
     for plan in plans:
@@ -229,25 +265,80 @@ async def _main(args: argparse.Namespace, console: Console) -> None:
             )
             continue
         results = []
+        pairs: list[tuple[ModeResult, ModeResult]] = []
         for mode in args.modes.split(","):
             label = f"{mode} ({search.fusion})" if mode == "hybrid" else f"{mode} only"
+            if pg is not None:
+                label = f"{label} @sqlite"
             results.append(
                 await run_mode(dataset, corpus.vault, corpus.index, search, embedder, mode, label)
             )
+            if pg is not None:
+                results.append(
+                    await run_mode(
+                        dataset,
+                        corpus.vault,
+                        corpus.index,
+                        search,
+                        embedder,
+                        mode,
+                        label.replace("@sqlite", "@postgres"),
+                        opener=_pg_opener(pg, corpus, search, embedder),
+                    )
+                )
+                pairs.append((results[-2], results[-1]))
         if not args.no_reference:
             results.append(run_note_fts(dataset, corpus.vault, corpus.reference_db))
         console.print(_table(title, results))
+        compared = [_compare(a, b) for a, b in pairs]
+        for row in compared:
+            console.print(
+                f"{row['variant']}: nDCG@10 postgres {row['postgres']:.4f} - sqlite "
+                f"{row['sqlite']:.4f} = {row['difference']:+.4f}; identical top-10 for "
+                f"{row['same_top10']:.1%} of queries, mean top-10 overlap {row['overlap10']:.3f}",
+                highlight=False,
+            )
         report["sets"].append(
             {
                 "name": dataset.name,
                 "split": dataset.split,
                 "queries": len(dataset.queries),
                 "results": [{"variant": r.label, **asdict(r.metrics)} for r in results],
+                **({"backends": compared} if compared else {}),
             }
         )
     console.print(f"load average: {report['load']}", highlight=False)
     if args.json:
         args.json.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+
+
+def _pg_opener(pg: Any, corpus: Corpus, search: SearchSettings, embedder: Any) -> Any:
+    from signaldesk.retrieval.pg_retriever import PgRetriever
+
+    async def opener() -> Any:
+        return await PgRetriever.connect(
+            pg, corpus.index, search, embedder, vaults=frozenset({corpus.name})
+        )
+
+    return opener
+
+
+def _compare(sqlite_side: ModeResult, pg_side: ModeResult) -> dict[str, Any]:
+    """The nDCG@10 difference and how far the two backends' top-10 lists agree."""
+    same = overlap = 0.0
+    for qid, docs in sqlite_side.run.items():
+        mine, theirs = docs[:10], pg_side.run.get(qid, [])[:10]
+        same += mine == theirs
+        overlap += len(set(mine) & set(theirs)) / max(1, len(mine))
+    n = max(1, len(sqlite_side.run))
+    return {
+        "variant": sqlite_side.label.replace(" @sqlite", ""),
+        "sqlite": sqlite_side.metrics.ndcg10,
+        "postgres": pg_side.metrics.ndcg10,
+        "difference": pg_side.metrics.ndcg10 - sqlite_side.metrics.ndcg10,
+        "same_top10": same / n,
+        "overlap10": overlap / n,
+    }
 
 
 def _load() -> str:

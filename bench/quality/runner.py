@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import statistics
 import time
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -60,11 +60,16 @@ async def run_mode(
     embedder: Embedder | None,
     mode: SearchMode,
     label: str | None = None,
+    opener: Callable[[], Awaitable[Retriever]] | None = None,
 ) -> ModeResult:
-    """Every query of ``dataset`` through :class:`Retriever` in ``mode``."""
+    """Every query of ``dataset`` through :class:`Retriever` in ``mode``.
+
+    :param opener: opens another retriever (the PostgreSQL one) instead of ``vault``'s.
+    """
     run: dict[str, list[str]] = {}
     latencies: list[float] = []
-    async with await Retriever.open(vault, index, search, embedder) as retriever:
+    opened = opener() if opener is not None else Retriever.open(vault, index, search, embedder)
+    async with await opened as retriever:
         await retriever.warm_up()
         for qid, query in dataset.queries.items():
             started = time.perf_counter()

@@ -26,11 +26,11 @@ from rich.table import Table
 from signaldesk.pipeline.cli._context import AppContext
 from signaldesk.pipeline.cli._output import print_json
 from signaldesk.pipeline.ledger.index_queue import forget_indexed
+from signaldesk.retrieval.backends import index_status_of, make_indexer
 from signaldesk.retrieval.embedder import LazyEmbedder
 from signaldesk.retrieval.index_progress import IndexProgress
 from signaldesk.retrieval.indexer import Indexer
 from signaldesk.retrieval.records import IndexReport, IndexStatus
-from signaldesk.retrieval.status import index_status
 
 INTERRUPTED_MESSAGE = "interrupted — index is consistent; run `signaldesk index` to continue"
 REBUILD_INTERRUPTED_MESSAGE = (
@@ -50,8 +50,13 @@ def index(app: AppContext, full: bool, show_status: bool, as_json: bool) -> None
     """Index the vault for search: incremental by default (only what changed)."""
     workspace = app.workspace()
     settings = workspace.config.index
+    postgres = workspace.config.postgres
+
+    def status_now() -> IndexStatus:
+        return index_status_of(workspace.vault, settings, postgres)
+
     if show_status:
-        status = index_status(workspace.vault, settings)
+        status = status_now()
         if as_json:
             print_json(status)
         else:
@@ -59,7 +64,14 @@ def index(app: AppContext, full: bool, show_status: bool, as_json: bool) -> None
         return
     # A person's `index` also reads every page once (quick_check): a damaged file is
     # rebuilt from the vault instead of being reported as up to date.
-    indexer = Indexer(workspace.vault, settings, LazyEmbedder(settings), verify=True)
+    indexer = make_indexer(
+        workspace.vault,
+        settings,
+        LazyEmbedder(settings),
+        vault_name=workspace.vault_name,
+        postgres=postgres,
+        verify=True,
+    )
     err = Console(stderr=True)
     started = datetime.now(UTC)
     with _stop_on_sigint(indexer.stop):
@@ -73,7 +85,7 @@ def index(app: AppContext, full: bool, show_status: bool, as_json: bool) -> None
     if as_json:
         print_json(report)
     else:
-        _print_report(app.console, report, index_status(workspace.vault, settings))
+        _print_report(app.console, report, status_now())
     if report.interrupted:
         message = REBUILD_INTERRUPTED_MESSAGE if report.full_rebuild else INTERRUPTED_MESSAGE
         err.print(f"[yellow]{message}[/]", highlight=False)

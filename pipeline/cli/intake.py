@@ -353,11 +353,17 @@ def _index_capture(workspace: Workspace, path: Path) -> str | None:
         return None  # a drop folder outside the vault is not part of the index
     if not workspace.config.triage.index_after:
         return None
+    from signaldesk.retrieval.backends import make_indexer
     from signaldesk.retrieval.embedder import LazyEmbedder
-    from signaldesk.retrieval.indexer import Indexer
 
     settings = workspace.config.index
-    indexer = Indexer(workspace.vault, settings, LazyEmbedder(settings))
+    indexer = make_indexer(
+        workspace.vault,
+        settings,
+        LazyEmbedder(settings),
+        vault_name=workspace.vault_name,
+        postgres=workspace.config.postgres,
+    )
     try:
         anyio.run(lambda: indexer.run(paths=[rel]))
     except SignaldeskError as exc:

@@ -75,11 +75,16 @@ def _filters(
 
 async def _open(workspace: Workspace) -> Retriever:
     # Imported here: loading the embedding stack is only worth it for a search.
+    from signaldesk.retrieval.backends import open_retriever
     from signaldesk.retrieval.embedder import LazyEmbedder
 
     embedder = LazyEmbedder(workspace.config.index)
-    return await Retriever.open(
-        workspace.vault, workspace.config.index, workspace.config.search, embedder
+    return await open_retriever(
+        workspace.vault,
+        workspace.config.index,
+        workspace.config.search,
+        embedder,
+        postgres=workspace.config.postgres,
     )
 
 
@@ -106,9 +111,9 @@ def _snippet(text: str, width: int = 220) -> str:
 
 def _hint_empty_index(console: Console, workspace: Workspace) -> None:
     """Say so when nothing matched because the index holds no notes at all."""
-    from signaldesk.retrieval.status import index_status
+    from signaldesk.retrieval.backends import index_status_of
 
-    status = index_status(workspace.vault, workspace.config.index)
+    status = index_status_of(workspace.vault, workspace.config.index, workspace.config.postgres)
     if status.exists and status.notes == 0:
         console.print(
             f"[yellow]The index of {workspace.vault} holds 0 notes[/]: add notes to the vault "

@@ -23,6 +23,7 @@ from signaldesk.pipeline.reports.triage_report import write_triage_report
 from signaldesk.pipeline.service.watcher import VaultWatcher
 from signaldesk.pipeline.triage.records import TriageReport
 from signaldesk.pipeline.triage.run import scan_and_triage, triage
+from signaldesk.retrieval.backends import make_indexer
 from signaldesk.retrieval.embedder import Embedder
 from signaldesk.retrieval.errors import IndexLockedError
 from signaldesk.retrieval.indexer import Indexer
@@ -128,7 +129,13 @@ async def triage_job(services: JobServices) -> str:
 
 def _indexer(services: JobServices) -> Indexer:
     workspace = services.workspace
-    return Indexer(workspace.vault, workspace.config.index, services.embedder)
+    return make_indexer(
+        workspace.vault,
+        workspace.config.index,
+        services.embedder,
+        vault_name=workspace.vault_name,
+        postgres=workspace.config.postgres,
+    )
 
 
 def _index_summary(report: IndexReport) -> str:

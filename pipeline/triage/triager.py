@@ -59,8 +59,8 @@ from signaldesk.pipeline.triage.records import (
     TriageReport,
     card_to_json,
 )
+from signaldesk.retrieval.backends import make_indexer
 from signaldesk.retrieval.embedder import Embedder
-from signaldesk.retrieval.indexer import Indexer
 from signaldesk.scoring.feedback import Correction
 from signaldesk.scoring.records import ScoreCard
 from signaldesk.scoring.scorer import Scorer
@@ -452,7 +452,14 @@ class Triager:
             if self.embedder is None:
                 self.report.index_error = "no embedding model: run `signaldesk index` later"
             else:
-                indexer = Indexer(self.workspace.vault, self.workspace.config.index, self.embedder)
+                workspace = self.workspace
+                indexer = make_indexer(
+                    workspace.vault,
+                    workspace.config.index,
+                    self.embedder,
+                    vault_name=workspace.vault_name,
+                    postgres=workspace.config.postgres,
+                )
                 started = utcnow()
                 try:
                     self.report.indexed = await indexer.run(paths=paths)

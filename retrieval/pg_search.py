@@ -1,0 +1,378 @@
+"""The SQL side of a search on the PostgreSQL index: BM25 from postings, pgvector, metadata.
+
+:class:`PgSource` is a :class:`~retrieval.ranking.RankSource` over one connection inside
+one read-only ``REPEATABLE READ`` transaction (one snapshot for every list of a search,
+as the SQLite retriever reads inside one transaction), so
+:func:`~retrieval.ranking.rank_with` ranks with exactly the SQLite index's fusion.
+
+BM25 is FTS5's ``bm25()``, computed in SQL: for every query token (FTS5's own tokens,
+retrieval/fts_terms.py) ``idf = ln((N - n + 0.5) / (n + 0.5))`` (at least 1e-6), the
+frequency weighted by column, ``k1 = 1.2``, ``b = 0.75``, the row's length over every
+column against the average, ``N`` and the average over the vaults the search may see.
+"""
+
+from __future__ import annotations
+
+import heapq
+import json
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from signaldesk.retrieval.filters import normalise_folder
+from signaldesk.retrieval.fts_query import query_terms
+from signaldesk.retrieval.fts_terms import query_tokens
+from signaldesk.retrieval.ranking import RankRequest
+from signaldesk.retrieval.records import SearchFilters
+from signaldesk.retrieval.search_legs import ChunkKey, ChunkRow
+
+__all__ = ["EF_SEARCH", "PgSource", "pg_filters_sql", "vector_text"]
+
+# HNSW candidates per query (pgvector's hnsw.ef_search; at most 1000). The default of 40
+# would cut the vector list at 40 of the 100 fusion candidates; at 400 the list equals
+# the exact scan's on SciFact (bench/quality --backend postgres reports the overlap).
+EF_SEARCH = 400
+
+_K1 = 1.2
+_B = 0.75
+
+
+def vector_text(qvec: npt.NDArray[np.float32]) -> str:
+    """pgvector's text form of a query vector."""
+    return "[" + ",".join(repr(float(x)) for x in np.asarray(qvec, dtype=np.float32)) + "]"
+
+
+def pg_filters_sql(filters: SearchFilters | None, alias: str = "n") -> tuple[str, list[Any]]:
+    """:func:`~retrieval.filters.filters_sql` for PostgreSQL: an AND of conditions on the
+    notes table ``alias`` (``"true"`` when nothing filters), every value a parameter."""
+    if filters is None:
+        return "true", []
+    n = alias
+    clauses: list[str] = []
+    params: list[Any] = []
+    if filters.vaults is not None:
+        clauses.append(f"{n}.vault = ANY(%s)")
+        params.append(sorted(filters.vaults))
+    if filters.folder:
+        folder = normalise_folder(filters.folder)
+        if folder:
+            clauses.append(f"(left({n}.path, %s) = %s OR {n}.path = %s)")
+            params += [len(folder) + 1, folder + "/", folder]
+    for column, value in (("type", filters.type), ("domain", filters.domain)):
+        if value:
+            clauses.append(f"{n}.{column} = %s")
+            params.append(value)
+    for tag in filters.tags:
+        tag = tag.strip().lstrip("#").casefold()
+        if not tag:
+            continue
+        clauses.append(
+            f"EXISTS (SELECT 1 FROM jsonb_array_elements_text({n}.tags) AS t(v) WHERE "
+            "lower(ltrim(t.v, '#')) = %s OR left(lower(ltrim(t.v, '#')), %s) = %s)"
+        )
+        params += [tag, len(tag) + 1, tag + "/"]
+    if filters.status:
+        clauses.append(f"{n}.status = %s")
+        params.append(filters.status)
+    if filters.since is not None:
+        clauses.append(f"left(COALESCE({n}.updated, {n}.created), 10) >= %s")
+        params.append(filters.since.isoformat())
+    if filters.until is not None:
+        clauses.append(f"left(COALESCE({n}.updated, {n}.created), 10) <= %s")
+        params.append(filters.until.isoformat())
+    if not clauses:
+        return "true", []
+    return " AND ".join(clauses), params
+
+
+def _only_vaults(filters: SearchFilters | None) -> bool:
+    """Whether ``filters`` restricts nothing but the vaults."""
+    if filters is None:
+        return True
+    return pg_filters_sql(SearchFilters(vaults=None, **_rest(filters)))[0] == "true"
+
+
+def _rest(filters: SearchFilters) -> dict[str, Any]:
+    return {
+        "folder": filters.folder,
+        "type": filters.type,
+        "domain": filters.domain,
+        "tags": filters.tags,
+        "status": filters.status,
+        "since": filters.since,
+        "until": filters.until,
+    }
+
+
+_BM25 = """
+WITH q(term, i) AS (SELECT * FROM unnest(%(terms)s::text[]) WITH ORDINALITY),
+hit AS (
+    SELECT p.{id} AS id, {freq} AS f, p.len, count(*) OVER (PARTITION BY q.i) AS n
+    FROM q JOIN {table} p ON p.term = q.term {scope}
+)
+SELECT h.id, sum(
+    greatest(ln((%(rows)s - h.n + 0.5) / (h.n + 0.5)), 1e-6)
+    * h.f * {k1_1} / (h.f + {k1} * (1 - {b} + {b} * h.len / %(avg)s))
+)
+FROM hit h {join}
+GROUP BY h.id
+"""
+
+
+class PgSource:
+    """:class:`~retrieval.ranking.RankSource` over one PostgreSQL snapshot.
+
+    :param vaults: the vaults this search may see (``None``: all).
+    """
+
+    def __init__(self, conn: Any, vaults: frozenset[str] | None) -> None:
+        self.conn = conn
+        self.vaults = vaults
+        self._tokens: list[str] | None = None
+
+    # -- what the vaults hold ----------------------------------------------------
+
+    def _scope(self, column: str) -> tuple[str, list[Any]]:
+        if self.vaults is None:
+            return "", []
+        return f"AND {column} = ANY(%s)", [sorted(self.vaults)]
+
+    def _totals(self, rows: str, tokens: str) -> tuple[int, float]:
+        scope, params = self._scope("vault")
+        row = self.conn.execute(
+            f"SELECT coalesce(sum({rows}), 0), coalesce(sum({tokens}), 0) FROM index_vaults "
+            f"WHERE true {scope}",
+            params,
+        ).fetchone()
+        count, total = int(row[0]), float(row[1])
+        return count, (total / count if count else 1.0)
+
+    def model_name(self) -> str | None:
+        scope, params = self._scope("vault")
+        row = self.conn.execute(
+            f"SELECT meta->>'model_name' FROM index_vaults WHERE meta ? 'model_name' {scope} "
+            "ORDER BY vault LIMIT 1",
+            params,
+        ).fetchone()
+        return None if row is None else row[0]
+
+    def notes_ready(self) -> bool:
+        return True  # every PostgreSQL index row was written with its note-level row
+
+    # -- keyword lists -------------------------------------------------------------
+
+    def _query_tokens(self, req: RankRequest) -> list[str]:
+        if self._tokens is None:
+            self._tokens = query_tokens(query_terms(req.query))
+        return self._tokens
+
+    def _bm25(
+        self,
+        req: RankRequest,
+        *,
+        table: str,
+        id_column: str,
+        weights: tuple[float, ...],
+        totals: tuple[str, str],
+        join: str,
+    ) -> tuple[list[tuple[int, float]], Mapping[int, float]]:
+        tokens = self._query_tokens(req)
+        if not tokens:
+            return [], {}
+        rows, avg = self._totals(*totals)
+        if rows == 0:
+            return [], {}
+        freq = " + ".join(f"p.f{i} * {float(w)!r}" for i, w in enumerate(weights))
+        where, params = pg_filters_sql(_without_vaults(req.filters))
+        scope = ""
+        named: dict[str, Any] = {"terms": tokens, "rows": rows, "avg": avg}
+        if self.vaults is not None:
+            scope = "AND p.vault = ANY(%(vaults)s)"
+            named["vaults"] = sorted(self.vaults)
+        join_sql = ""
+        if where != "true":
+            # Positional filter parameters become named ones for this statement.
+            for i, value in enumerate(params):
+                named[f"f{i}"] = value
+                where = where.replace("%s", f"%(f{i})s", 1)
+            join_sql = f"{join} WHERE {where}"
+        sql = _BM25.format(
+            id=id_column,
+            freq=freq,
+            table=table,
+            scope=scope,
+            k1_1=repr(_K1 + 1),
+            k1=repr(_K1),
+            b=repr(_B),
+            join=join_sql,
+        )
+        found = self.conn.execute(sql, named).fetchall()
+        every = {int(i): float(s) for i, s in found}
+        top = heapq.nsmallest(req.depth, every.items(), key=lambda hit: (-hit[1], hit[0]))
+        return top, every
+
+    def chunk_bm25(self, req: RankRequest) -> tuple[list[tuple[int, float]], Mapping[int, float]]:
+        return self._bm25(
+            req,
+            table="index_chunk_terms",
+            id_column="chunk_id",
+            weights=req.settings.column_weights,
+            totals=("chunk_rows", "chunk_tokens"),
+            join="JOIN index_chunks c ON c.id = h.id JOIN index_notes n ON n.id = c.note_id",
+        )
+
+    def note_bm25(self, req: RankRequest) -> tuple[list[tuple[int, float]], Mapping[int, float]]:
+        return self._bm25(
+            req,
+            table="index_note_terms",
+            id_column="note_id",
+            weights=req.settings.note_column_weights,
+            totals=("note_rows", "note_tokens"),
+            join="JOIN index_notes n ON n.id = h.id",
+        )
+
+    def exact_notes(self, key: str, filters: SearchFilters | None) -> set[int]:
+        if not key:
+            return set()
+        where, params = pg_filters_sql(self._scoped(filters))
+        rows = self.conn.execute(
+            "SELECT k.note_id FROM index_note_keys k JOIN index_notes n ON n.id = k.note_id "
+            f"WHERE k.key = %s AND {where}",
+            [key, *params],
+        ).fetchall()
+        return {int(r[0]) for r in rows}
+
+    def _scoped(self, filters: SearchFilters | None) -> SearchFilters:
+        base = filters or SearchFilters()
+        return SearchFilters(vaults=self.vaults, **_rest(base))
+
+    # -- vectors -------------------------------------------------------------------
+
+    def vector_top(
+        self, qvec: npt.NDArray[np.float32], depth: int, filters: SearchFilters | None
+    ) -> list[tuple[int, float]]:
+        """The ``depth`` nearest chunks: through the HNSW index when only vaults restrict
+        the search, else (or when the index returns too few) by an exact scan."""
+        vec = vector_text(qvec)
+        where, params = pg_filters_sql(self._scoped(filters))
+        sql = (
+            "SELECT c.id, 1 - (c.embedding <=> %s::vector) AS score FROM index_chunks c "
+            "JOIN index_notes n ON n.id = c.note_id "
+            f"WHERE c.embedding IS NOT NULL AND {where} "
+            "ORDER BY c.embedding <=> %s::vector LIMIT %s"
+        )
+        args = [vec, *params, vec, depth]
+        if _only_vaults(filters):
+            self.conn.execute(f"SET LOCAL hnsw.ef_search = {max(EF_SEARCH, depth)}")
+            rows = self.conn.execute(sql, args).fetchall()
+            if len(rows) >= depth or len(rows) >= self._vector_rows(where, params):
+                return _best_first(rows)
+        # A selective filter: HNSW filters after its candidate list and would come back
+        # short, so the filtered rows are scanned exactly.
+        self.conn.execute("SET LOCAL enable_indexscan = off")
+        try:
+            return _best_first(self.conn.execute(sql, args).fetchall())
+        finally:
+            self.conn.execute("SET LOCAL enable_indexscan = on")
+
+    def _vector_rows(self, where: str, params: list[Any]) -> int:
+        row = self.conn.execute(
+            "SELECT count(*) FROM index_chunks c JOIN index_notes n ON n.id = c.note_id "
+            f"WHERE c.embedding IS NOT NULL AND {where}",
+            params,
+        ).fetchone()
+        return int(row[0])
+
+    def cosines(self, chunk_ids: list[int], qvec: npt.NDArray[np.float32]) -> dict[int, float]:
+        if not chunk_ids:
+            return {}
+        rows = self.conn.execute(
+            "SELECT id, 1 - (embedding <=> %s::vector) FROM index_chunks "
+            "WHERE id = ANY(%s) AND embedding IS NOT NULL",
+            (vector_text(qvec), chunk_ids),
+        ).fetchall()
+        return {int(i): float(s) for i, s in rows}
+
+    # -- metadata ------------------------------------------------------------------
+
+    def chunk_keys(self, chunk_ids: list[int]) -> dict[int, ChunkKey]:
+        if not chunk_ids:
+            return {}
+        rows = self.conn.execute(
+            "SELECT c.id, n.path, c.ordinal, c.section, c.note_id FROM index_chunks c "
+            "JOIN index_notes n ON n.id = c.note_id WHERE c.id = ANY(%s)",
+            (chunk_ids,),
+        ).fetchall()
+        return {int(r[0]): ChunkKey(str(r[1]), int(r[2]), str(r[3]), int(r[4])) for r in rows}
+
+    def note_chunks(self, note_ids: list[int]) -> dict[int, ChunkKey]:
+        if not note_ids:
+            return {}
+        rows = self.conn.execute(
+            "SELECT c.id, n.path, c.ordinal, c.section, c.note_id FROM index_chunks c "
+            "JOIN index_notes n ON n.id = c.note_id WHERE c.note_id = ANY(%s)",
+            (note_ids,),
+        ).fetchall()
+        return {int(r[0]): ChunkKey(str(r[1]), int(r[2]), str(r[3]), int(r[4])) for r in rows}
+
+    def note_updated(self, note_ids: list[int]) -> dict[int, str]:
+        if not note_ids:
+            return {}
+        rows = self.conn.execute(
+            "SELECT id, COALESCE(updated, created) FROM index_notes WHERE id = ANY(%s)",
+            (note_ids,),
+        ).fetchall()
+        return {int(r[0]): str(r[1]) for r in rows if r[1] is not None}
+
+    def chunk_rows(self, chunk_ids: list[int]) -> dict[int, ChunkRow]:
+        return chunk_rows(self.conn, chunk_ids)
+
+
+def chunk_rows(conn: Any, chunk_ids: list[int]) -> dict[int, ChunkRow]:
+    """Chunk and note fields for each listed chunk that still exists."""
+    if not chunk_ids:
+        return {}
+    rows = conn.execute(
+        "SELECT c.id, c.ordinal, c.section, c.heading_path, c.text, c.start_line, n.path, "
+        "n.title, n.type, n.domain, n.tags, COALESCE(n.updated, n.created), n.vault "
+        "FROM index_chunks c JOIN index_notes n ON n.id = c.note_id WHERE c.id = ANY(%s)",
+        (chunk_ids,),
+    ).fetchall()
+    return {
+        int(r[0]): ChunkRow(
+            chunk_id=int(r[0]),
+            ordinal=int(r[1]),
+            section=str(r[2]),
+            heading_path=_strings(r[3]),
+            text=str(r[4]),
+            start_line=int(r[5]),
+            path=str(r[6]),
+            title=str(r[7]),
+            note_type=r[8],
+            domain=r[9],
+            tags=_strings(r[10]),
+            updated=r[11],
+            vault=str(r[12]),
+        )
+        for r in rows
+    }
+
+
+def _strings(value: Any) -> tuple[str, ...]:
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            return ()
+    return tuple(str(v) for v in value) if isinstance(value, list) else ()
+
+
+def _without_vaults(filters: SearchFilters | None) -> SearchFilters | None:
+    return None if filters is None else SearchFilters(**_rest(filters))
+
+
+def _best_first(rows: list[Any]) -> list[tuple[int, float]]:
+    # Equal distances are ordered by chunk id, as the in-memory matrix orders them.
+    return sorted(((int(i), float(s)) for i, s in rows), key=lambda hit: (-hit[1], hit[0]))
