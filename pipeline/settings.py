@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import Field
 
 from signaldesk.settings import SettingsModel
@@ -44,6 +46,14 @@ class PipelineSettings(SettingsModel):
 
     ledger_path: str = Field(
         ".signaldesk/ledger.db", description="Item ledger database, relative to the vault root."
+    )
+    ledger_backend: Literal["sqlite", "postgres"] = Field(
+        "sqlite",
+        description=(
+            "Where the item ledger lives: `sqlite` (the file at `ledger_path`, one machine) or "
+            "`postgres` (the team database of [postgres], shared by several `serve` workers "
+            "that claim feeds, items and drop-folder files so nothing is taken in twice)."
+        ),
     )
     feed_concurrency: int = Field(
         8,

@@ -6,9 +6,11 @@ import importlib.abc
 import importlib.machinery
 import os
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import pytest
 
@@ -95,3 +97,20 @@ def postgres(postgres_server: object) -> Iterator[object]:
     assert isinstance(postgres_server, PostgresServer)
     with postgres_server.database() as settings:
         yield settings
+
+
+LedgerOpener = Callable[[], AbstractAsyncContextManager[Any]]
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def open_any_ledger(request: pytest.FixtureRequest, tmp_path: Path) -> LedgerOpener:
+    """Opens a fresh ledger of each backend: the SQLite file, then PostgreSQL (that one
+    skips with the reason when no server can start)."""
+    if request.param == "sqlite":
+        from signaldesk.pipeline.ledger.store import Ledger
+
+        return lambda: Ledger.open(tmp_path / "l.db")
+    from signaldesk.pipeline.ledger.pg_store import PostgresLedger
+
+    settings = request.getfixturevalue("postgres")
+    return lambda: PostgresLedger.open(settings)

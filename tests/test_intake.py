@@ -37,11 +37,26 @@ def server() -> Iterator[FeedServer]:
         yield s
 
 
+# The ledger every test of this module runs on: each test runs once per backend.
+_LEDGER: dict[str, dict[str, Any]] = {}
+
+
+@pytest.fixture(autouse=True, params=["sqlite", "postgres"])
+def ledger_backend(request: pytest.FixtureRequest) -> Iterator[None]:
+    if request.param == "postgres":
+        settings = request.getfixturevalue("postgres")
+        _LEDGER.update(pipeline={"ledger_backend": "postgres"}, postgres={"dsn": settings.dsn})
+    yield
+    _LEDGER.clear()
+
+
 def _workspace(vault: Path, **sections: dict[str, Any]) -> Workspace:
     data: dict[str, dict[str, Any]] = {
         "http": {"per_host": 8, "total_timeout": 10.0, "connect_timeout": 5.0},
         "pipeline": {"retry_backoff": 0.01, "feed_concurrency": 4, "extract_concurrency": 4},
     }
+    for name, values in _LEDGER.items():
+        data.setdefault(name, {}).update(values)
     for name, values in sections.items():
         data.setdefault(name, {}).update(values)
     return Workspace(vault=vault, config=Config.model_validate(data), config_path=None)

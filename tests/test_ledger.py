@@ -21,6 +21,7 @@ from signaldesk.pipeline.ledger.store import (
     item_identity,
     item_to_json,
 )
+from tests.conftest import LedgerOpener
 from tests.intake_data import article_text
 
 pytestmark = pytest.mark.anyio
@@ -94,16 +95,16 @@ async def test_not_a_database_is_a_clear_error(tmp_path: Path) -> None:
     assert info.value.hint and "move it aside" in info.value.hint
 
 
-async def test_recording_twice_adds_nothing(tmp_path: Path) -> None:
-    async with Ledger.open(tmp_path / "l.db") as ledger:
+async def test_recording_twice_adds_nothing(open_any_ledger: LedgerOpener) -> None:
+    async with open_any_ledger() as ledger:
         first = await ledger.record([_item(), _item(guid="https://example.com/p/2")])
         again = await ledger.record([_item(), _item(guid="https://example.com/p/2")])
         assert len(first) == 2 and again == []
         assert {e.status for e in await ledger.in_flight()} == {"discovered"}
 
 
-async def test_concurrent_writers_do_not_interleave(tmp_path: Path) -> None:
-    async with Ledger.open(tmp_path / "l.db") as ledger:
+async def test_concurrent_writers_do_not_interleave(open_any_ledger: LedgerOpener) -> None:
+    async with open_any_ledger() as ledger:
 
         async def writer(n: int) -> None:
             for i in range(10):
@@ -115,8 +116,8 @@ async def test_concurrent_writers_do_not_interleave(tmp_path: Path) -> None:
         assert len(await ledger.entries()) == 200
 
 
-async def test_settle_dedupes_by_guid_url_and_text(tmp_path: Path) -> None:
-    async with Ledger.open(tmp_path / "l.db") as ledger:
+async def test_settle_dedupes_by_guid_url_and_text(open_any_ledger: LedgerOpener) -> None:
+    async with open_any_ledger() as ledger:
         original = _item()
         [oid] = await ledger.record([original])
         assert (await ledger.settle(oid, original)).status == "pending"
@@ -172,8 +173,8 @@ async def test_settle_dedupes_by_guid_url_and_text(tmp_path: Path) -> None:
         assert await ledger.in_flight() == []
 
 
-async def test_park_and_failures(tmp_path: Path) -> None:
-    async with Ledger.open(tmp_path / "l.db") as ledger:
+async def test_park_and_failures(open_any_ledger: LedgerOpener) -> None:
+    async with open_any_ledger() as ledger:
         [iid] = await ledger.record([_item()])
         assert await ledger.record_failure(iid, "timed out") == 1
         assert await ledger.record_failure(iid, "timed out") == 2
@@ -199,8 +200,8 @@ async def test_park_and_failures(tmp_path: Path) -> None:
             await ledger.entries(status="nope")
 
 
-async def test_triage_seam_records_outcome(tmp_path: Path) -> None:
-    async with Ledger.open(tmp_path / "l.db") as ledger:
+async def test_triage_seam_records_outcome(open_any_ledger: LedgerOpener) -> None:
+    async with open_any_ledger() as ledger:
         item = _item()
         [iid] = await ledger.record([item])
         await ledger.settle(iid, item)
@@ -227,8 +228,8 @@ async def test_triage_seam_records_outcome(tmp_path: Path) -> None:
         assert (await ledger.settle(cid, copy)).duplicate_of == iid
 
 
-async def test_copies_within_one_batch_are_one_item(tmp_path: Path) -> None:
-    async with Ledger.open(tmp_path / "l.db") as ledger:
+async def test_copies_within_one_batch_are_one_item(open_any_ledger: LedgerOpener) -> None:
+    async with open_any_ledger() as ledger:
         feed = _item()
         clip = _item(
             source_kind="clipper", source_id="Clippings", guid="Clippings/x.md", text="clip"
@@ -241,13 +242,15 @@ async def test_copies_within_one_batch_are_one_item(tmp_path: Path) -> None:
         assert await ledger.settle_many([]) == []
 
 
-async def test_clipping_identity_follows_the_path_until_triage_frees_it(tmp_path: Path) -> None:
+async def test_clipping_identity_follows_the_path_until_triage_frees_it(
+    open_any_ledger: LedgerOpener,
+) -> None:
     def clip(path: str, fingerprint: str, url: str | None = "https://example.com/a") -> Item:
         # As the clipper adapter reads a file: the guid is the path.
         item = _item(source_kind="clipper", source_id="Clippings", guid=f"clipper:{path}", url=url)
         return resolve_clipping(dataclasses.replace(item, origin_path=path), fingerprint, claims)
 
-    async with Ledger.open(tmp_path / "ledger.db") as ledger:
+    async with open_any_ledger() as ledger:
         claims = await ledger.clipping_claims()
         first = clip("Clippings/a.md", "f1" * 32)
         assert first.guid == "clipper:Clippings/a.md"  # the first one keeps the plain guid

@@ -14,7 +14,7 @@ from signaldesk.pipeline.triage.run import triage
 from signaldesk.scoring import Scorer, ScoringSettings
 from signaldesk.scoring.records import TEASER_NOTE
 from tests.index_helpers import real_embedder
-from tests.triage_data import advisory_item, config, pend, workspace
+from tests.triage_data import advisory_item, config, on_postgres, pend, workspace
 
 
 def _teaser() -> object:
@@ -36,8 +36,13 @@ def test_a_card_scored_on_a_teaser_says_so() -> None:
 
 
 @pytest.mark.anyio
-async def test_an_item_scored_on_a_teaser_is_scored_again_with_its_full_text(vault: Path) -> None:
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+async def test_an_item_scored_on_a_teaser_is_scored_again_with_its_full_text(
+    vault: Path, backend: str, request: pytest.FixtureRequest
+) -> None:
     ws = workspace(vault, config(scoring=ScoringSettings()))
+    if backend == "postgres":
+        ws = on_postgres(workspace, request.getfixturevalue("postgres"))(ws.vault, ws.config)
     teaser = _teaser()
     (item_id,) = await pend(ws, [teaser])  # type: ignore[list-item]
     first = await triage(ws, embedder=real_embedder())

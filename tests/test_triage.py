@@ -29,6 +29,7 @@ from tests.triage_data import (
     clipping,
     config,
     file_list,
+    on_postgres,
     pend,
     snapshot,
     thin_item,
@@ -36,6 +37,14 @@ from tests.triage_data import (
 )
 
 pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture(autouse=True, params=["sqlite", "postgres"])
+def ledger_backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every test runs on both ledger backends (PostgreSQL skips without a server)."""
+    if request.param == "postgres":
+        settings = request.getfixturevalue("postgres")
+        monkeypatch.setitem(globals(), "workspace", on_postgres(workspace, settings))
 
 
 def _signal_notes(vault: Path) -> list[str]:

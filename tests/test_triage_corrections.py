@@ -23,12 +23,22 @@ from tests.triage_data import (
     HOWTO,
     advisory_item,
     clipping,
+    ledger_toml,
+    on_postgres,
     pend,
     thin_item,
     workspace,
 )
 
 pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture(autouse=True, params=["sqlite", "postgres"])
+def ledger_backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every test runs on both ledger backends (PostgreSQL skips without a server)."""
+    if request.param == "postgres":
+        settings = request.getfixturevalue("postgres")
+        monkeypatch.setitem(globals(), "workspace", on_postgres(workspace, settings))
 
 
 async def _corrections(vault: Path) -> list[tuple[str, bool | None, str | None, str]]:
@@ -176,8 +186,8 @@ def test_cli_accept_reject_move_and_corrections(tmp_path: Path) -> None:
     vault = tmp_path / "vault"
     vault.mkdir()
     config = tmp_path / "signaldesk.toml"
-    config.write_text(CONFIG_TOML, encoding="utf-8")
     ws = workspace(vault)
+    config.write_text(CONFIG_TOML + ledger_toml(ws), encoding="utf-8")
     (item_id,) = anyio.run(pend, ws, [advisory_item(1)])
     runner = CliRunner()
     base = ["--vault", str(vault), "--config", str(config)]

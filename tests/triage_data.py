@@ -231,3 +231,28 @@ def snapshot(vault: Path) -> dict[str, str]:
             rel = path.relative_to(vault).as_posix()
             result[rel] = hashlib.sha256(path.read_bytes()).hexdigest()
     return result
+
+
+def on_postgres(ws_factory: Any, settings: Any) -> Any:
+    """``ws_factory`` (as :func:`workspace`) with the ledger in PostgreSQL ``settings``."""
+
+    def factory(vault: Path, cfg: Config | None = None) -> Workspace:
+        ws = ws_factory(vault, cfg)
+        shared = ws.config.model_copy(
+            update={
+                "pipeline": ws.config.pipeline.model_copy(update={"ledger_backend": "postgres"}),
+                "postgres": settings,
+            }
+        )
+        return Workspace(vault=ws.vault, config=shared, config_path=ws.config_path)
+
+    return factory
+
+
+def ledger_toml(ws: Workspace) -> str:
+    """The TOML that puts a command's ledger where ``ws`` has it."""
+    if ws.config.pipeline.ledger_backend != "postgres":
+        return ""
+    return (
+        f'[pipeline]\nledger_backend = "postgres"\n[postgres]\ndsn = "{ws.config.postgres.dsn}"\n'
+    )

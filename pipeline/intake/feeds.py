@@ -15,10 +15,10 @@ from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urlsplit
 
-import aiosqlite
-
 from signaldesk.pipeline.errors import FeedRegistryError
-from signaldesk.pipeline.ledger.store import Ledger, utcnow
+from signaldesk.pipeline.ledger.base import ItemLedger
+from signaldesk.pipeline.ledger.records import utcnow
+from signaldesk.pipeline.ledger.sql import LedgerTx
 from signaldesk.sources.errors import OpmlError
 from signaldesk.sources.http import build_client
 from signaldesk.sources.opml import OpmlFeed, export_opml, parse_opml
@@ -143,34 +143,31 @@ class FeedRegistry:
     :param ledger: an open ledger; writes go through its single write path.
     """
 
-    def __init__(self, ledger: Ledger) -> None:
+    def __init__(self, ledger: ItemLedger) -> None:
         self._ledger = ledger
 
     async def get(self, url: str) -> FeedRecord | None:
         """The subscription for ``url``, if any."""
-        async with self._ledger.connection.execute(
+        row = await self._ledger.fetch_one(
             f"SELECT {', '.join(_COLUMNS)} FROM feeds WHERE url = ?", (url,)
-        ) as cursor:
-            row = await cursor.fetchone()
+        )
         return _record(row) if row else None
 
     async def records(self) -> list[FeedRecord]:
         """Every subscription, by URL."""
-        async with self._ledger.connection.execute(
-            f"SELECT {', '.join(_COLUMNS)} FROM feeds ORDER BY url"
-        ) as cursor:
-            return [_record(row) async for row in cursor]
+        rows = await self._ledger.fetch_all(f"SELECT {', '.join(_COLUMNS)} FROM feeds ORDER BY url")
+        return [_record(row) for row in rows]
 
     async def due(self, now: datetime | None = None) -> list[FeedRecord]:
         """Enabled subscriptions whose next check has come (never-checked ones first)."""
         stamp = _to_db("next_check_at", now or utcnow())
-        async with self._ledger.connection.execute(
+        rows = await self._ledger.fetch_all(
             f"SELECT {', '.join(_COLUMNS)} FROM feeds WHERE disabled_reason IS NULL "
             "AND (next_check_at IS NULL OR next_check_at <= ?) "
             "ORDER BY next_check_at IS NOT NULL, next_check_at, url",
             (stamp,),
-        ) as cursor:
-            return [_record(row) async for row in cursor]
+        )
+        return [_record(row) for row in rows]
 
     async def add(
         self,
@@ -196,31 +193,32 @@ class FeedRegistry:
             category=category,
             prior=prior,
         )
-        async with self._ledger.transaction() as conn:
-            if not await self._insert(conn, record):
+        async with self._ledger.write() as tx:
+            if not await self._insert(tx, record):
                 raise FeedRegistryError(
                     f"already subscribed to {url}", hint="see `signaldesk feeds list`"
                 )
         return record
 
     @staticmethod
-    async def _insert(conn: aiosqlite.Connection, record: FeedRecord) -> bool:
+    async def _insert(tx: LedgerTx, record: FeedRecord) -> bool:
         values = [_to_db(name, getattr(record.state, name)) for name in _STATE_FIELDS]
         values += [_to_db("added_at", record.added_at), record.category, record.prior]
         marks = ", ".join("?" for _ in _COLUMNS)
-        cursor = await conn.execute(
-            f"INSERT OR IGNORE INTO feeds ({', '.join(_COLUMNS)}) VALUES ({marks})", values
+        changed = await tx.execute(
+            f"INSERT INTO feeds ({', '.join(_COLUMNS)}) VALUES ({marks}) "
+            "ON CONFLICT (url) DO NOTHING",
+            values,
         )
-        return bool(cursor.rowcount)
+        return bool(changed)
 
     async def remove(self, url: str) -> None:
         """Unsubscribe (the items already recorded stay in the ledger).
 
         :raises FeedRegistryError: no such subscription.
         """
-        async with self._ledger.transaction() as conn:
-            cursor = await conn.execute("DELETE FROM feeds WHERE url = ?", (url.strip(),))
-            if not cursor.rowcount:
+        async with self._ledger.write() as tx:
+            if not await tx.execute("DELETE FROM feeds WHERE url = ?", (url.strip(),)):
                 raise FeedRegistryError(
                     f"not subscribed to {url}", hint="see `signaldesk feeds list`"
                 )
@@ -231,13 +229,13 @@ class FeedRegistry:
         :raises FeedRegistryError: no such subscription.
         """
         stamp = _to_db("next_check_at", now or utcnow())
-        async with self._ledger.transaction() as conn:
-            cursor = await conn.execute(
+        async with self._ledger.write() as tx:
+            changed = await tx.execute(
                 "UPDATE feeds SET disabled_reason = NULL, error_count = 0, first_error_at = NULL, "
                 "next_check_at = ? WHERE url = ?",
                 (stamp, url.strip()),
             )
-            if not cursor.rowcount:
+            if not changed:
                 raise FeedRegistryError(
                     f"not subscribed to {url}", hint="see `signaldesk feeds list`"
                 )
@@ -246,7 +244,7 @@ class FeedRegistry:
         return record
 
     @staticmethod
-    async def save_state(conn: aiosqlite.Connection, polled_url: str, state: FeedState) -> None:
+    async def save_state(tx: LedgerTx, polled_url: str, state: FeedState) -> None:
         """Store a poll's new state inside an open ledger transaction.
 
         When a permanent redirect moved the feed (``state.url != polled_url``) the row
@@ -254,13 +252,12 @@ class FeedRegistry:
         """
         assignments = ", ".join(f"{name} = ?" for name in _STATE_FIELDS)
         values = [_to_db(name, getattr(state, name)) for name in _STATE_FIELDS]
-        if state.url != polled_url:
-            async with conn.execute("SELECT 1 FROM feeds WHERE url = ?", (state.url,)) as cursor:
-                taken = await cursor.fetchone() is not None
-            if taken:
-                await conn.execute("DELETE FROM feeds WHERE url = ?", (polled_url,))
-                return
-        await conn.execute(f"UPDATE feeds SET {assignments} WHERE url = ?", (*values, polled_url))
+        if state.url != polled_url and await tx.fetch_one(
+            "SELECT 1 FROM feeds WHERE url = ?", (state.url,)
+        ):
+            await tx.execute("DELETE FROM feeds WHERE url = ?", (polled_url,))
+            return
+        await tx.execute(f"UPDATE feeds SET {assignments} WHERE url = ?", (*values, polled_url))
 
     async def import_opml(self, data: bytes, *, now: datetime | None = None) -> ImportReport:
         """Subscribe to every feed of an OPML document; known ones are left as they are.
@@ -275,7 +272,7 @@ class FeedRegistry:
         present: list[str] = []
         invalid: list[str] = []
         stamp = now or utcnow()
-        async with self._ledger.transaction() as conn:
+        async with self._ledger.write() as tx:
             for feed in feeds:
                 try:
                     url = validate_feed_url(feed.url)
@@ -287,7 +284,7 @@ class FeedRegistry:
                     added_at=stamp,
                     category=feed.category,
                 )
-                (added if await self._insert(conn, record) else present).append(url)
+                (added if await self._insert(tx, record) else present).append(url)
         return ImportReport(
             added=tuple(added), already_present=tuple(present), invalid=tuple(invalid)
         )

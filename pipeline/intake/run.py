@@ -41,7 +41,9 @@ from signaldesk.pipeline.intake.stages import (
     settle_worker,
 )
 from signaldesk.pipeline.intake.summary import SOURCE_KINDS, FeedProblem, Handoff, ScanStats
-from signaldesk.pipeline.ledger.store import Ledger, open_ledger, utcnow
+from signaldesk.pipeline.ledger.base import ItemLedger
+from signaldesk.pipeline.ledger.records import LedgerEntry
+from signaldesk.pipeline.ledger.store import open_ledger, utcnow
 from signaldesk.sources.http import HostLimiter, build_client
 from signaldesk.sources.rss import feed_parse_limiter
 from signaldesk.sources.tool_output import write_capture
@@ -61,9 +63,13 @@ def _kinds(sources: Collection[str] | None) -> tuple[SourceKind, ...]:
     return tuple(k for k in SOURCE_KINDS if k in sources)
 
 
+def _of_kinds(entries: list[LedgerEntry], kinds: Collection[str]) -> list[LedgerEntry]:
+    return [e for e in entries if e.item.source_kind in kinds]
+
+
 async def run_scan(
     workspace: Workspace,
-    ledger: Ledger,
+    ledger: ItemLedger,
     client: httpx.AsyncClient | None,
     *,
     sources: Collection[str] | None = None,
@@ -109,7 +115,7 @@ async def run_scan(
         full_text_by_feed={f.url: f.state.full_text for f in feeds},
         parse_limiter=parse_limiter or feed_parse_limiter(),
     )
-    in_flight = [e for e in await ledger.in_flight() if e.item.source_kind in kinds]
+    in_flight = _of_kinds(await ledger.in_flight(), kinds)
     ctx.stats.resumed = len(in_flight)
 
     feed_send, feed_receive = anyio.create_memory_object_stream[FeedRecord](settings.queue_size)
@@ -129,6 +135,11 @@ async def run_scan(
             if "rss" in kinds:
                 # Last: pages of earlier teasers, after this scan's own entries.
                 await discover_refetch(ctx, send_work)
+            if ledger.shared:
+                # A worker that died during this scan left items mid-stage: finish them
+                # now rather than in the next round.
+                abandoned = await ledger.in_flight(abandoned=True)
+                await resume(ctx, _of_kinds(abandoned, kinds), send_work)
 
     # Each worker gets its own clone of the streams it uses; the originals close when
     # the block is left, so a stream ends exactly when its last producer is done.
@@ -176,7 +187,7 @@ class IntakeSession:
     """
 
     def __init__(
-        self, workspace: Workspace, ledger: Ledger, client: httpx.AsyncClient | None = None
+        self, workspace: Workspace, ledger: ItemLedger, client: httpx.AsyncClient | None = None
     ) -> None:
         self.workspace = workspace
         self.ledger = ledger
@@ -259,7 +270,7 @@ async def capture(
     tags: Collection[str] = (),
     source: str | None = None,
     handoff: Handoff | None = None,
-    ledger: Ledger | None = None,
+    ledger: ItemLedger | None = None,
 ) -> tuple[Path, ScanStats]:
     """Write ``text`` into the tool-output drop folder and ingest that folder at once.
 

@@ -40,8 +40,9 @@ from signaldesk.items import Item, SourceKind
 from signaldesk.pipeline.config import Workspace
 from signaldesk.pipeline.intake.feeds import FeedRecord, FeedRegistry
 from signaldesk.pipeline.intake.summary import FeedProblem, Handoff, ScanStats
+from signaldesk.pipeline.ledger.base import ItemLedger
 from signaldesk.pipeline.ledger.clippings import resolve_clipping
-from signaldesk.pipeline.ledger.store import Ledger, LedgerEntry, item_identity
+from signaldesk.pipeline.ledger.store import LedgerEntry, item_identity
 from signaldesk.sources.clipper import scan_clippings
 from signaldesk.sources.http import HostBreaker, HostLimiter, host_of
 from signaldesk.sources.newsletter import fetch_imap, read_mail_sources
@@ -89,7 +90,7 @@ class ScanContext:
     """Everything the workers of one scan share (built once by ``run_scan``)."""
 
     workspace: Workspace
-    ledger: Ledger
+    ledger: ItemLedger
     registry: FeedRegistry
     client: httpx.AsyncClient | None
     limiter: HostLimiter
@@ -290,15 +291,43 @@ async def _record_local(
 
 
 async def discover_feeds(ctx: ScanContext, send: ObjectSendStream[FeedRecord]) -> None:
-    """Send every due (or, with ``force``, every enabled) feed to the fetch stage."""
+    """Send every due (or, with ``force``, every enabled) feed to the fetch stage.
+
+    On a shared ledger each feed is claimed just before it is sent, a few at a time as
+    the fetch workers take them, so workers scanning at once share the round between
+    them; a feed another worker claimed, or polled meanwhile, is left out. A last pass
+    takes the due feeds of a worker that died during this scan.
+    """
     if ctx.force:
         records = [r for r in await ctx.registry.records() if not r.disabled]
     else:
         records = await ctx.registry.due(ctx.now())
-    ctx.stats.feeds_due = len(records)
-    ctx.progress()
-    for record in records:
-        await send.send(record)
+    if not ctx.ledger.shared:
+        ctx.stats.feeds_due = len(records)
+        ctx.progress()
+        for record in records:
+            await send.send(record)
+        return
+    sent: set[str] = set()
+    step = max(1, ctx.workspace.config.pipeline.feed_concurrency)
+    while records:
+        for start in range(0, len(records), step):
+            chunk = records[start : start + step]
+            due = None if ctx.force else ctx.now()
+            mine = await ctx.ledger.claim_feeds([r.url for r in chunk], due=due)
+            for record in chunk:
+                if record.url in mine:
+                    sent.add(record.url)
+                    ctx.stats.feeds_due += 1
+                    ctx.progress()
+                    await send.send(record)
+        if ctx.force:
+            return
+        # Due feeds this worker has not polled: those a worker that died meanwhile had
+        # claimed are free now (a live worker's stay with it).
+        records = [r for r in await ctx.registry.due(ctx.now()) if r.url not in sent]
+        free = await ctx.ledger.claim_feeds([r.url for r in records], due=ctx.now())
+        records = [r for r in records if r.url in free]
 
 
 async def resume(
@@ -368,9 +397,9 @@ async def _poll_one(ctx: ScanContext, record: FeedRecord, send: ObjectSendStream
         ctx.progress()
         return
     items = [safe_item(item) for item in result.items]
-    async with ctx.ledger.transaction() as conn:
-        await ctx.registry.save_state(conn, record.url, result.state)
-        new_ids = await ctx.ledger.insert_items(conn, items, status="discovered", now=ctx.now())
+    async with ctx.ledger.write() as tx:
+        await ctx.registry.save_state(tx, record.url, result.state)
+        new_ids = await ctx.ledger.insert_items(tx, items, status="discovered", now=ctx.now())
     ctx.stats.feeds_polled += 1
     ctx.stats.items_seen += len(result.items)
     if result.outcome == "not_modified":

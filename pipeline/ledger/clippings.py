@@ -29,10 +29,9 @@ rule resolve exactly as they did.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-
-import aiosqlite
+from typing import Any
 
 from signaldesk.items import Item
 from signaldesk.pipeline.ledger.dedupe import canonical_url
@@ -40,8 +39,8 @@ from signaldesk.pipeline.ledger.dedupe import canonical_url
 __all__ = [
     "FINGERPRINT_KEY",
     "ClippingClaim",
+    "clipping_claims_from_rows",
     "clipping_guid",
-    "read_clipping_claims",
     "resolve_clipping",
 ]
 
@@ -84,18 +83,15 @@ def clipping_guid(path: str, fingerprint: str, *, first: bool) -> str:
     return f"clipper:{path}" if first else f"clipper:{path}@{fingerprint[:16]}"
 
 
-async def read_clipping_claims(conn: aiosqlite.Connection) -> dict[str, list[ClippingClaim]]:
-    """Every clipper item in the ledger by its vault path, oldest first.
+def clipping_claims_from_rows(rows: Iterable[Sequence[Any]]) -> dict[str, list[ClippingClaim]]:
+    """Every clipper item by its vault path, from rows of ``(id, guid, origin_path,
+    status, note_path, fingerprint, canonical_url)`` read oldest first (each ledger
+    backend reads them with its own JSON access).
 
     Rows parked by location (a file that could not be read at all) have no guid and
     are left out: they stand for a path, not a clipping, and go once the file reads.
     Clipper items are few (a person saves each one), so they are read in one go.
     """
-    rows = await conn.execute_fetchall(
-        "SELECT id, json_extract(payload, '$.guid'), json_extract(payload, '$.origin_path'), "
-        "status, note_path, json_extract(payload, '$.extra." + FINGERPRINT_KEY + "'), "
-        "canonical_url FROM items WHERE source_kind = 'clipper' ORDER BY discovered_at, id"
-    )
     claims: dict[str, list[ClippingClaim]] = {}
     for item_id, guid, path, status, note_path, fingerprint, canon in rows:
         if path and guid:

@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
+from signaldesk.pipeline.ledger.base import ItemLedger
 from signaldesk.pipeline.ledger.records import iso_utc, utcnow
-from signaldesk.pipeline.ledger.store import Ledger
 
 __all__ = [
     "CorrectionRecord",
@@ -54,7 +54,7 @@ def _row(row: tuple[object, ...]) -> CorrectionRecord:
 
 
 async def record_correction(
-    ledger: Ledger,
+    ledger: ItemLedger,
     item_id: str,
     *,
     accept: bool | None,
@@ -73,72 +73,64 @@ async def record_correction(
     if latest is not None and (latest.accept, latest.domain) == (accept, domain):
         return None
     stamp = iso_utc(now or utcnow())
-    async with ledger.transaction() as conn:
-        cursor = await conn.execute(
+    async with ledger.write() as tx:
+        row = await tx.fetch_one(
             "INSERT INTO corrections (item_id, accept, domain, how, recorded_at) "
-            "VALUES (?, ?, ?, ?, ?)",
+            f"VALUES (?, ?, ?, ?, ?) RETURNING {_COLUMNS}",
             (item_id, None if accept is None else int(accept), domain, how, stamp),
         )
-        row_id = cursor.lastrowid
-    async with ledger.connection.execute(
-        f"SELECT {_COLUMNS} FROM corrections WHERE id = ?", (row_id,)
-    ) as cursor:
-        row = await cursor.fetchone()
-    return _row(tuple(row)) if row else None
+    return _row(row) if row else None
 
 
 async def latest_correction(
-    ledger: Ledger, item_id: str, *, include_undone: bool = False
+    ledger: ItemLedger, item_id: str, *, include_undone: bool = False
 ) -> CorrectionRecord | None:
     """The item's most recent correction still in force (or at all, ``include_undone``)."""
     in_force = "" if include_undone else "AND undone_at IS NULL "
-    async with ledger.connection.execute(
+    row = await ledger.fetch_one(
         f"SELECT {_COLUMNS} FROM corrections WHERE item_id = ? {in_force}"
         "ORDER BY recorded_at DESC, id DESC LIMIT 1",
         (item_id,),
-    ) as cursor:
-        row = await cursor.fetchone()
-    return _row(tuple(row)) if row else None
+    )
+    return _row(row) if row else None
 
 
-async def active_corrections(ledger: Ledger) -> list[CorrectionRecord]:
+async def active_corrections(ledger: ItemLedger) -> list[CorrectionRecord]:
     """Each corrected item's latest correction in force, oldest first."""
-    async with ledger.connection.execute(
+    rows = await ledger.fetch_all(
         f"SELECT {_COLUMNS} FROM corrections c WHERE undone_at IS NULL AND id = ("
         "SELECT id FROM corrections d WHERE d.item_id = c.item_id AND d.undone_at IS NULL "
         "ORDER BY recorded_at DESC, id DESC LIMIT 1) ORDER BY recorded_at, id"
-    ) as cursor:
-        return [_row(tuple(row)) async for row in cursor]
+    )
+    return [_row(row) for row in rows]
 
 
-async def corrections_recorded(ledger: Ledger, start: str, end: str) -> list[CorrectionRecord]:
+async def corrections_recorded(ledger: ItemLedger, start: str, end: str) -> list[CorrectionRecord]:
     """Every correction recorded from ``start`` (inclusive) to ``end`` (ISO UTC), in order,
     undone ones included (the triage report says which)."""
-    async with ledger.connection.execute(
+    rows = await ledger.fetch_all(
         f"SELECT {_COLUMNS} FROM corrections WHERE recorded_at >= ? AND recorded_at < ? "
         "ORDER BY recorded_at, id",
         (start, end),
-    ) as cursor:
-        return [_row(tuple(row)) async for row in cursor]
+    )
+    return [_row(row) for row in rows]
 
 
 async def undo_corrections(
-    ledger: Ledger, *, last: int | None = None, now: datetime | None = None
+    ledger: ItemLedger, *, last: int | None = None, now: datetime | None = None
 ) -> int:
     """Undo the ``last`` corrections in force (all of them when ``None``: a reset).
 
     :returns: how many were undone.
     """
     stamp = iso_utc(now or utcnow())
-    async with ledger.transaction() as conn:
+    async with ledger.write() as tx:
         if last is None:
-            cursor = await conn.execute(
+            return await tx.execute(
                 "UPDATE corrections SET undone_at = ? WHERE undone_at IS NULL", (stamp,)
             )
-        else:
-            cursor = await conn.execute(
-                "UPDATE corrections SET undone_at = ? WHERE id IN (SELECT id FROM corrections "
-                "WHERE undone_at IS NULL ORDER BY recorded_at DESC, id DESC LIMIT ?)",
-                (stamp, max(last, 0)),
-            )
-        return int(cursor.rowcount or 0)
+        return await tx.execute(
+            "UPDATE corrections SET undone_at = ? WHERE id IN (SELECT id FROM corrections "
+            "WHERE undone_at IS NULL ORDER BY recorded_at DESC, id DESC LIMIT ?)",
+            (stamp, max(last, 0)),
+        )

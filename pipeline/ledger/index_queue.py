@@ -11,9 +11,9 @@ import logging
 import sqlite3
 from datetime import datetime
 
+from signaldesk.errors import SignaldeskError
 from signaldesk.pipeline.config import Workspace
-from signaldesk.pipeline.errors import LedgerError
-from signaldesk.pipeline.ledger.store import Ledger, ledger_path
+from signaldesk.pipeline.ledger.store import ledger_exists, open_ledger
 
 __all__ = ["forget_indexed"]
 
@@ -26,11 +26,10 @@ async def forget_indexed(workspace: Workspace, started: datetime) -> None:
     Best effort: a ledger that cannot be opened only means the next triage run
     looks at those paths once more (a stat each).
     """
-    path = ledger_path(workspace)
-    if not path.exists():
+    if not ledger_exists(workspace):
         return  # `index` never creates a ledger
     try:
-        async with Ledger.open(path) as ledger:
+        async with open_ledger(workspace) as ledger:
             await ledger.clear_index_queue(started)
-    except (LedgerError, OSError, sqlite3.Error) as exc:
+    except (SignaldeskError, OSError, sqlite3.Error) as exc:
         logger.info("index queue not cleared: %s", exc)

@@ -11,11 +11,23 @@ from typing import Any
 import aiosqlite
 
 from signaldesk.pipeline.errors import LedgerError
-from signaldesk.pipeline.ledger.clippings import ClippingClaim, read_clipping_claims
+from signaldesk.pipeline.ledger.clippings import (
+    FINGERPRINT_KEY,
+    ClippingClaim,
+    clipping_claims_from_rows,
+)
 from signaldesk.pipeline.ledger.records import ENTRY_COLUMNS, LedgerEntry, entry_from_row
 from signaldesk.pipeline.ledger.schema import ITEM_STATUSES, RESUMABLE_STATUSES
 
-__all__ = ["LedgerReading"]
+__all__ = ["LedgerReading", "check_status"]
+
+
+def check_status(status: str | None) -> None:
+    """:raises LedgerError: ``status`` is given and not a known status."""
+    if status is not None and status not in ITEM_STATUSES:
+        raise LedgerError(
+            f"unknown item status {status!r}", hint=f"use one of: {', '.join(ITEM_STATUSES)}"
+        )
 
 
 class LedgerReading:
@@ -31,8 +43,11 @@ class LedgerReading:
             row = await cursor.fetchone()
         return entry_from_row(row) if row else None
 
-    async def in_flight(self) -> list[LedgerEntry]:
-        """Entries a previous run left mid-stage, oldest first."""
+    async def in_flight(self, *, abandoned: bool = False) -> list[LedgerEntry]:
+        """Entries a previous run left mid-stage, oldest first (``abandoned``: those
+        another worker left, none here: a SQLite ledger has one)."""
+        if abandoned:
+            return []
         marks = ", ".join("?" for _ in RESUMABLE_STATUSES)
         async with self._conn.execute(
             f"SELECT {ENTRY_COLUMNS} FROM items WHERE status IN ({marks}) ORDER BY discovered_at",
@@ -51,10 +66,7 @@ class LedgerReading:
 
         :raises LedgerError: ``status`` is not a known status.
         """
-        if status is not None and status not in ITEM_STATUSES:
-            raise LedgerError(
-                f"unknown item status {status!r}", hint=f"use one of: {', '.join(ITEM_STATUSES)}"
-            )
+        check_status(status)
         clauses: list[str] = []
         params: list[Any] = []
         if status is not None:
@@ -77,7 +89,14 @@ class LedgerReading:
     async def clipping_claims(self) -> dict[str, list[ClippingClaim]]:
         """The clipper items by vault path (see :mod:`pipeline.ledger.clippings` for
         how a clipping file is matched to one)."""
-        return await read_clipping_claims(self._conn)
+        rows = await self._conn.execute_fetchall(
+            "SELECT id, json_extract(payload, '$.guid'), json_extract(payload, "
+            "'$.origin_path'), status, note_path, json_extract(payload, '$.extra."
+            + FINGERPRINT_KEY
+            + "'), canonical_url FROM items WHERE source_kind = 'clipper' "
+            "ORDER BY discovered_at, id"
+        )
+        return clipping_claims_from_rows(rows)
 
     async def known_guids(self, source_kind: str) -> set[str]:
         """The source's own guids (as the adapter gave them) already in the ledger."""

@@ -31,14 +31,8 @@ import anyio.to_thread
 from signaldesk.items import Item, SourceKind
 from signaldesk.pipeline.config import Workspace
 from signaldesk.pipeline.errors import LedgerError
-from signaldesk.pipeline.ledger.dedupe import (
-    DedupeIndex,
-    canonical_url,
-    from_signed64,
-    simhash64,
-    simhash_bands,
-    to_signed64,
-)
+from signaldesk.pipeline.ledger.base import ItemLedger
+from signaldesk.pipeline.ledger.dedupe import canonical_url
 from signaldesk.pipeline.ledger.faults import first_sqlite_error, ledger_error
 from signaldesk.pipeline.ledger.queries import LedgerReading
 from signaldesk.pipeline.ledger.records import (
@@ -62,6 +56,13 @@ from signaldesk.pipeline.ledger.schema import (
     SCHEMA_VERSION,
     SETTLED_STATUSES,
 )
+from signaldesk.pipeline.ledger.settling import (
+    batch_lookups,
+    dedupe_keys,
+    item_rows,
+    plan_settle,
+)
+from signaldesk.pipeline.ledger.sql import LedgerTx, Row, SqliteTx
 
 __all__ = [
     "BUSY_TIMEOUT_MS",
@@ -73,6 +74,7 @@ __all__ = [
     "item_from_json",
     "item_identity",
     "item_to_json",
+    "ledger_exists",
     "ledger_path",
     "open_ledger",
     "utcnow",
@@ -106,15 +108,6 @@ async def _join_worker(pending: aiosqlite.Connection) -> None:
     thread = getattr(pending, "_thread", None)
     if thread is not None and thread.is_alive():
         await anyio.to_thread.run_sync(thread.join, 5.0)
-
-
-def _dedupe_keys(
-    batch: Sequence[tuple[str, Item]],
-) -> list[tuple[str, Item, str | None, str | None, int | None]]:
-    return [
-        (item_id, item, global_guid(item), canonical_url(item.url), simhash64(item.text))
-        for item_id, item in batch
-    ]
 
 
 class Ledger(LedgerReading):
@@ -191,53 +184,65 @@ class Ledger(LedgerReading):
         """The underlying connection, for reads by modules sharing this ledger."""
         return self._conn
 
+    # -- the portable SQL of the ledger's neighbours (see pipeline.ledger.sql) -------
+
+    # One process owns a SQLite ledger: nothing to claim from other workers.
+    shared = False
+
+    @property
+    def where(self) -> str:
+        return str(self.path)
+
+    @asynccontextmanager
+    async def write(self) -> AsyncIterator[LedgerTx]:
+        """A write transaction for portable SQL (see :mod:`pipeline.ledger.sql`)."""
+        async with self.transaction() as conn:
+            yield SqliteTx(conn)
+
+    async def fetch_all(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
+        """Every row of a read-only query (portable SQL)."""
+        return await SqliteTx(self._conn).fetch_all(sql, params)
+
+    async def fetch_one(self, sql: str, params: Sequence[Any] = ()) -> Row | None:
+        """The first row of a read-only query (portable SQL), if any."""
+        return await SqliteTx(self._conn).fetch_one(sql, params)
+
+    async def claim_feeds(self, urls: Sequence[str], *, due: datetime | None) -> set[str]:
+        """The feeds of ``urls`` this worker may poll now: all of them (one process)."""
+        return set(urls)
+
+    async def claim_items(self, item_ids: Sequence[str]) -> set[str]:
+        """The items of ``item_ids`` this worker may work on now: all of them (one
+        process; two runs on one machine take turns under the triage lock)."""
+        return set(item_ids)
+
     # -- recording ----------------------------------------------------------------
 
-    @staticmethod
     async def insert_items(
-        conn: aiosqlite.Connection,
+        self,
+        tx: LedgerTx,
         items: Iterable[Item],
         *,
         status: ItemStatus,
         now: datetime,
     ) -> list[str]:
-        """Insert ``items`` inside an open transaction; returns the ids that were new.
+        """Insert ``items`` inside an open transaction (:meth:`write`); returns the ids
+        that were new.
 
         Two statements whatever the count (each aiosqlite call is a thread round trip):
         which ids exist already, then one ``INSERT OR IGNORE`` batch. The open
         ``BEGIN IMMEDIATE`` keeps any other writer out in between.
         """
-        stamp = iso_utc(now)
-        rows: dict[str, tuple[Any, ...]] = {}
-        for raw in items:
-            item_id = item_identity(raw)
-            item = stored_item(raw)
-            rows.setdefault(
-                item_id,
-                (
-                    item_id,
-                    item.source_kind,
-                    item.source_id,
-                    global_guid(item),
-                    item.url,
-                    canonical_url(item.url),
-                    item.title,
-                    status,
-                    item_to_json(item),
-                    stamp,
-                    stamp,
-                ),
-            )
+        rows = item_rows(items, status=status, now=now)
         if not rows:
             return []
         ids = list(rows)
         marks = ", ".join("?" for _ in ids)
         existing = {
-            r[0]
-            for r in await conn.execute_fetchall(f"SELECT id FROM items WHERE id IN ({marks})", ids)
+            r[0] for r in await tx.fetch_all(f"SELECT id FROM items WHERE id IN ({marks})", ids)
         }
         new = [i for i in ids if i not in existing]
-        await conn.executemany(
+        await tx.executemany(
             "INSERT OR IGNORE INTO items (id, source_kind, source_id, guid, url, canonical_url, "
             "title, status, payload, discovered_at, updated_at) "
             "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -253,8 +258,8 @@ class Ledger(LedgerReading):
         now: datetime | None = None,
     ) -> list[str]:
         """Record newly seen items (already known ones are left alone); returns new ids."""
-        async with self.transaction() as conn:
-            return await self.insert_items(conn, items, status=status, now=now or utcnow())
+        async with self.write() as tx:
+            return await self.insert_items(tx, items, status=status, now=now or utcnow())
 
     async def park_location(
         self,
@@ -418,19 +423,16 @@ class Ledger(LedgerReading):
         """
         if not batch:
             return []
-        stamp = iso_utc(now or utcnow())
         # The fingerprints (~1 ms of CPU per article) are computed in a worker thread, so
         # a batch of 64 does not hold every other task of the scan up for that long.
-        prepared = await anyio.to_thread.run_sync(_dedupe_keys, batch)
+        prepared = await anyio.to_thread.run_sync(dedupe_keys, batch)
         ids = [p[0] for p in prepared]
-        guids = sorted({p[2] for p in prepared if p[2] is not None})
-        urls = sorted({p[3] for p in prepared if p[3] is not None})
-        bands = sorted({b for p in prepared if p[4] is not None for b in simhash_bands(p[4])})
+        guids, urls, bands = batch_lookups(prepared)
         settled = ", ".join(f"'{s}'" for s in SETTLED_STATUSES)
         not_batch = f"id NOT IN ({', '.join('?' for _ in ids)})"
-        index = DedupeIndex()
-        verdicts: list[DedupeVerdict] = []
         async with self.transaction() as conn:
+            exact: Iterable[Sequence[Any]] = ()
+            near: Iterable[Sequence[Any]] = ()
             if guids or urls:
                 # Only non-empty IN lists: `x IN ()` stops SQLite using the indexes.
                 keys = [
@@ -438,62 +440,38 @@ class Ledger(LedgerReading):
                     for column, values in (("guid", guids), ("canonical_url", urls))
                     if values
                 ]
-                rows = await conn.execute_fetchall(
+                exact = await conn.execute_fetchall(
                     f"SELECT id, guid, canonical_url FROM items WHERE ({' OR '.join(keys)}) "
                     f"AND status IN ({settled}) AND {not_batch} ORDER BY discovered_at",
                     (*guids, *urls, *ids),
                 )
-                for row in rows:
-                    index.add(row[0], row[1], row[2], None)
             if bands:
-                rows = await conn.execute_fetchall(
+                near = await conn.execute_fetchall(
                     "SELECT DISTINCT i.id, i.simhash FROM simhash_bands b JOIN items i "
                     f"ON i.id = b.item_id WHERE b.band IN ({', '.join('?' for _ in bands)}) "
                     f"AND i.{not_batch} ORDER BY i.discovered_at",
                     (*bands, *ids),
                 )
-                for row in rows:
-                    index.add(row[0], None, None, from_signed64(row[1]))
-            duplicates: list[tuple[Any, ...]] = []
-            uniques: list[tuple[Any, ...]] = []
-            new_bands: list[tuple[int, str]] = []
-            for item_id, item, guid, canon, fingerprint in prepared:
-                signed = to_signed64(fingerprint) if fingerprint is not None else None
-                item = stored_item(item)
-                payload = item_to_json(item)
-                stored_canon = stored_text(canon) if canon else canon
-                match = index.match(guid, canon, fingerprint)
-                if match is not None:
-                    duplicates.append(
-                        (match[0], payload, stored_canon, signed, stamp, stamp, item_id)
-                    )
-                    verdicts.append(DedupeVerdict(item_id, "duplicate", match[0], match[1]))
-                    continue
-                index.add(item_id, guid, canon, fingerprint)
-                uniques.append(
-                    (payload, item.title, item.url, stored_canon, signed, stamp, stamp, item_id)
-                )
-                if fingerprint is not None:
-                    new_bands += [(band, item_id) for band in simhash_bands(fingerprint)]
-                verdicts.append(DedupeVerdict(item_id, "pending"))
-            if duplicates:
+            plan = plan_settle(prepared, exact, near, now=now or utcnow())
+            if plan.duplicates:
                 await conn.executemany(
                     "UPDATE items SET status = 'duplicate', duplicate_of = ?, payload = ?, "
                     "canonical_url = ?, simhash = ?, updated_at = ?, settled_at = ? WHERE id = ?",
-                    duplicates,
+                    plan.duplicates,
                 )
-            if uniques:
+            if plan.uniques:
                 await conn.executemany(
                     "UPDATE items SET status = 'pending', duplicate_of = NULL, payload = ?, "
                     "title = ?, url = ?, canonical_url = ?, simhash = ?, updated_at = ?, "
                     "settled_at = ? WHERE id = ?",
-                    uniques,
+                    plan.uniques,
                 )
-            if new_bands:
+            if plan.new_bands:
                 await conn.executemany(
-                    "INSERT OR IGNORE INTO simhash_bands (band, item_id) VALUES (?, ?)", new_bands
+                    "INSERT OR IGNORE INTO simhash_bands (band, item_id) VALUES (?, ?)",
+                    plan.new_bands,
                 )
-        return verdicts
+        return plan.verdicts
 
     async def record_triage(
         self,
@@ -536,6 +514,15 @@ class Ledger(LedgerReading):
                 ),
             )
 
+    async def full_text_arrived(self) -> list[str]:
+        """Items filed or rejected on a teaser whose stored item now has the full text."""
+        rows = await self._conn.execute_fetchall(
+            "SELECT id FROM items WHERE status IN ('filed', 'rejected') "
+            "AND json_extract(scores, '$.teaser') = 1 "
+            "AND coalesce(json_extract(payload, '$.teaser'), 0) = 0 ORDER BY discovered_at"
+        )
+        return [str(row[0]) for row in rows]
+
     async def index_queue(self) -> list[str]:
         """Vault paths triage wrote that no index run has looked at since, oldest first."""
         rows = await self._conn.execute_fetchall(
@@ -567,8 +554,25 @@ def ledger_path(workspace: Workspace) -> Path:
     return workspace.resolve(workspace.config.pipeline.ledger_path)
 
 
+def ledger_exists(workspace: Workspace) -> bool:
+    """Whether the workspace has a ledger yet (a shared one always does: opening it
+    only migrates an empty database, so a reader may open it)."""
+    if workspace.config.pipeline.ledger_backend == "postgres":
+        return True
+    return ledger_path(workspace).exists()
+
+
 @asynccontextmanager
-async def open_ledger(workspace: Workspace) -> AsyncIterator[Ledger]:
-    """Open the workspace's ledger (created on first use)."""
+async def open_ledger(workspace: Workspace) -> AsyncIterator[ItemLedger]:
+    """Open the workspace's ledger (created on first use): the SQLite file at
+    ``[pipeline] ledger_path``, or with ``ledger_backend = "postgres"`` the team database
+    of ``[postgres]``."""
+    if workspace.config.pipeline.ledger_backend == "postgres":
+        # Imported here: psycopg is an optional dependency of team mode.
+        from signaldesk.pipeline.ledger.pg_store import PostgresLedger
+
+        async with PostgresLedger.open(workspace.config.postgres) as shared:
+            yield shared
+        return
     async with Ledger.open(ledger_path(workspace)) as ledger:
         yield ledger

@@ -19,8 +19,9 @@ import anyio.to_thread
 from signaldesk.frontmatter import first_heading, note_title, parse_note
 from signaldesk.pipeline.config import Workspace
 from signaldesk.pipeline.intake.feeds import FeedRecord, FeedRegistry
+from signaldesk.pipeline.ledger.base import ItemLedger
 from signaldesk.pipeline.ledger.corrections import corrections_recorded
-from signaldesk.pipeline.ledger.store import Ledger, LedgerEntry, open_ledger
+from signaldesk.pipeline.ledger.store import LedgerEntry, open_ledger
 from signaldesk.pipeline.reports.generated_notes import GeneratedNote, write_generated_note
 from signaldesk.pipeline.reports.triage_report_model import (
     DIMENSIONS,
@@ -110,14 +111,14 @@ def _report_item(
     )
 
 
-async def _day_entries(ledger: Ledger, day: date, tz: tzinfo) -> list[LedgerEntry]:
+async def _day_entries(ledger: ItemLedger, day: date, tz: tzinfo) -> list[LedgerEntry]:
     start, end = _day_bounds(day, tz)
-    async with ledger.connection.execute(
+    rows = await ledger.fetch_all(
         "SELECT id FROM items WHERE discovered_at >= ? AND discovered_at < ? "
         "ORDER BY discovered_at, id",
         (start, end),
-    ) as cursor:
-        ids = [row[0] async for row in cursor]
+    )
+    ids = [row[0] for row in rows]
     entries = [await ledger.get(item_id) for item_id in ids]
     return [e for e in entries if e is not None]
 
@@ -174,7 +175,7 @@ def _list_waiting(vault: Path, listed: list[Path], skipped: list[Path]) -> list[
     return sorted(found.items())
 
 
-async def _day_corrections(ledger: Ledger, day: date, tz: tzinfo) -> list[CorrectionNote]:
+async def _day_corrections(ledger: ItemLedger, day: date, tz: tzinfo) -> list[CorrectionNote]:
     start, end = _day_bounds(day, tz)
     out = []
     for row in await corrections_recorded(ledger, start, end):
@@ -196,7 +197,7 @@ async def _day_corrections(ledger: Ledger, day: date, tz: tzinfo) -> list[Correc
 
 
 async def gather_triage_report(
-    workspace: Workspace, ledger: Ledger, day: date, *, tz: tzinfo | None = None
+    workspace: Workspace, ledger: ItemLedger, day: date, *, tz: tzinfo | None = None
 ) -> TriageReportNote:
     """Collect the report of ``day`` (local time unless ``tz`` is given) from the ledger,
     the feed registry and the inbox folders."""
@@ -246,7 +247,7 @@ async def gather_triage_report(
 
 
 async def write_triage_report(
-    workspace: Workspace, day: date, *, tz: tzinfo | None = None, ledger: Ledger | None = None
+    workspace: Workspace, day: date, *, tz: tzinfo | None = None, ledger: ItemLedger | None = None
 ) -> tuple[TriageReportNote, GeneratedNote]:
     """Gather, render and write the report dated ``day`` (a hand-edited report is kept).
 

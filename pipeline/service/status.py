@@ -9,7 +9,7 @@ from pathlib import Path
 
 from signaldesk.pipeline.config import Workspace
 from signaldesk.pipeline.intake.feeds import FeedRegistry
-from signaldesk.pipeline.ledger.store import ledger_path, open_ledger
+from signaldesk.pipeline.ledger.store import ledger_exists, open_ledger
 from signaldesk.pipeline.reports.triage_report import FeedIssue, feed_issues
 from signaldesk.pipeline.service.job_state import ServeState, load_state, serve_running, state_path
 from signaldesk.retrieval.records import IndexStatus
@@ -40,7 +40,7 @@ async def gather_status(workspace: Workspace) -> ServiceStatus:
         state=load_state(state_path(vault)),
         index=index_status(vault, workspace.config.index),
     )
-    if ledger_path(workspace).exists():
+    if ledger_exists(workspace):
         async with open_ledger(workspace) as ledger:
             records = await FeedRegistry(ledger).records()
             counts = await ledger.status_counts()

@@ -33,12 +33,13 @@ from typing import Literal
 from signaldesk.frontmatter import parse_note
 from signaldesk.frontmatter_patch import FrontmatterPatchError, patch_frontmatter
 from signaldesk.pipeline.errors import PipelineError
+from signaldesk.pipeline.ledger.base import ItemLedger
 from signaldesk.pipeline.ledger.corrections import (
     CorrectionRecord,
     active_corrections,
     record_correction,
 )
-from signaldesk.pipeline.ledger.store import Ledger, LedgerEntry
+from signaldesk.pipeline.ledger.store import LedgerEntry
 from signaldesk.pipeline.settings import TriageSettings
 from signaldesk.pipeline.triage.filing import NoteWriter, read_note_id
 from signaldesk.retrieval.ignore import VaultFilter, iter_vault_notes
@@ -140,7 +141,7 @@ def _inbox_clipping(
 
 
 async def notice_vault_corrections(
-    ledger: Ledger, writer: NoteWriter, settings: TriageSettings
+    ledger: ItemLedger, writer: NoteWriter, settings: TriageSettings
 ) -> list[CorrectionRecord]:
     """Record what the person did to filed notes and inbox clippings since the last run."""
     recorded: list[CorrectionRecord] = []
@@ -180,7 +181,7 @@ async def notice_vault_corrections(
     return recorded
 
 
-async def scoring_corrections(ledger: Ledger) -> list[Correction]:
+async def scoring_corrections(ledger: ItemLedger) -> list[Correction]:
     """The corrections in force, with their items, as the scorer takes them."""
     out: list[Correction] = []
     for row in await active_corrections(ledger):
@@ -217,7 +218,7 @@ def _move(writer: NoteWriter, rel: str, domain: str) -> str:
 
 
 async def apply_command(
-    ledger: Ledger,
+    ledger: ItemLedger,
     writer: NoteWriter,
     entry: LedgerEntry,
     action: Action,

@@ -10,7 +10,8 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
-from signaldesk.pipeline.ledger.store import Ledger, LedgerEntry
+from signaldesk.pipeline.ledger.base import ItemLedger
+from signaldesk.pipeline.ledger.records import LedgerEntry
 from signaldesk.scoring.records import RouteDecision, ScoreCard
 
 __all__ = ["as_decided", "full_text_arrived", "lookup_entry"]
@@ -18,27 +19,21 @@ __all__ = ["as_decided", "full_text_arrived", "lookup_entry"]
 _HEX_PREFIX = re.compile(r"[0-9a-f]{6,63}")
 
 
-async def lookup_entry(ledger: Ledger, item_id: str) -> LedgerEntry | None:
+async def lookup_entry(ledger: ItemLedger, item_id: str) -> LedgerEntry | None:
     """The entry with id ``item_id``, or with that unique id prefix (as `items` shows)."""
     entry = await ledger.get(item_id)
     if entry is None and _HEX_PREFIX.fullmatch(item_id):
-        async with ledger.connection.execute(
+        rows = await ledger.fetch_all(
             "SELECT id FROM items WHERE id LIKE ? LIMIT 2", (item_id + "%",)
-        ) as cursor:
-            rows = list(await cursor.fetchall())
+        )
         if len(rows) == 1:
             entry = await ledger.get(rows[0][0])
     return entry
 
 
-async def full_text_arrived(ledger: Ledger) -> list[str]:
+async def full_text_arrived(ledger: ItemLedger) -> list[str]:
     """Items filed or rejected on a teaser whose stored item now has the full text."""
-    async with ledger.connection.execute(
-        "SELECT id FROM items WHERE status IN ('filed', 'rejected') "
-        "AND json_extract(scores, '$.teaser') = 1 "
-        "AND coalesce(json_extract(payload, '$.teaser'), 0) = 0 ORDER BY discovered_at"
-    ) as cursor:
-        return [str(row[0]) async for row in cursor]
+    return await ledger.full_text_arrived()
 
 
 def as_decided(card: ScoreCard, file: bool, domain: str | None) -> ScoreCard:

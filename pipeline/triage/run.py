@@ -17,11 +17,8 @@ import anyio.to_thread
 from signaldesk.pipeline.config import Workspace
 from signaldesk.pipeline.intake.run import IntakeSession
 from signaldesk.pipeline.intake.summary import ScanStats
-from signaldesk.pipeline.ledger.store import (
-    Ledger,
-    ledger_path,
-    open_ledger,
-)
+from signaldesk.pipeline.ledger.base import ItemLedger
+from signaldesk.pipeline.ledger.store import ledger_exists, open_ledger
 from signaldesk.pipeline.triage.corrections import notice_vault_corrections
 from signaldesk.pipeline.triage.lock import TriageBusyError, triage_lock
 from signaldesk.pipeline.triage.records import (
@@ -68,8 +65,8 @@ async def _sweep_leftovers(workspace: Workspace) -> None:
 
 
 @asynccontextmanager
-async def _maybe_ledger(workspace: Workspace, dry_run: bool) -> AsyncIterator[Ledger | None]:
-    if dry_run and not ledger_path(workspace).exists():
+async def _maybe_ledger(workspace: Workspace, dry_run: bool) -> AsyncIterator[ItemLedger | None]:
+    if dry_run and not ledger_exists(workspace):
         yield None  # a dry run never creates the ledger
         return
     async with open_ledger(workspace) as ledger:

@@ -40,9 +40,9 @@ from signaldesk.pipeline.config import Workspace
 from signaldesk.pipeline.errors import PipelineError
 from signaldesk.pipeline.intake.feeds import FeedRegistry
 from signaldesk.pipeline.intake.stages import normalise
+from signaldesk.pipeline.ledger.base import ItemLedger
 from signaldesk.pipeline.ledger.clippings import resolve_clipping
 from signaldesk.pipeline.ledger.store import (
-    Ledger,
     LedgerEntry,
     item_identity,
     ledger_path,
@@ -117,7 +117,7 @@ class Triager:
     def __init__(
         self,
         workspace: Workspace,
-        ledger: Ledger | None,
+        ledger: ItemLedger | None,
         *,
         embedder: Embedder | None,
         dry_run: bool = False,
@@ -214,6 +214,18 @@ class Triager:
                     entry = await self.ledger.get(item_id)
                     if entry is not None and entry.id not in self._seen:
                         jobs.append(_Job(entry.id, entry.item, entry.status, entry.note_path))
+        if not self.dry_run:
+            # On a shared ledger another worker may be at work on some of these (it
+            # inserted them, or swept them first): only the ones claimed here are done.
+            mine = await self.ledger.claim_items([job.item_id for job in jobs])
+            if item_ids is not None:
+                self.report.errors += [
+                    f"item {job.item_id[:10]} is being triaged by another worker; try again "
+                    "once it is done"
+                    for job in jobs
+                    if job.item_id not in mine
+                ]
+            jobs = [job for job in jobs if job.item_id in mine]
         self._total += len(jobs)
         await self._process(jobs)
 
