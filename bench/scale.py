@@ -316,7 +316,20 @@ def main(argv: list[str] | None = None) -> None:
         action="store_true",
         help="with --keep: only bring the kept index up to date and measure queries",
     )
+    parser.add_argument(
+        "--backend",
+        choices=["sqlite", "postgres"],
+        default="sqlite",
+        help="postgres: the SQLite and the PostgreSQL index side by side (bench/scale_pg.py)",
+    )
+    parser.add_argument(
+        "--pg-dsn", help="admin DSN of a PostgreSQL with pgvector (default: pgserver)"
+    )
     args = parser.parse_args(argv)
+    if args.backend == "postgres":
+        from bench.scale_pg import run_side_by_side
+
+        side_by_side = run_side_by_side
     if args.keep:
         vault = args.keep.resolve()
         if not vault.exists() or not any(vault.iterdir()):
@@ -328,12 +341,18 @@ def main(argv: list[str] | None = None) -> None:
             print(f"vault {vault}; {os.cpu_count()} CPUs; model {embedder.name}")
             _report_latency(vault, settings, embedder, args.model, args.queries or 200)
             return
+        if args.backend == "postgres":
+            side_by_side(vault, args.workers, args.queries, args.pg_dsn)
+            return
         run(vault, args.workers, args.queries, args.model)
         return
     tmp = Path(tempfile.mkdtemp(prefix="signaldesk-scale-"))
     try:
         vault = tmp / "vault"
         _extract(args.data, vault)
+        if args.backend == "postgres":
+            side_by_side(vault, args.workers, args.queries, args.pg_dsn)
+            return
         run(vault, args.workers, args.queries, args.model)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

@@ -105,6 +105,7 @@ class PgIndexer(Indexer):
             if progress:
                 progress(IndexProgress("scanning", rebuild_reason=reason))
             plan = plan_vault(self.vault, {}, force=False)
+            writer.prepare_vectors(model)
             try:
                 with writer.rebuilding():
                     writer.set_model(model, index_format)
@@ -112,6 +113,8 @@ class PgIndexer(Indexer):
             except _Stopped:
                 interrupted = True  # rolled back: the vault's previous rows are kept
                 counters = _Counters(errors=counters.errors)
+            else:
+                writer.analyze()
             return self._finish(counters, plan, started, reason, interrupted, progress)
         if plan_.stored is None:
             writer.set_model(model, index_format)

@@ -22,7 +22,7 @@ from typing import Any, TypeVar
 import anyio
 import anyio.to_thread
 
-from signaldesk.postgres import PostgresError, PostgresSettings, connect
+from signaldesk.postgres import PostgresError, PostgresSettings, connect, schema_version
 from signaldesk.retrieval.budget import BudgetFit
 from signaldesk.retrieval.context_block import ContextExcerpts
 from signaldesk.retrieval.embedder import Embedder, fingerprint_for
@@ -30,6 +30,7 @@ from signaldesk.retrieval.errors import IndexUnavailableError, RetrievalError
 from signaldesk.retrieval.explanation import SearchExplanation
 from signaldesk.retrieval.fusion import Candidate
 from signaldesk.retrieval.links import link_targets
+from signaldesk.retrieval.pg_schema import COMPONENT, MIGRATIONS
 from signaldesk.retrieval.pg_search import PgSource, chunk_rows, pg_filters_sql
 from signaldesk.retrieval.pg_status import read_pg_status, vault_scope
 from signaldesk.retrieval.query_vectors import QueryVectors
@@ -72,9 +73,7 @@ class _Pool:
                 idle = self._idle.pop() if self._idle else None
             conn: Any = idle
             if conn is None:
-                conn = await anyio.to_thread.run_sync(
-                    lambda: connect(self.settings, autocommit=True)
-                )
+                conn = await anyio.to_thread.run_sync(self._open)
             try:
                 yield conn
             finally:
@@ -84,6 +83,13 @@ class _Pool:
                 else:
                     with self._lock:
                         self._idle.append(conn)
+
+    def _open(self) -> Any:
+        conn = connect(self.settings, autocommit=True)
+        # Never server-side prepared: a generic plan cannot see how many query terms or
+        # ids an array holds, and chose scans of whole postings tables (55 ms against 5).
+        conn.prepare_threshold = None
+        return conn
 
     async def aclose(self) -> None:
         self._closed = True
@@ -160,7 +166,7 @@ class PgRetriever(Retriever):
             owner=True,
         )
         try:
-            await retriever._run(lambda conn: None)
+            await retriever._run(_check_schema)
         except BaseException:
             await pool.aclose()
             raise
@@ -388,6 +394,20 @@ class PgRetriever(Retriever):
             return dataclasses.replace(status, degraded=tuple(degraded))
 
         return await self._run(run)
+
+
+def _check_schema(conn: Any) -> None:
+    """Raise :class:`IndexUnavailableError` unless the database holds an index this
+    signaldesk can read."""
+    version = schema_version(conn, COMPONENT)
+    if version == 0:
+        raise IndexUnavailableError("the team database holds no index yet", hint=_NO_INDEX_HINT)
+    if version > len(MIGRATIONS):
+        raise IndexUnavailableError(
+            f"the index schema in PostgreSQL is version {version}, newer than this signaldesk "
+            f"knows ({len(MIGRATIONS)})",
+            hint="upgrade signaldesk on this machine",
+        )
 
 
 def _first_line(exc: BaseException) -> str:

@@ -24,6 +24,7 @@ import numpy.typing as npt
 from signaldesk.retrieval.filters import normalise_folder
 from signaldesk.retrieval.fts_query import query_terms
 from signaldesk.retrieval.fts_terms import query_tokens
+from signaldesk.retrieval.pg_status import vault_scope
 from signaldesk.retrieval.ranking import RankRequest
 from signaldesk.retrieval.records import SearchFilters
 from signaldesk.retrieval.search_legs import ChunkKey, ChunkRow
@@ -109,12 +110,13 @@ def _rest(filters: SearchFilters) -> dict[str, Any]:
 _BM25 = """
 WITH q(term, i) AS (SELECT * FROM unnest(%(terms)s::text[]) WITH ORDINALITY),
 hit AS (
-    SELECT p.{id} AS id, {freq} AS f, p.len, count(*) OVER (PARTITION BY q.i) AS n
+    SELECT p.{id} AS id, ({freq})::float8 AS f, p.len, count(*) OVER (PARTITION BY q.i) AS n
     FROM q JOIN {table} p ON p.term = q.term {scope}
 )
 SELECT h.id, sum(
-    greatest(ln((%(rows)s - h.n + 0.5) / (h.n + 0.5)), 1e-6)
-    * h.f * {k1_1} / (h.f + {k1} * (1 - {b} + {b} * h.len / %(avg)s))
+    greatest(ln((%(rows)s::float8 - h.n + 0.5::float8) / (h.n + 0.5::float8)), 1e-6::float8)
+    * h.f * {k1_1}::float8
+    / (h.f + {k1}::float8 * (1::float8 - {b}::float8 + {b}::float8 * h.len / %(avg)s::float8))
 )
 FROM hit h {join}
 GROUP BY h.id
@@ -131,32 +133,36 @@ class PgSource:
         self.conn = conn
         self.vaults = vaults
         self._tokens: list[str] | None = None
+        self._vault_rows: list[tuple[str, dict[str, Any], int, int, int, int]] | None = None
 
     # -- what the vaults hold ----------------------------------------------------
 
-    def _scope(self, column: str) -> tuple[str, list[Any]]:
-        if self.vaults is None:
-            return "", []
-        return f"AND {column} = ANY(%s)", [sorted(self.vaults)]
+    def _vaults(self) -> list[tuple[str, dict[str, Any], int, int, int, int]]:
+        """The vaults this search sees: name, meta, chunk rows and tokens, note rows and
+        tokens (read once per search: every list needs some of it)."""
+        if self._vault_rows is None:
+            scope, params = vault_scope(self.vaults, "vault")
+            self._vault_rows = [
+                (str(r[0]), dict(r[1]), int(r[2]), int(r[3]), int(r[4]), int(r[5]))
+                for r in self.conn.execute(
+                    "SELECT vault, meta, chunk_rows, chunk_tokens, note_rows, note_tokens "
+                    f"FROM index_vaults WHERE true {scope} ORDER BY vault",
+                    params,
+                ).fetchall()
+            ]
+        return self._vault_rows
 
-    def _totals(self, rows: str, tokens: str) -> tuple[int, float]:
-        scope, params = self._scope("vault")
-        row = self.conn.execute(
-            f"SELECT coalesce(sum({rows}), 0), coalesce(sum({tokens}), 0) FROM index_vaults "
-            f"WHERE true {scope}",
-            params,
-        ).fetchone()
-        count, total = int(row[0]), float(row[1])
+    def _totals(self, level: str) -> tuple[int, float]:
+        """Rows and average length (in tokens) of the ``chunk`` or ``note`` level."""
+        vaults = self._vaults()
+        if level == "chunk":
+            count, total = sum(v[2] for v in vaults), sum(v[3] for v in vaults)
+        else:
+            count, total = sum(v[4] for v in vaults), sum(v[5] for v in vaults)
         return count, (total / count if count else 1.0)
 
     def model_name(self) -> str | None:
-        scope, params = self._scope("vault")
-        row = self.conn.execute(
-            f"SELECT meta->>'model_name' FROM index_vaults WHERE meta ? 'model_name' {scope} "
-            "ORDER BY vault LIMIT 1",
-            params,
-        ).fetchone()
-        return None if row is None else row[0]
+        return next((str(v[1]["model_name"]) for v in self._vaults() if "model_name" in v[1]), None)
 
     def notes_ready(self) -> bool:
         return True  # every PostgreSQL index row was written with its note-level row
@@ -175,22 +181,22 @@ class PgSource:
         table: str,
         id_column: str,
         weights: tuple[float, ...],
-        totals: tuple[str, str],
+        level: str,
         join: str,
     ) -> tuple[list[tuple[int, float]], Mapping[int, float]]:
         tokens = self._query_tokens(req)
         if not tokens:
             return [], {}
-        rows, avg = self._totals(*totals)
+        rows, avg = self._totals(level)
         if rows == 0:
             return [], {}
-        freq = " + ".join(f"p.f{i} * {float(w)!r}" for i, w in enumerate(weights))
+        freq = " + ".join(f"p.f{i} * {float(w)!r}::float8" for i, w in enumerate(weights))
         where, params = pg_filters_sql(_without_vaults(req.filters))
-        scope = ""
+        # The vaults are named even when every vault may be searched: the postings' key
+        # starts with the vault, and a term alone would scan the whole table.
+        scope = "AND p.vault = ANY(%(vaults)s)"
         named: dict[str, Any] = {"terms": tokens, "rows": rows, "avg": avg}
-        if self.vaults is not None:
-            scope = "AND p.vault = ANY(%(vaults)s)"
-            named["vaults"] = sorted(self.vaults)
+        named["vaults"] = [v[0] for v in self._vaults()]
         join_sql = ""
         if where != "true":
             # Positional filter parameters become named ones for this statement.
@@ -219,7 +225,7 @@ class PgSource:
             table="index_chunk_terms",
             id_column="chunk_id",
             weights=req.settings.column_weights,
-            totals=("chunk_rows", "chunk_tokens"),
+            level="chunk",
             join="JOIN index_chunks c ON c.id = h.id JOIN index_notes n ON n.id = c.note_id",
         )
 
@@ -229,7 +235,7 @@ class PgSource:
             table="index_note_terms",
             id_column="note_id",
             weights=req.settings.note_column_weights,
-            totals=("note_rows", "note_tokens"),
+            level="note",
             join="JOIN index_notes n ON n.id = h.id",
         )
 
@@ -256,12 +262,10 @@ class PgSource:
         """The ``depth`` nearest chunks: through the HNSW index when only vaults restrict
         the search, else (or when the index returns too few) by an exact scan."""
         vec = vector_text(qvec)
-        where, params = pg_filters_sql(self._scoped(filters))
+        where, params = self._vector_where(filters)
         sql = (
-            "SELECT c.id, 1 - (c.embedding <=> %s::vector) AS score FROM index_chunks c "
-            "JOIN index_notes n ON n.id = c.note_id "
-            f"WHERE c.embedding IS NOT NULL AND {where} "
-            "ORDER BY c.embedding <=> %s::vector LIMIT %s"
+            "SELECT c.id, 1 - (c.embedding <=> %s::vector) AS score "
+            f"{where} ORDER BY c.embedding <=> %s::vector LIMIT %s"
         )
         args = [vec, *params, vec, depth]
         if _only_vaults(filters):
@@ -277,12 +281,19 @@ class PgSource:
         finally:
             self.conn.execute("SET LOCAL enable_indexscan = on")
 
+    def _vector_where(self, filters: SearchFilters | None) -> tuple[str, list[Any]]:
+        """``FROM ... WHERE ...`` of the chunks with a vector this search may see."""
+        where, params = pg_filters_sql(_without_vaults(filters))
+        scope, vault_params = vault_scope(self.vaults, "c.vault")
+        # The notes are joined only to filter: the HNSW scan then feeds the LIMIT directly.
+        notes = " JOIN index_notes n ON n.id = c.note_id" if where != "true" else ""
+        return (
+            f"FROM index_chunks c{notes} WHERE c.embedding IS NOT NULL {scope} AND {where}",
+            [*vault_params, *params],
+        )
+
     def _vector_rows(self, where: str, params: list[Any]) -> int:
-        row = self.conn.execute(
-            "SELECT count(*) FROM index_chunks c JOIN index_notes n ON n.id = c.note_id "
-            f"WHERE c.embedding IS NOT NULL AND {where}",
-            params,
-        ).fetchone()
+        row = self.conn.execute(f"SELECT count(*) {where}", params).fetchone()
         return int(row[0])
 
     def cosines(self, chunk_ids: list[int], qvec: npt.NDArray[np.float32]) -> dict[int, float]:

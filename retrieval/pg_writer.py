@@ -140,6 +140,13 @@ class PgIndexWriter:
             self.conn.execute("SET lock_timeout = 0")
         self._locked = True
 
+    def analyze(self) -> None:
+        """Refresh the planner's statistics of the index tables after a bulk write (as the
+        SQLite writer runs ``PRAGMA optimize``): a plan chosen on an empty table's
+        statistics would scan postings instead of looking terms up."""
+        for table in ("index_chunk_terms", "index_note_terms", "index_chunks", "index_notes"):
+            self.conn.execute(f"ANALYZE {table}")
+
     def close(self) -> None:
         with contextlib.suppress(Exception):
             if self._locked:
@@ -266,22 +273,40 @@ class PgIndexWriter:
             else:
                 self._meta.pop("model_source_key", None)
 
+    def prepare_vectors(self, model: ModelMeta) -> None:
+        """Create the vector column for ``model`` now, in a transaction of its own.
+
+        A rebuild calls this before its long transaction: adding a column locks the
+        chunks table until commit, which must not keep readers waiting for a rebuild.
+        """
+        if model.vector_type != "none":
+            with self.conn.transaction():
+                self._vector_column(model.dimensions)
+
     def _vector_column(self, dimensions: int) -> None:
-        # One vector column for the database: its dimension is the first model's.
-        self.conn.execute("SELECT pg_advisory_xact_lock(%s, 0)", (_LOCK_CLASS,))
+        # One vector column for the database: its dimension is the first model's. Only
+        # its creation is serialised (a lock held to the end of the transaction).
+        present = self._vector_dimensions()
+        if present is None:
+            self.conn.execute("SELECT pg_advisory_xact_lock(%s, 0)", (_LOCK_CLASS,))
+            present = self._vector_dimensions()
+            if present is None:
+                for statement in vector_ddl(dimensions):
+                    self.conn.execute(statement)
+                return
+        if present != int(dimensions):
+            raise StoreError(
+                f"the team database holds {present}-dimensional vectors; this model "
+                f"makes {dimensions}",
+                hint="use the same [index] model on every machine that indexes into it",
+            )
+
+    def _vector_dimensions(self) -> int | None:
         row = self.conn.execute(
             "SELECT atttypmod FROM pg_attribute WHERE attrelid = 'index_chunks'::regclass "
             "AND attname = 'embedding' AND NOT attisdropped"
         ).fetchone()
-        if row is not None and int(row[0]) != int(dimensions):
-            raise StoreError(
-                f"the team database holds {int(row[0])}-dimensional vectors; this model "
-                f"makes {dimensions}",
-                hint="use the same [index] model on every machine that indexes into it",
-            )
-        if row is None:
-            for statement in vector_ddl(dimensions):
-                self.conn.execute(statement)
+        return None if row is None else int(row[0])
 
     def set_index_format(self, index_format: str) -> None:
         with self.transaction():

@@ -360,3 +360,74 @@ def test_an_unreachable_server_is_one_line(vault: Path) -> None:
     assert "cannot connect to PostgreSQL" in done.stderr and "Traceback" not in done.stderr
     problem_lines = [line for line in done.stderr.splitlines() if "PostgreSQL" in line]
     assert len(problem_lines) == 1
+
+
+async def test_an_empty_database_says_to_index(postgres: PostgresSettings) -> None:
+    from signaldesk.retrieval.errors import IndexUnavailableError
+
+    with pytest.raises(IndexUnavailableError, match="no index yet") as caught:
+        await _pg(postgres)
+    assert caught.value.hint and "signaldesk index" in caught.value.hint
+
+
+async def test_concurrent_confined_searches_while_another_vault_is_written(
+    tmp_path: Path, postgres: PostgresSettings
+) -> None:
+    a = _vault(tmp_path / "a", _many(20, "alpha"))
+    b = _vault(tmp_path / "b", _many(20, "beta"))
+    c = _vault(tmp_path / "c", _many(400, "gamma"))
+    await _indexer(a, "alpha", postgres).run()
+    await _indexer(b, "beta", postgres).run()
+    errors: list[BaseException] = []
+    async with await _pg(postgres) as shared:
+
+        async def client(vault: str) -> None:
+            view = shared.confined({vault})
+            try:
+                for i in range(15):
+                    hits = await view.search(f"lighthouses note number {i}", limit=5)
+                    assert hits and {h.vault for h in hits} == {vault}
+            except BaseException as exc:  # collected: the test reports every failure
+                errors.append(exc)
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(_indexer(c, "gamma", postgres).run)
+            for i in range(8):
+                tg.start_soon(client, ("alpha", "beta")[i % 2])
+    assert errors == []
+
+
+async def test_filters_mean_the_same_on_both_backends(
+    tmp_path: Path, postgres: PostgresSettings
+) -> None:
+    from datetime import date
+
+    from signaldesk.retrieval.indexer import Indexer
+
+    vault = _vault(tmp_path / "team", _NOTES)
+    sqlite_settings = IndexSettings(model=SETTINGS.model, db_path=str(tmp_path / "index.db"))
+    await Indexer(vault, sqlite_settings, real_embedder(), workers=1).run()
+    await _indexer(vault, "team", postgres).run()
+    sqlite_side = await Retriever.open(vault, sqlite_settings, SearchSettings(), real_embedder())
+    pg_side = await _pg(postgres)
+    cases = [
+        SearchFilters(folder="ops"),
+        SearchFilters(folder="ops/"),
+        SearchFilters(tags=("database",)),
+        SearchFilters(tags=("#OPS",)),
+        SearchFilters(since=date(2000, 1, 1)),
+        SearchFilters(until=date(2000, 1, 1)),
+    ]
+    try:
+        for filters in cases:
+            for mode in ("bm25", "vector", "hybrid"):
+                for query in ("backups restore", "disk full", "queues"):
+                    a = await sqlite_side.search(query, limit=5, mode=mode, filters=filters)  # type: ignore[arg-type]
+                    b = await pg_side.search(query, limit=5, mode=mode, filters=filters)  # type: ignore[arg-type]
+                    assert [r.path for r in b] == [r.path for r in a], (filters, mode, query)
+            a_notes = await sqlite_side.list_notes(filters)
+            b_notes = await pg_side.list_notes(filters)
+            assert [n.path for n in b_notes] == [n.path for n in a_notes], filters
+    finally:
+        await sqlite_side.aclose()
+        await pg_side.aclose()
