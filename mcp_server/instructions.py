@@ -13,7 +13,7 @@ from signaldesk.retrieval.ignore import VaultFilter, iter_vault_notes
 from signaldesk.retrieval.records import IndexStatus
 from signaldesk.vault import DOMAINS, SIGNALS_FOLDER
 
-__all__ = ["build_instructions", "signal_domains"]
+__all__ = ["build_instructions", "signal_domains", "vault_heading"]
 
 _TOP_FOLDERS = 8
 
@@ -37,16 +37,17 @@ Everything is read-only."""
 
 
 def signal_domains(
-    vault: Path, status: IndexStatus | None = None, *, signals_folder: str = SIGNALS_FOLDER
+    vault: Path | None, status: IndexStatus | None = None, *, signals_folder: str = SIGNALS_FOLDER
 ) -> list[str]:
-    """The signal domains that hold at least one note, in the canonical order."""
+    """The signal domains that hold at least one note, in the canonical order (from the
+    index's folders, else from the vault's own folders when it is on disk)."""
     found: set[str] = set()
     if status is not None:
         for folder in status.folders:
             parts = folder.split("/")
             if len(parts) >= 2 and parts[0] == signals_folder:
                 found.add(parts[1])
-    if not found:
+    if not found and vault is not None:
         # No index yet: look at the folders themselves (domain names only).
         rules = VaultFilter(vault, with_indexignore=False)
         depth = len(signals_folder.strip("/").split("/"))
@@ -58,11 +59,24 @@ def signal_domains(
     return ordered + sorted(found - set(DOMAINS))
 
 
+def vault_heading(name: str) -> str:
+    return f"signaldesk: search over the markdown vault {name!r}."
+
+
 def build_instructions(
-    vault: Path, status: IndexStatus | None, *, signals_folder: str = SIGNALS_FOLDER
+    heading: str,
+    status: IndexStatus | None,
+    *,
+    vault: Path | None = None,
+    signals_folder: str = SIGNALS_FOLDER,
 ) -> str:
-    """Instructions for clients, from what is indexed (or a hint when nothing is)."""
-    lines = [f"signaldesk: search over the markdown vault {vault.name!r}."]
+    """Instructions for clients, from what is indexed (or a hint when nothing is).
+
+    :param heading: the first line: what is searched (see :func:`vault_heading`).
+    :param vault: the vault on disk, if there is one (its folders name the signal domains
+        before anything is indexed).
+    """
+    lines = [heading]
     if status is None or not status.exists:
         lines.append(
             "There is no search index yet: search, get_context, list_notes and recent_signals "

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import difflib
 import fnmatch
+from collections.abc import Iterable
 from pathlib import Path, PurePosixPath
 
 from signaldesk.frontmatter import first_heading, note_title, parse_note
@@ -17,6 +18,7 @@ __all__ = [
     "ExcludedPredicate",
     "find_latest_report",
     "is_board_or_drawing",
+    "newest_report",
     "read_note_text",
     "scrub_preserving_lines",
     "split_lines",
@@ -92,16 +94,28 @@ def find_latest_report(
     :param layout: where the configuration puts reports.
     :raises NoteNotFoundError: there is no report yet.
     """
-    candidates: list[tuple[str, float, str]] = []
     # The walk never follows a link (one may lead out of the vault and be refused, and
     # one bad entry must not hide the real reports); `excluded` adds the user's rules.
     rules = VaultFilter(vault, with_indexignore=False)
-    for relative, info in iter_vault_notes(vault, rules, under=layout.reports):
-        name = PurePosixPath(relative).name
-        if fnmatch.fnmatchcase(name, layout.report_glob) and not (
-            excluded is not None and excluded(relative)
-        ):
-            candidates.append((name, info.st_mtime, relative))
+    found = [
+        (relative, info.st_mtime)
+        for relative, info in iter_vault_notes(vault, rules, under=layout.reports)
+        if not (excluded is not None and excluded(relative))
+    ]
+    return newest_report(found, layout)
+
+
+def newest_report(paths: Iterable[tuple[str, float]], layout: SignalLayout) -> str:
+    """Of ``(path, mtime)`` pairs, the newest report (its name matches the layout's report
+    pattern) by dated name, then mtime.
+
+    :raises NoteNotFoundError: none of them is a report.
+    """
+    candidates = [
+        (PurePosixPath(path).name, mtime, path)
+        for path, mtime in paths
+        if fnmatch.fnmatchcase(PurePosixPath(path).name, layout.report_glob)
+    ]
     if not candidates:
         raise NoteNotFoundError(
             f"no triage report in {layout.reports}/ yet",

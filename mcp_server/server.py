@@ -18,17 +18,26 @@ from signaldesk import __version__
 from signaldesk.mcp_server.arguments import invalid_arguments, unknown_arguments
 from signaldesk.mcp_server.backend import RetrieverLike, RetrieverOpener, RetrieverSlot
 from signaldesk.mcp_server.errors import UnknownToolError
-from signaldesk.mcp_server.instructions import build_instructions
+from signaldesk.mcp_server.instructions import build_instructions, vault_heading
+from signaldesk.mcp_server.note_source import LocalNotes
 from signaldesk.mcp_server.paths import ExcludedPredicate
 from signaldesk.mcp_server.results import error_result
 from signaldesk.mcp_server.settings import McpSettings
+from signaldesk.mcp_server.team import TeamNotes, TeamView, team_heading
 from signaldesk.mcp_server.tools import Toolbox
-from signaldesk.retrieval.errors import IndexUnavailableError
+from signaldesk.retrieval.errors import IndexUnavailableError, RetrievalError
 from signaldesk.retrieval.ignore import LiveVaultFilter
 from signaldesk.retrieval.records import IndexStatus
 from signaldesk.vault import DEFAULT_LAYOUT, SignalLayout
 
-__all__ = ["SERVER_NAME", "TOOL_NAMES", "build_server", "tool_description"]
+__all__ = [
+    "SERVER_NAME",
+    "TOOL_NAMES",
+    "build_server",
+    "build_team_server",
+    "serve_toolbox",
+    "tool_description",
+]
 
 SERVER_NAME = "signaldesk"
 
@@ -134,34 +143,75 @@ def build_server(
     vault = vault.resolve()
     if excluded is None:
         excluded = LiveVaultFilter(vault).excluded
-    slot = RetrieverSlot(retriever, opener=opener, unavailable=unavailable)
-    toolbox = Toolbox(slot, vault=vault, settings=settings, excluded=excluded, layout=layout)
+    toolbox = Toolbox(
+        RetrieverSlot(retriever, opener=opener, unavailable=unavailable),
+        notes=LocalNotes(vault, excluded, settings.max_note_bytes, layout),
+        settings=settings,
+        excluded=excluded,
+        layout=layout,
+    )
+    return serve_toolbox(
+        toolbox,
+        build_instructions(
+            vault_heading(vault.name), status, vault=vault, signals_folder=layout.signals
+        ),
+    )
+
+
+async def build_team_server(
+    view: TeamView, *, settings: McpSettings, layout: SignalLayout = DEFAULT_LAYOUT
+) -> MCPServer:
+    """The MCP server over a team view of the shared index (see :mod:`mcp_server.team`).
+
+    Nothing is excluded here: each vault's ``.indexignore`` was applied when it was
+    indexed, and the always-excluded folders are refused by the path checks.
+    """
+    try:
+        status: IndexStatus | None = await view.status()
+    except RetrievalError as exc:
+        _log.warning("index status unavailable: %s", exc.message)
+        status = None
+    toolbox = Toolbox(
+        RetrieverSlot(view),
+        notes=TeamNotes(view, layout),
+        settings=settings,
+        excluded=_nothing,
+        layout=layout,
+    )
+    heading = team_heading(await view.visible() if status is not None else ())
+    return serve_toolbox(
+        toolbox, build_instructions(heading, status, signals_folder=layout.signals)
+    )
+
+
+def _nothing(_: str) -> bool:
+    return False
+
+
+def serve_toolbox(toolbox: Toolbox, instructions: str) -> MCPServer:
+    """An MCP server offering ``toolbox``'s tools, read-only, under their names."""
     server: MCPServer = _Server(
         SERVER_NAME,
         title="signaldesk vault search",
         description="Hybrid (keyword + semantic) search over a markdown knowledge vault.",
-        instructions=build_instructions(vault, status, signals_folder=layout.signals),
+        instructions=instructions,
         version=__version__,
         # The SDK configures logging when nothing else has; keep its request chatter out.
         log_level="WARNING",
     )
-    annotations = {
-        name: ToolAnnotations(
-            title=_TITLES[name],
-            read_only_hint=True,
-            destructive_hint=False,
-            idempotent_hint=True,
-            open_world_hint=False,
-        )
-        for name in TOOL_NAMES
-    }
     for name in TOOL_NAMES:
         server.add_tool(
             getattr(toolbox, name),
             name=name,
             title=_TITLES[name],
             description=tool_description(getattr(toolbox, name)),
-            annotations=annotations[name],
+            annotations=ToolAnnotations(
+                title=_TITLES[name],
+                read_only_hint=True,
+                destructive_hint=False,
+                idempotent_hint=True,
+                open_world_hint=False,
+            ),
             structured_output=True,
         )
     return server

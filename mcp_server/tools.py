@@ -10,9 +10,7 @@ Nothing a tool raises reaches the protocol layer.
 
 from __future__ import annotations
 
-import functools
 from datetime import datetime
-from pathlib import Path
 from typing import Annotated, TypeVar
 
 import anyio
@@ -49,16 +47,14 @@ from signaldesk.mcp_server.models import (
     SignalEntry,
     SignalListOutput,
 )
+from signaldesk.mcp_server.note_source import NoteSource
 from signaldesk.mcp_server.notes import (
     ExcludedPredicate,
-    find_latest_report,
     is_board_or_drawing,
-    read_note_text,
     scrub_preserving_lines,
     split_lines,
     title_of,
 )
-from signaldesk.mcp_server.paths import resolve_note_path
 from signaldesk.mcp_server.rendering import (
     render_notes,
     render_read,
@@ -88,7 +84,7 @@ class Toolbox:
     """The tool implementations, sharing the retriever slot, the vault and the settings.
 
     :param slot: where the retriever is (or will be, once the index exists).
-    :param vault: the vault root; ``read_note`` and ``latest_report`` read files under it.
+    :param notes: where ``read_note`` and ``latest_report`` read a note's text.
     :param excluded: ``True`` for a vault-relative path that must never be returned
         (``.indexignore`` and the always-excluded folders).
     :param layout: where the configuration files signals and writes reports.
@@ -98,13 +94,13 @@ class Toolbox:
         self,
         slot: RetrieverSlot,
         *,
-        vault: Path,
+        notes: NoteSource,
         settings: McpSettings,
         excluded: ExcludedPredicate,
         layout: SignalLayout = DEFAULT_LAYOUT,
     ) -> None:
         self.slot = slot
-        self.vault = vault.resolve()
+        self.notes = notes
         self.settings = settings
         self.excluded = excluded
         self.layout = layout
@@ -236,10 +232,8 @@ class Toolbox:
         where to continue. Only markdown notes inside the vault can be read; excluded
         folders (.obsidian, templates, attachments, .indexignore matches) are refused.
         """
-        note = resolve_note_path(
-            self.vault, path, excluded=self.excluded, max_bytes=self.settings.max_note_bytes
-        )
-        raw = await anyio.to_thread.run_sync(read_note_text, note.absolute)
+        note = await self.notes.read(path)
+        raw = note.text
         if is_board_or_drawing(raw):
             raise NoteNotFoundError(
                 f"{note.relative!r} is an Excalidraw drawing or a Kanban board, not a note",
@@ -391,13 +385,8 @@ class Toolbox:
         """The newest daily triage report (06-daily/*-triage.md by default): what arrived per source
         and domain, what was filed with its scores, what was rejected near the threshold,
         inbox items waiting, failing feeds and parked errors."""
-        relative = await anyio.to_thread.run_sync(
-            functools.partial(find_latest_report, self.vault, self.excluded, layout=self.layout)
-        )
-        note = resolve_note_path(
-            self.vault, relative, excluded=self.excluded, max_bytes=self.settings.max_note_bytes
-        )
-        raw = await anyio.to_thread.run_sync(read_note_text, note.absolute)
+        note = await self.notes.latest_report()
+        raw = note.text
         budget = token_chars(self.settings.report_max_tokens)
         text = cap_text(await anyio.to_thread.run_sync(scrub_text, raw), budget)
         out = ReportOutput(

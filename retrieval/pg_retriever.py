@@ -375,6 +375,16 @@ class PgRetriever(Retriever):
 
         return await self._run(run)
 
+    async def vault_names(self) -> frozenset[str]:
+        """The indexed vaults this retriever may see."""
+        scope, params = vault_scope(self._scope, "vault")
+
+        def run(conn: Any) -> frozenset[str]:
+            rows = conn.execute(f"SELECT vault FROM index_vaults WHERE true {scope}", params)
+            return frozenset(str(r[0]) for r in rows)
+
+        return await self._run(run)
+
     async def status(self) -> IndexStatus:
         """Counts, model, last run and any degraded mode of the vaults this retriever sees."""
 

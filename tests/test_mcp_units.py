@@ -23,7 +23,7 @@ from signaldesk.mcp_server.errors import (
     TransportConfigError,
 )
 from signaldesk.mcp_server.http import transport_security
-from signaldesk.mcp_server.instructions import build_instructions
+from signaldesk.mcp_server.instructions import build_instructions, vault_heading
 from signaldesk.mcp_server.notes import (
     find_latest_report,
     scrub_preserving_lines,
@@ -151,12 +151,12 @@ def test_instructions_without_and_with_an_index(tmp_path: Path) -> None:
     (tmp_path / "05-signals" / "security").mkdir(parents=True)
     (tmp_path / "05-signals" / "security" / "x.md").write_text("# x\n")
     (tmp_path / "05-signals" / "web").mkdir()
-    missing = build_instructions(tmp_path, None)
+    missing = build_instructions(vault_heading(tmp_path.name), None, vault=tmp_path)
     assert "signaldesk index" in missing and "security" in missing and "web" not in missing
     status = IndexStatus(
         db_path="x", exists=True, notes=12, chunks=40, folders={"03-resources": 9, "05-signals": 3}
     )
-    present = build_instructions(tmp_path, status)
+    present = build_instructions(vault_heading(tmp_path.name), status, vault=tmp_path)
     assert "12 notes in 40 chunks" in present
     assert present.index("03-resources/") < present.index("05-signals/ (3)")
 

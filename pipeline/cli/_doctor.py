@@ -57,7 +57,11 @@ def run_checks(app: AppContext) -> list[Check]:
     checks.append(model_check)
     if workspace is not None:
         checks.append(_vault(workspace))
-        checks.append(_index(workspace, settings, embedder))
+        team = _postgres_components(workspace)
+        if team:
+            checks.extend(_postgres(workspace, team))
+        if settings.backend == "sqlite":
+            checks.append(_index(workspace, settings, embedder))
     else:
         checks.append(
             Check(
@@ -225,8 +229,101 @@ def _index(workspace: Workspace, settings: IndexSettings, embedder: Embedder | N
     return Check("index", "ok", detail)
 
 
+def _postgres_components(workspace: Workspace) -> dict[str, int]:
+    """The components kept in the team database, each with the schema version this
+    signaldesk expects."""
+    config = workspace.config
+    wanted: dict[str, int] = {}
+    if config.index.backend == "postgres":
+        from signaldesk.retrieval import pg_schema
+
+        wanted[pg_schema.COMPONENT] = len(pg_schema.MIGRATIONS)
+    if config.pipeline.ledger_backend == "postgres":
+        from signaldesk.pipeline.ledger import pg_schema as ledger_schema
+
+        wanted[ledger_schema.COMPONENT] = len(ledger_schema.MIGRATIONS)
+    return wanted
+
+
+def _postgres(workspace: Workspace, components: dict[str, int]) -> list[Check]:
+    """Team mode: the server, pgvector, each component's schema version, this vault's index."""
+    from signaldesk.postgres import PostgresError, connect, schema_version, server_info
+
+    settings = workspace.config.postgres
+    try:
+        with connect(settings, autocommit=True) as conn:
+            info = server_info(conn)
+            versions = {name: schema_version(conn, name) for name in components}
+    except PostgresError as exc:
+        return [Check("postgres", "fail", exc.message, exc.hint or "")]
+    except Exception as exc:  # the server answered but a query failed: say so, never crash
+        return [Check("postgres", "fail", f"{settings.dsn}: {exc}", "check the server's log")]
+    checks = [Check("postgres", "ok", f"PostgreSQL {info.server_version} at {settings.dsn}")]
+    if info.vector_installed:
+        checks.append(Check("pgvector", "ok", f"{info.vector_installed} installed"))
+    elif info.vector_available:
+        checks.append(
+            Check(
+                "pgvector",
+                "warn",
+                f"{info.vector_available} available, not installed in this database",
+                "signaldesk index installs it (needs the CREATE privilege), or run "
+                "CREATE EXTENSION vector as the database owner",
+            )
+        )
+    else:
+        checks.append(
+            Check(
+                "pgvector",
+                "fail",
+                "the server has no pgvector extension",
+                "use a server with pgvector (the pgvector/pgvector:pg16 image)",
+            )
+        )
+    for name, expected in components.items():
+        found = versions[name]
+        if found == expected:
+            checks.append(Check(f"{name} schema", "ok", f"version {found}"))
+        elif found > expected:
+            checks.append(
+                Check(
+                    f"{name} schema",
+                    "fail",
+                    f"version {found}, newer than this signaldesk ({expected})",
+                    "upgrade signaldesk on this machine",
+                )
+            )
+        else:
+            run = "signaldesk index" if name == "index" else "signaldesk scan"
+            state = "not created yet" if found == 0 else f"version {found} of {expected}"
+            checks.append(Check(f"{name} schema", "warn", state, f"{run} migrates it"))
+    if "index" in components and versions.get("index"):
+        checks.append(_team_index(workspace))
+    return checks
+
+
+def _team_index(workspace: Workspace) -> Check:
+    """This vault's part of the team index."""
+    from signaldesk.postgres import connect
+    from signaldesk.retrieval.pg_status import read_pg_status
+
+    name = workspace.vault_name
+    settings = workspace.config.postgres
+    with connect(settings, autocommit=True) as conn:
+        status = read_pg_status(conn, frozenset({name}), settings.dsn)
+    if not status.exists:
+        return Check("index", "warn", f"vault {name!r} is not indexed yet", "signaldesk index")
+    detail = (
+        f"vault {name!r}: {plural(status.notes, 'note')}, {plural(status.chunks, 'chunk')}, "
+        f"{plural(status.vectors, 'vector')}"
+    )
+    if status.degraded:
+        return Check("index", "warn", f"{detail}; {'; '.join(status.degraded)}", "signaldesk index")
+    return Check("index", "ok", detail)
+
+
 # An index, a model or sqlite-vec that is missing degrades search; these break it.
-_ESSENTIAL = {"python", "sqlite", "fts5", "config", "vault"}
+_ESSENTIAL = {"python", "sqlite", "fts5", "config", "vault", "postgres", "pgvector"}
 
 
 @click.command()

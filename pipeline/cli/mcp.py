@@ -129,10 +129,19 @@ def mcp_command(
                 vault_name=workspace.vault_name,
                 on_ready=ready,
                 layout=config.layout,
+                postgres=config.postgres,
             )
         )
         return
-    anyio.run(run_stdio, workspace.vault, config.index, config.search, settings, config.layout)
+    anyio.run(
+        run_stdio,
+        workspace.vault,
+        config.index,
+        config.search,
+        settings,
+        config.layout,
+        config.postgres,
+    )
 
 
 def _print_new_token(name: str) -> None:
