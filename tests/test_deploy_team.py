@@ -5,7 +5,6 @@ from __future__ import annotations
 import tomllib
 from pathlib import Path
 
-import click
 import yaml
 
 from signaldesk.pipeline.cli import cli
@@ -37,8 +36,9 @@ def test_the_compose_file_runs_the_database_the_workers_and_the_mcp_server() -> 
         command = service["command"]
         assert command[0] == "signaldesk"
         verb, *rest = [a for a in command[1:] if a != "-v"]
-        with click.Context(cli) as context:
+        # A context as the group makes it (its settings, such as -h, reach the command).
+        with cli.make_context("signaldesk", [verb, *rest]) as context:
             sub = cli.get_command(context, verb)  # type: ignore[attr-defined]
-        assert sub is not None, verb
-        sub.make_context(verb, rest)  # parses the options only
+            assert sub is not None, verb
+            sub.make_context(verb, rest, parent=context)  # parses the options only
     assert services["mcp"]["command"][1:4] == ["mcp", "--http", "--host"]
