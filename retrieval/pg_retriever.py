@@ -91,9 +91,6 @@ class _Pool:
         conn.prepare_threshold = None
         return conn
 
-    async def _warm_store(self) -> None:
-        """Nothing to preload: the server keeps the postings and vectors."""
-
     async def aclose(self) -> None:
         self._closed = True
         with self._lock:
@@ -191,6 +188,9 @@ class PgRetriever(Retriever):
             vaults=_narrow(self._scope, frozenset(vaults)),
             owner=False,
         )
+
+    async def _warm_store(self) -> None:
+        """Nothing to preload: the server keeps the postings and vectors."""
 
     async def aclose(self) -> None:
         self._closed = True
