@@ -17,6 +17,7 @@ import time
 from collections.abc import Iterable
 from typing import Protocol
 
+from signaldesk.mcp_server.backend import RetrieverLike
 from signaldesk.mcp_server.errors import NoteNotFoundError
 from signaldesk.mcp_server.note_source import SourceNote
 from signaldesk.mcp_server.notes import newest_report
@@ -38,39 +39,13 @@ __all__ = ["TeamIndex", "TeamNotes", "TeamView", "team_heading"]
 _REPORT_SCAN = 5000
 
 
-class TeamIndex(Protocol):
-    """What team mode needs of the shared index (:class:`retrieval.pg_retriever.PgRetriever`)."""
-
-    @property
-    def vaults(self) -> frozenset[str] | None: ...
-
-    async def search_page(
-        self,
-        query: str,
-        *,
-        limit: int | None = None,
-        filters: SearchFilters | None = None,
-        mode: SearchMode | None = None,
-        max_tokens: int | None = None,
-    ) -> SearchPage: ...
-
-    async def context(
-        self, topic: str, *, filters: SearchFilters | None = None
-    ) -> ContextExcerpts: ...
-
-    async def list_notes(
-        self, filters: SearchFilters | None = None, *, limit: int = 50
-    ) -> list[NoteInfo]: ...
+class TeamIndex(RetrieverLike, Protocol):
+    """What team mode needs of the shared index (:class:`retrieval.pg_retriever.PgRetriever`):
+    the tools' surface, and the stored note text and the vault names."""
 
     async def read_note(self, vault: str, path: str) -> str | None: ...
 
     async def vault_names(self) -> frozenset[str]: ...
-
-    async def status(self) -> IndexStatus: ...
-
-    async def warm_up(self) -> None: ...
-
-    async def aclose(self) -> None: ...
 
 
 def team_heading(vaults: Iterable[str]) -> str:

@@ -262,6 +262,21 @@ def index_vault(vault: Path, *, full: bool = False) -> None:
     Indexer(vault, settings, LazyEmbedder(settings)).run_sync(full=full)
 
 
+# A raw MCP `initialize` request and the headers a streamable-HTTP POST needs, for tests
+# that speak HTTP without a client.
+INIT_REQUEST = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "raw-test", "version": "0"},
+    },
+}
+POST_HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+
+
 def server_env() -> dict[str, str]:
     """The environment for a server subprocess: offline, the repo importable."""
     env = dict(os.environ)

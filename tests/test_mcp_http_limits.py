@@ -15,7 +15,7 @@ import pytest
 from anyio.abc import SocketStream
 from mcp import Client
 from mcp_types import CallToolResult
-from mcp_vault import build_vault
+from mcp_vault import INIT_REQUEST, POST_HEADERS, build_vault
 
 from signaldesk.mcp_server import McpSettings, build_http_app, build_server, serve_http
 from signaldesk.mcp_server.http import HttpEndpoint
@@ -30,18 +30,6 @@ from signaldesk.retrieval.records import (
 )
 
 pytestmark = pytest.mark.anyio
-
-_INIT = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-06-18",
-        "capabilities": {},
-        "clientInfo": {"name": "limits-test", "version": "0"},
-    },
-}
-_HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
 
 
 class _GatedRetriever:
@@ -200,7 +188,7 @@ async def test_clients_that_never_finish_a_request_are_disconnected(tmp_path: Pa
 
 
 async def _open_session(http: httpx.AsyncClient, url: str) -> httpx.Response:
-    return await http.post(url, json=_INIT, headers=_HEADERS)
+    return await http.post(url, json=INIT_REQUEST, headers=POST_HEADERS)
 
 
 def _alive(http: httpx.AsyncClient, url: str) -> Callable[[str], Awaitable[bool]]:
@@ -208,7 +196,7 @@ def _alive(http: httpx.AsyncClient, url: str) -> Callable[[str], Awaitable[bool]
         response = await http.post(
             url,
             json={"jsonrpc": "2.0", "method": "notifications/initialized"},
-            headers=_HEADERS | {"Mcp-Session-Id": session_id},
+            headers=POST_HEADERS | {"Mcp-Session-Id": session_id},
         )
         return response.status_code != 404
 
@@ -274,7 +262,7 @@ async def test_busy_sessions_are_kept_and_a_new_client_is_told_to_wait(tmp_path:
             sessionless = await http.post(
                 url,
                 json={"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
-                headers=_HEADERS | {"MCP-Protocol-Version": "2026-07-28"},
+                headers=POST_HEADERS | {"MCP-Protocol-Version": "2026-07-28"},
             )
             assert sessionless.status_code != 503, sessionless.text
             # Neither busy session was closed to make room.

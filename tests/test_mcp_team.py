@@ -14,7 +14,7 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp_types import CallToolResult
-from mcp_vault import REPO_ROOT, cli_args, http_server, server_env
+from mcp_vault import INIT_REQUEST, POST_HEADERS, REPO_ROOT, cli_args, http_server, server_env
 
 from signaldesk.mcp_server.models import (
     IndexStatusOutput,
@@ -200,17 +200,7 @@ async def test_paths_read_back_scrubbed_and_hostile_paths_are_refused(
 
 
 async def test_a_session_belongs_to_the_token_that_opened_it(team: dict[str, Any]) -> None:
-    init = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "initialize",
-        "params": {
-            "protocolVersion": "2025-06-18",
-            "capabilities": {},
-            "clientInfo": {"name": "t", "version": "0"},
-        },
-    }
-    headers = {"Accept": "application/json, text/event-stream"}
+    init, headers = INIT_REQUEST, POST_HEADERS
     async with http_server(team["server"], env=team["env"]) as server:
         url = server.url or ""
         async with httpx.AsyncClient(timeout=30) as http:
@@ -258,3 +248,33 @@ async def test_two_indexers_and_concurrent_clients_see_no_errors_and_no_other_va
     assert report["leaks"] == 0, report["leak_samples"]
     assert report["results"] > 0
     assert report["notes_indexed"] == report["notes_on_disk"] == {"hub": 40, "tldr": 40}
+
+
+async def test_a_third_party_client_sees_the_team_server_as_one_confined_vault(
+    team: dict[str, Any],
+) -> None:
+    """The MCP Inspector CLI (not our SDK) with alice's token: every tool answers, paths
+    carry the vault, and another vault's note is not found."""
+    from test_mcp_inspector import Case, check_all, inspector
+
+    inspector()  # skips (or fails in CI) when the client is not installed
+    cases = (
+        Case("search", {"query": "disk full WAL folder"}, says="runbooks/ops/disk-full.md"),
+        Case("get_context", {"topic": "deploying blue green"}, says="runbooks/ops/deploy.md"),
+        Case("read_note", {"path": "runbooks/ops/deploy.md"}, says="blue green switch"),
+        Case("read_note", {"path": "research/papers/zebrafish.md"}, "not_found", "vault's name"),
+        Case("read_note", {"path": "../research/papers/zebrafish.md"}, "path_refused", "vault"),
+        Case("list_notes", {"folder": "runbooks/ops"}, says="runbooks/ops/disk-full.md"),
+        Case("recent_signals", {}),
+        Case("latest_report", {}, says="2026-11-30"),
+        Case("index_status", {}, says="3 notes"),
+    )
+    async with http_server(team["server"], env=team["env"]) as server:
+        target = [
+            server.url or "",
+            "--transport",
+            "http",
+            "--header",
+            f"Authorization: Bearer {ALICE}",
+        ]
+        await check_all(target, cases)

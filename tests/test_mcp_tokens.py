@@ -12,7 +12,16 @@ import anyio
 import httpx
 import pytest
 from click.testing import CliRunner
-from mcp_vault import REPO_ROOT, build_vault, cli_args, http_server, index_vault, server_env
+from mcp_vault import (
+    INIT_REQUEST,
+    POST_HEADERS,
+    REPO_ROOT,
+    build_vault,
+    cli_args,
+    http_server,
+    index_vault,
+    server_env,
+)
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse
@@ -31,17 +40,6 @@ from signaldesk.mcp_server.tokens import (
 
 ALICE = "alice-token-0123456789abcdef"
 BOB = "bob-token-0123456789abcdefgh"
-_INIT = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-06-18",
-        "capabilities": {},
-        "clientInfo": {"name": "t", "version": "0"},
-    },
-}
-_POST_HEADERS = {"Accept": "application/json, text/event-stream"}
 
 
 def _settings(*tokens: McpToken, token_env: str | None = None) -> McpSettings:
@@ -189,7 +187,7 @@ vaults = ["*"]
         codes = []
         for token in (ALICE, BOB, "not-a-known-token-0123456789"):
             response = await http.post(
-                url, json=_INIT, headers=_POST_HEADERS | {"Authorization": f"Bearer {token}"}
+                url, json=INIT_REQUEST, headers=POST_HEADERS | {"Authorization": f"Bearer {token}"}
             )
             codes.append(response.status_code)
     assert codes == [200, 200, 401]

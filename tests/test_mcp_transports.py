@@ -24,6 +24,8 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp_types import CallToolResult
 from mcp_vault import (
     FORBIDDEN_TEXT,
+    INIT_REQUEST,
+    POST_HEADERS,
     REPO_ROOT,
     SECRETS,
     build_vault,
@@ -41,20 +43,6 @@ from signaldesk.retrieval.settings import IndexSettings, SearchSettings
 
 pytestmark = pytest.mark.anyio
 
-_INIT = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-06-18",
-        "capabilities": {},
-        "clientInfo": {"name": "raw-test", "version": "0"},
-    },
-}
-_POST_HEADERS = {
-    "Accept": "application/json, text/event-stream",
-    "Content-Type": "application/json",
-}
 TOKEN = "test-token-0123456789abcdef"
 
 
@@ -144,7 +132,7 @@ async def check_host_and_origin(url: str) -> None:
     async with httpx.AsyncClient(timeout=30) as http:
 
         async def post(**headers: str) -> int:
-            response = await http.post(url, json=_INIT, headers=_POST_HEADERS | headers)
+            response = await http.post(url, json=INIT_REQUEST, headers=POST_HEADERS | headers)
             return response.status_code
 
         assert await post() == 200
@@ -185,15 +173,15 @@ async def test_http_token_is_required_when_configured(indexed_vault: Path) -> No
     async with http_server(indexed_vault, "--token-env", "SD_TEST_TOKEN", env=env) as server:
         url = server.url or ""
         async with httpx.AsyncClient(timeout=30) as http:
-            missing = await http.post(url, json=_INIT, headers=_POST_HEADERS)
+            missing = await http.post(url, json=INIT_REQUEST, headers=POST_HEADERS)
             wrong = await http.post(
-                url, json=_INIT, headers=_POST_HEADERS | {"Authorization": "Bearer nope"}
+                url, json=INIT_REQUEST, headers=POST_HEADERS | {"Authorization": "Bearer nope"}
             )
             scheme = await http.post(
-                url, json=_INIT, headers=_POST_HEADERS | {"Authorization": f"Basic {TOKEN}"}
+                url, json=INIT_REQUEST, headers=POST_HEADERS | {"Authorization": f"Basic {TOKEN}"}
             )
             right = await http.post(
-                url, json=_INIT, headers=_POST_HEADERS | {"Authorization": f"Bearer {TOKEN}"}
+                url, json=INIT_REQUEST, headers=POST_HEADERS | {"Authorization": f"Bearer {TOKEN}"}
             )
         assert (missing.status_code, wrong.status_code, scheme.status_code) == (401, 401, 401)
         assert missing.headers["www-authenticate"].startswith("Bearer")
