@@ -7,14 +7,18 @@ retriever and status through these, so every path indexes into and searches the 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from signaldesk.postgres import PostgresSettings
-from signaldesk.retrieval.embedder import Embedder
-from signaldesk.retrieval.indexer import Indexer
 from signaldesk.retrieval.records import IndexStatus
-from signaldesk.retrieval.retriever import Retriever
 from signaldesk.retrieval.settings import IndexSettings, SearchSettings
+
+if TYPE_CHECKING:
+    # A one-shot search imports neither the indexer (the scrubber's rules, the chunker)
+    # nor more than it searches with: each function imports what it builds.
+    from signaldesk.retrieval.embedder import Embedder
+    from signaldesk.retrieval.indexer import Indexer
+    from signaldesk.retrieval.retriever import Retriever
 
 __all__ = ["index_status_of", "make_indexer", "open_retriever"]
 
@@ -38,6 +42,8 @@ def make_indexer(
 
         options.pop("verify", None)
         return PgIndexer(vault, vault_name, settings, postgres, embedder, **options)
+    from signaldesk.retrieval.indexer import Indexer
+
     return Indexer(vault, settings, embedder, **options)
 
 
@@ -55,6 +61,8 @@ async def open_retriever(
         from signaldesk.retrieval.pg_retriever import PgRetriever
 
         return await PgRetriever.connect(postgres, index, search, embedder, vaults=vaults)
+    from signaldesk.retrieval.retriever import Retriever
+
     return await Retriever.open(vault, index, search, embedder)
 
 
