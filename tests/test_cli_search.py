@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -198,3 +200,30 @@ def test_limit_is_honoured_and_the_budget_only_trims_text(
     )
     assert code == 0
     assert len(json.loads(out)["results"]) == 30  # a tiny budget trims, never drops
+
+
+def test_a_one_shot_search_imports_only_what_it_searches_with(indexed_vault: Path) -> None:
+    """`signaldesk search` in a new process (a hook's call) must not pay for the indexer,
+    the scrubber's rules, the team backend, the MCP SDK or rich (its --json output)."""
+    watch = (
+        "signaldesk.retrieval.indexer",
+        "signaldesk.retrieval.scrubber",
+        "signaldesk.retrieval.chunker",
+        "signaldesk.retrieval.pg_retriever",
+        "psycopg",
+        "model2vec",
+        "rich",
+        "mcp",
+    )
+    code = (
+        "import atexit, sys\n"
+        f"watch = {watch!r}\n"
+        "atexit.register(lambda: print('LOADED', [m for m in watch if m in sys.modules]))\n"
+        f"sys.argv = ['signaldesk', '--vault', {str(indexed_vault)!r}, 'search', 'lighthouse',"
+        " '--json']\n"
+        "import runpy\n"
+        "runpy.run_module('signaldesk', run_name='__main__')\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert "LOADED []" in done.stdout, done.stdout[-500:]
