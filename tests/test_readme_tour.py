@@ -145,13 +145,15 @@ class Tour:
         ready.wait(_WAIT_S)
         if proc.poll() is None:
             proc.send_signal(signal.SIGINT)  # the Ctrl-C the README speaks of
+        # communicate() reads stderr too, beside the thread: what it gets is the end of
+        # what the command said (the "stopped cleanly" line, say), so it is kept.
         try:
-            out, _ = proc.communicate(timeout=_WAIT_S)
+            out, rest = proc.communicate(timeout=_WAIT_S)
         except subprocess.TimeoutExpired:
             proc.kill()
-            out, _ = proc.communicate()
+            out, rest = proc.communicate()
         reader.join(timeout=5)
-        return Ran(command, proc.returncode, out, "".join(lines))
+        return Ran(command, proc.returncode, out, "".join(lines) + (rest or ""))
 
 
 # What each command must show besides exiting 0, by the start of its line.

@@ -387,3 +387,34 @@ async def test_watcher_scans_a_large_vault_less_often(
     now[0] += 20.0
     (vault / "01-projects" / "a.md").write_text("one, edited\n")
     assert await watcher.poll() is True and not watcher.skipped
+
+
+def test_ctrl_c_right_after_the_ready_line_stops_serve_cleanly(vault: Path) -> None:
+    """The line that says "Ctrl-C stops" is printed only once a Ctrl-C is a clean stop:
+    a script (the README tour's test) that signals the moment it reads it must not meet
+    Python's default handler, half-way through the start-up."""
+    _test_config(vault)
+    env = {**os.environ, "SIGNALDESK_VAULT": str(vault)}
+    for _ in range(3):
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "signaldesk", "serve"],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        assert proc.stderr is not None
+        try:
+            for line in proc.stderr:
+                if "Ctrl-C stops" in line:
+                    proc.send_signal(signal.SIGINT)
+                    break
+            _, rest = proc.communicate(timeout=60)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+            proc.stderr.close()
+        assert proc.returncode == 0, rest
+        assert "stopped cleanly" in rest
+        assert "ERROR" not in rest and "raised an exception" not in rest, rest

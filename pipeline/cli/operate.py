@@ -70,12 +70,15 @@ def serve(app: AppContext) -> None:
         # APScheduler logs every run at INFO; our own job lines say the same more briefly.
         logging.getLogger("apscheduler").setLevel(logging.WARNING)
     err = Console(stderr=True)
-    err.print(
-        f"signaldesk serve: {workspace.vault} (pid {os.getpid()}); "
-        "`signaldesk status` shows the jobs; Ctrl-C stops",
-        highlight=False,
-    )
-    state = anyio.run(lambda: run_serve(workspace))
+
+    def ready() -> None:
+        err.print(
+            f"signaldesk serve: {workspace.vault} (pid {os.getpid()}); "
+            "`signaldesk status` shows the jobs; Ctrl-C stops",
+            highlight=False,
+        )
+
+    state = anyio.run(lambda: run_serve(workspace, on_ready=ready))
     err.print(
         "stopped cleanly" if state.clean_exit else "stopped (running jobs were cancelled)",
         highlight=False,

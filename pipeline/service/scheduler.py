@@ -24,6 +24,7 @@ Job state goes to ``.signaldesk/scheduler.json`` (see :mod:`pipeline.service.job
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import signal
@@ -37,6 +38,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 import anyio
 import anyio.to_thread
 import tzlocal
+from anyio.abc import TaskStatus
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from apscheduler.triggers.base import BaseTrigger
 from apscheduler.triggers.cron import CronTrigger
@@ -227,6 +229,10 @@ class _Runner:
         self.scheduler: AsyncIOScheduler | None = None
         self.closing = False
         self.cancelled = 0
+        # APScheduler's callbacks waiting for their run (see fire); a stop waits for them
+        # to return before the scheduler shuts down (which cancels what is pending).
+        self._firing = 0
+        self._fired = anyio.Event()
         self._path = state_path(services.workspace.vault)
         self._write_lock = anyio.Lock()
         for spec in specs:
@@ -247,7 +253,19 @@ class _Runner:
         done = anyio.Event()
         slot.waiters.append(done)
         slot.wake.set()
-        await done.wait()
+        self._firing += 1
+        try:
+            await done.wait()
+        finally:
+            self._firing -= 1
+            if self._firing == 0:
+                self._fired.set()
+
+    async def callbacks_returned(self) -> None:
+        """Until no APScheduler callback waits any more (their runs are over or dropped)."""
+        while self._firing:
+            self._fired = anyio.Event()
+            await self._fired.wait()
 
     def close(self) -> None:
         """Start no new run; idle workers leave at once, busy ones after their run."""
@@ -355,8 +373,14 @@ def _describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text}" if not isinstance(exc, PipelineError) else text
 
 
-async def _on_signals(stop: anyio.Event, hard_stop: Callable[[], None]) -> None:
+async def _on_signals(
+    stop: anyio.Event,
+    hard_stop: Callable[[], None],
+    *,
+    task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
+) -> None:
     with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        task_status.started()  # from here on a Ctrl-C is a clean stop
         async for signum in signals:
             name = signal.Signals(signum).name
             if stop.is_set():
@@ -374,10 +398,13 @@ async def serve(
     handle_signals: bool = True,
     embedder: Embedder | None = None,
     specs: list[JobSpec] | None = None,
+    on_ready: Callable[[], None] | None = None,
 ) -> ServeState:
     """Run the schedule until ``stop`` is set (or SIGINT/SIGTERM arrives).
 
     :param stop: set it to stop (tests); signals set it too when ``handle_signals``.
+    :param on_ready: called once the jobs run and a signal would stop them cleanly (the
+        line that tells a person, or a script, that Ctrl-C now works).
     :param embedder: the embedding model to share (default: the configured one, lazily).
     :param specs: the jobs (default: :func:`build_specs` of ``[schedule]``).
     :returns: the final state (also in ``.signaldesk/scheduler.json``).
@@ -390,7 +417,9 @@ async def serve(
     lock = ServeLock(workspace.vault)
     lock.acquire()
     try:
-        return await _serve_locked(workspace, settings, tz, stop, handle_signals, embedder, specs)
+        return await _serve_locked(
+            workspace, settings, tz, stop, handle_signals, embedder, specs, on_ready
+        )
     finally:
         lock.release()
 
@@ -403,6 +432,7 @@ async def _serve_locked(
     handle_signals: bool,
     embedder: Embedder | None,
     specs: list[JobSpec] | None,
+    on_ready: Callable[[], None] | None,
 ) -> ServeState:
     path = state_path(workspace.vault)
     previous = load_state(path)
@@ -442,7 +472,9 @@ async def _serve_locked(
         for slot in runner.slots.values():
             tg.start_soon(runner.worker, slot)
         if handle_signals:
-            tg.start_soon(_on_signals, stop, hard_stop)
+            # Started, not just scheduled: the receiver is open before anyone is told that
+            # Ctrl-C stops (a signal before it would meet Python's default handler).
+            await tg.start(functools.partial(_on_signals, stop, hard_stop))
 
         scheduler = AsyncIOScheduler(timezone=tz)
         now = datetime.now(tz)
@@ -473,13 +505,20 @@ async def _serve_locked(
         state.ready = True
         await runner.persist()
         logger.info("serving %s: %d jobs scheduled", workspace.vault, len(specs))
+        if on_ready is not None:
+            on_ready()
 
         await stop.wait()
-        scheduler.shutdown(wait=False)
+        # No new fire times; the callbacks waiting for a run get it (or are dropped by
+        # close) before the scheduler shuts down, which would cancel them mid-wait and log
+        # each one as a job that "raised an exception".
+        scheduler.pause()
         runner.scheduler = None
         runner.close()
         with anyio.move_on_after(settings.shutdown_grace) as grace:
             await runner.wait_idle()
+            await runner.callbacks_returned()
+        scheduler.shutdown(wait=False)
         if grace.cancelled_caught:
             logger.warning(
                 "jobs still running after %g s: cancelling them", settings.shutdown_grace
