@@ -1,8 +1,8 @@
 """Retrieval: chunking, credential scrubbing, embedding, the index and hybrid search.
 
-Knows nothing about the pipeline, routing or how notes were created. Records and
-settings are imported eagerly; everything else loads on first use (see
-:mod:`signaldesk.lazy`), so importing the settings does not pull in numpy or the model.
+Knows nothing about the pipeline, routing or how notes were created. Every name
+loads on first use (see :mod:`signaldesk.lazy`), so importing one module of the layer
+(its settings, its errors) does not pull in numpy, pydantic or the model.
 """
 
 from __future__ import annotations
@@ -10,24 +10,6 @@ from __future__ import annotations
 import typing
 
 from signaldesk.lazy import lazy_attributes as _lazy_attributes
-from signaldesk.retrieval.errors import (
-    IndexLockedError,
-    IndexUnavailableError,
-    ModelError,
-    QueryError,
-    RetrievalError,
-    StoreError,
-)
-from signaldesk.retrieval.records import (
-    IndexReport,
-    IndexStatus,
-    NoteInfo,
-    SearchFilters,
-    SearchMode,
-    SearchPage,
-    SearchResult,
-)
-from signaldesk.retrieval.settings import IndexSettings, SearchSettings
 
 if typing.TYPE_CHECKING:
     from signaldesk.frontmatter import ParsedNote, parse_note
@@ -40,6 +22,14 @@ if typing.TYPE_CHECKING:
         LazyEmbedder,
         bundled_model_path,
         load_embedder,
+    )
+    from signaldesk.retrieval.errors import (
+        IndexLockedError,
+        IndexUnavailableError,
+        ModelError,
+        QueryError,
+        RetrievalError,
+        StoreError,
     )
     from signaldesk.retrieval.explanation import ExplainRow, SearchExplanation
     from signaldesk.retrieval.ignore import (
@@ -54,6 +44,15 @@ if typing.TYPE_CHECKING:
     from signaldesk.retrieval.indexer import Indexer
     from signaldesk.retrieval.pg_indexer import PgIndexer
     from signaldesk.retrieval.pg_retriever import PgRetriever
+    from signaldesk.retrieval.records import (
+        IndexReport,
+        IndexStatus,
+        NoteInfo,
+        SearchFilters,
+        SearchMode,
+        SearchPage,
+        SearchResult,
+    )
     from signaldesk.retrieval.retriever import Retriever
     from signaldesk.retrieval.scrub_logging import ScrubbingFilter
     from signaldesk.retrieval.scrubber import (
@@ -63,6 +62,7 @@ if typing.TYPE_CHECKING:
         scrub_text,
         scrub_value,
     )
+    from signaldesk.retrieval.settings import IndexSettings, SearchSettings
     from signaldesk.retrieval.status import index_status
     from signaldesk.retrieval.store import index_db_path
 
@@ -121,6 +121,31 @@ __all__ = [
 ]
 
 _EXPORTS = {
+    **{
+        name: "signaldesk.retrieval.errors"
+        for name in (
+            "IndexLockedError",
+            "IndexUnavailableError",
+            "ModelError",
+            "QueryError",
+            "RetrievalError",
+            "StoreError",
+        )
+    },
+    **{
+        name: "signaldesk.retrieval.records"
+        for name in (
+            "IndexReport",
+            "IndexStatus",
+            "NoteInfo",
+            "SearchFilters",
+            "SearchMode",
+            "SearchPage",
+            "SearchResult",
+        )
+    },
+    "IndexSettings": "signaldesk.retrieval.settings",
+    "SearchSettings": "signaldesk.retrieval.settings",
     "Chunk": "signaldesk.retrieval.chunker",
     "ChunkedNote": "signaldesk.retrieval.chunker",
     "chunk_note": "signaldesk.retrieval.chunker",

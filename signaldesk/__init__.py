@@ -5,22 +5,48 @@ from __future__ import annotations
 
 import typing as _typing
 
-from signaldesk.errors import SignaldeskError
-from signaldesk.items import Item, SourceKind
-from signaldesk.settings import SettingsModel
-from signaldesk.vault import (
-    ALWAYS_EXCLUDED,
-    DOMAINS,
-    STATE_DIR,
-    VAULT_FOLDERS,
-    atomic_write_bytes,
-    atomic_write_text,
-    sweep_temp_files,
-    write_new_file,
-)
+from signaldesk.lazy import lazy_attributes as _lazy_attributes
 
 if _typing.TYPE_CHECKING:
+    from signaldesk.errors import SignaldeskError
+    from signaldesk.items import Item, SourceKind
+    from signaldesk.settings import SettingsModel
+    from signaldesk.vault import (
+        ALWAYS_EXCLUDED,
+        DOMAINS,
+        STATE_DIR,
+        VAULT_FOLDERS,
+        atomic_write_bytes,
+        atomic_write_text,
+        sweep_temp_files,
+        write_new_file,
+    )
+
     __version__: str
+
+# Every name loads on first use: importing any signaldesk module runs this file first,
+# and the settings base imports pydantic (~70 ms), which a one-shot search handed to a
+# running `serve` never needs.
+_EXPORTS = {
+    "SignaldeskError": "signaldesk.errors",
+    "Item": "signaldesk.items",
+    "SourceKind": "signaldesk.items",
+    "SettingsModel": "signaldesk.settings",
+    **{
+        name: "signaldesk.vault"
+        for name in (
+            "ALWAYS_EXCLUDED",
+            "DOMAINS",
+            "STATE_DIR",
+            "VAULT_FOLDERS",
+            "atomic_write_bytes",
+            "atomic_write_text",
+            "sweep_temp_files",
+            "write_new_file",
+        )
+    },
+}
+_exported = _lazy_attributes(__name__, _EXPORTS)
 
 
 def __getattr__(name: str) -> _typing.Any:
@@ -32,7 +58,7 @@ def __getattr__(name: str) -> _typing.Any:
         version = metadata.version("signaldesk")
         globals()["__version__"] = version
         return version
-    raise AttributeError(f"module 'signaldesk' has no attribute {name!r}")
+    return _exported(name)
 
 
 __all__ = [

@@ -6,10 +6,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from signaldesk.pipeline.config import Workspace, resolve_workspace
-
 if TYPE_CHECKING:
     from rich.console import Console
+
+    from signaldesk.pipeline.config import Workspace
 
 
 @dataclass
@@ -34,5 +34,9 @@ class AppContext:
 
     def workspace(self) -> Workspace:
         if self._workspace is None:
+            # Imported here: the configuration builds every layer's settings (pydantic),
+            # which `--help`, `--version` and a search handed to `serve` never need.
+            from signaldesk.pipeline.config import resolve_workspace
+
             self._workspace = resolve_workspace(self.vault_option, self.config_option)
         return self._workspace
