@@ -8,7 +8,6 @@ uses it.
 
 from __future__ import annotations
 
-import os
 import textwrap
 import tomllib
 from collections.abc import Mapping
@@ -20,6 +19,14 @@ from pydantic import BaseModel, Field, ValidationError
 
 from signaldesk.errors import SignaldeskError
 from signaldesk.mcp_server.settings import McpSettings
+from signaldesk.pipeline.config_location import (
+    CONFIG_FILENAME,
+    ENV_CONFIG,
+    ENV_VAULT,
+    ConfigStamp,
+    config_stamp,
+    locate,
+)
 from signaldesk.pipeline.settings import (
     CaptainsLogSettings,
     PipelineSettings,
@@ -41,9 +48,17 @@ from signaldesk.sources.settings import (
 )
 from signaldesk.vault import STATE_DIR, SignalLayout
 
-CONFIG_FILENAME = "signaldesk.toml"
-ENV_VAULT = "SIGNALDESK_VAULT"
-ENV_CONFIG = "SIGNALDESK_CONFIG"
+__all__ = [
+    "CONFIG_FILENAME",
+    "ENV_CONFIG",
+    "ENV_VAULT",
+    "Config",
+    "ConfigError",
+    "Workspace",
+    "load_config",
+    "render_default_config",
+    "resolve_workspace",
+]
 
 
 class ConfigError(SignaldeskError):
@@ -104,6 +119,8 @@ class Workspace:
     vault: Path
     config: Config
     config_path: Path | None
+    config_stamp: ConfigStamp | None = None
+    """The config file's (mtime_ns, size) when it was read (``None``: not known)."""
 
     def resolve(self, relative: str) -> Path:
         """A configured path: absolute as given, otherwise relative to the vault root."""
@@ -157,13 +174,10 @@ def resolve_workspace(
 
     :raises ConfigError: no vault could be found, or the config is invalid.
     """
-    env = os.environ if environ is None else environ
-    if vault is None and env.get(ENV_VAULT):
-        vault = Path(env[ENV_VAULT])
-    if config_path is None and env.get(ENV_CONFIG):
-        config_path = Path(env[ENV_CONFIG])
-    if config_path is None and vault is not None and (vault / CONFIG_FILENAME).is_file():
-        config_path = vault / CONFIG_FILENAME
+    vault, config_path = locate(vault, config_path, environ)
+    # Stamped before it is read: an edit while it is read makes the stamp stale, never
+    # the other way round (a running serve compares it with the file's, issue 15).
+    stamp = config_stamp(config_path)
     config = load_config(config_path)
     if vault is None and config.vault.path:
         vault = Path(config.vault.path)
@@ -177,7 +191,7 @@ def resolve_workspace(
         raise ConfigError(
             f"vault folder does not exist: {vault}", hint=f"run `signaldesk init {vault}`"
         )
-    return Workspace(vault=vault, config=config, config_path=config_path)
+    return Workspace(vault=vault, config=config, config_path=config_path, config_stamp=stamp)
 
 
 def render_default_config(overrides: Mapping[str, Mapping[str, Any]] | None = None) -> str:

@@ -230,6 +230,14 @@ class ScheduleSettings(SettingsModel):
             "serve was not running."
         ),
     )
+    search_socket: bool = Field(
+        True,
+        description=(
+            "Answer one-shot `signaldesk search QUERY --json` commands from serve's warm "
+            "index over `.signaldesk/search.sock` (a search in a new process then skips "
+            "loading the search stack); false: every search runs in its own process."
+        ),
+    )
     daily_misfire_grace: float = Field(
         21600.0,
         gt=0,

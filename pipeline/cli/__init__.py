@@ -78,6 +78,12 @@ class _LazyGroup(click.Group):
 @click.pass_context
 def cli(ctx: click.Context, vault: Path | None, config_path: Path | None, verbose: int) -> None:
     """signaldesk: intake, triage and hybrid search for a markdown vault."""
+    _setup_logging(verbose)
+    ctx.obj = AppContext(vault_option=vault, config_option=config_path)
+
+
+def _setup_logging(verbose: int) -> None:
+    """Log to stderr at the level ``-v`` asks for (as basicConfig: once per process)."""
     level = logging.WARNING - 10 * min(verbose, 2)
     handler = _RichOnFirstRecord()
     # What signaldesk logs is scrubbed (issue 12): every record, whoever logged it.
@@ -87,7 +93,6 @@ def cli(ctx: click.Context, vault: Path | None, config_path: Path | None, verbos
     logging.basicConfig(level=level, format="%(message)s", handlers=[handler])
     # aiosqlite logs every statement with its parameters at DEBUG: values, not news.
     logging.getLogger("aiosqlite").setLevel(max(level, logging.INFO))
-    ctx.obj = AppContext(vault_option=vault, config_option=config_path)
 
 
 class _RichOnFirstRecord(logging.Handler):
@@ -123,10 +128,17 @@ def _without_traceback(record: logging.LogRecord) -> bool:
 
 def main(argv: list[str] | None = None) -> None:
     """Run the CLI; library errors become a message, a hint and exit code 1."""
+    args = sys.argv[1:] if argv is None else list(argv)
     try:
-        # Without standalone mode click returns (rather than exits with) the code a
-        # verb asked for through ctx.exit().
-        code = cli.main(args=argv, prog_name="signaldesk", standalone_mode=False)
+        # A one-shot `search --json` is answered by a running serve when there is one
+        # (issue 15); anything else, or any doubt, runs in this process.
+        from signaldesk.pipeline.cli._forward import forward_search
+
+        code = forward_search(cli, args, _setup_logging)
+        if code is None:
+            # Without standalone mode click returns (rather than exits with) the code a
+            # verb asked for through ctx.exit().
+            code = cli.main(args=args, prog_name="signaldesk", standalone_mode=False)
     except click.exceptions.Abort:
         from rich.console import Console
 

@@ -27,10 +27,15 @@ def to_jsonable(value: Any) -> Any:
     return value
 
 
+def json_text(value: Any, *, lines: bool = False) -> str:
+    """``value`` as the JSON text :func:`print_json` writes (a running `serve` answers a
+    forwarded search with it, so both outputs are the same bytes)."""
+    if lines:
+        return json.dumps(to_jsonable(value), ensure_ascii=False) + "\n"
+    return json.dumps(to_jsonable(value), ensure_ascii=False, indent=2) + "\n"
+
+
 def print_json(value: Any, *, lines: bool = False) -> None:
     """Write ``value`` as JSON to stdout (one compact line when ``lines``)."""
-    if lines:
-        sys.stdout.write(json.dumps(to_jsonable(value), ensure_ascii=False) + "\n")
-    else:
-        sys.stdout.write(json.dumps(to_jsonable(value), ensure_ascii=False, indent=2) + "\n")
+    sys.stdout.write(json_text(value, lines=lines))
     sys.stdout.flush()

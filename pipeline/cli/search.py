@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import click
@@ -15,6 +14,7 @@ import click
 from signaldesk.errors import SignaldeskError
 from signaldesk.pipeline.cli._context import AppContext
 from signaldesk.pipeline.cli._output import print_json, to_jsonable
+from signaldesk.pipeline.cli._search_options import filter_options, search_parameters
 from signaldesk.pipeline.config import Workspace
 from signaldesk.retrieval.context_block import (
     SOURCE_SEPARATOR,
@@ -31,27 +31,6 @@ if TYPE_CHECKING:
     from rich.console import Console
 
 __all__ = ["COMMANDS", "context", "search"]
-
-F = TypeVar("F", bound=Callable[..., Any])
-
-_DATE = click.DateTime(formats=["%Y-%m-%d"])
-
-
-def _filter_options(fn: F) -> F:
-    options = [
-        click.option("--folder", help="Only notes under this vault folder."),
-        click.option("--type", "note_type", help="Only notes of this `type`."),
-        click.option("--domain", help="Only notes of this domain."),
-        click.option(
-            "--tag", "tags", multiple=True, help="Only notes with this tag (repeatable: all)."
-        ),
-        click.option("--status", help="Only notes with this `status`."),
-        click.option("--since", type=_DATE, help="Only notes updated on or after YYYY-MM-DD."),
-        click.option("--until", type=_DATE, help="Only notes updated on or before YYYY-MM-DD."),
-    ]
-    for option in reversed(options):
-        fn = option(fn)
-    return fn
 
 
 def _filters(
@@ -219,28 +198,7 @@ async def _batch(retriever: Retriever, path: Path, kwargs: dict[str, Any]) -> No
 
 
 @click.command("search")
-@click.argument("query", required=False)
-@click.option("--limit", type=click.IntRange(min=1), help="Number of results (default: config).")
-@click.option(
-    "--mode",
-    type=click.Choice(["hybrid", "bm25", "vector"]),
-    help="Keyword and semantic fused (default), or one of them alone.",
-)
-@_filter_options
-@click.option(
-    "--max-tokens",
-    type=click.IntRange(min=1),
-    help="Token budget for result text: long excerpts are shortened, no result is dropped.",
-)
-@click.option(
-    "--explain", is_flag=True, help="Show every list's ranks and scores and the MATCH used."
-)
-@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
-@click.option(
-    "--batch",
-    type=click.Path(exists=True, dir_okay=False, path_type=Path),
-    help='Run every {"id", "query"} line of a JSONL file; print one JSON line per query.',
-)
+@search_parameters
 @click.pass_obj
 def search(
     app: AppContext,
@@ -306,7 +264,7 @@ def search(
 @click.command("context")
 @click.argument("query")
 @click.option("--max-tokens", type=click.IntRange(min=1), help="Token budget for the block.")
-@_filter_options
+@filter_options
 @click.option("--json", "as_json", is_flag=True, help='Print {"query", "context"} as JSON.')
 @click.pass_obj
 def context(

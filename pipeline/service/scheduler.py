@@ -65,6 +65,7 @@ from signaldesk.pipeline.service.jobs import (
     triage_job,
     watch_job,
 )
+from signaldesk.pipeline.service.search_socket import SearchSocket
 from signaldesk.pipeline.service.watcher import VaultWatcher
 from signaldesk.pipeline.settings import ScheduleSettings
 from signaldesk.retrieval.embedder import Embedder, LazyEmbedder
@@ -502,6 +503,9 @@ async def _serve_locked(
             )
         scheduler.start()
         runner.scheduler = scheduler
+        if settings.search_socket and workspace.config.index.backend == "sqlite":
+            # One-shot `search --json` commands, answered from a warm index (issue 15).
+            await tg.start(SearchSocket(workspace, services.embedder).serve)
         state.ready = True
         await runner.persist()
         logger.info("serving %s: %d jobs scheduled", workspace.vault, len(specs))
