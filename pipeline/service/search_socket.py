@@ -85,6 +85,8 @@ class SearchSocket:
         self._config_stamp = workspace.config_stamp or config_stamp(config)
         self._retriever: Retriever | None = None
         self._opening = anyio.Lock()
+        self.answered = 0
+        """Searches answered so far (``signaldesk status`` could show it; tests read it)."""
 
     async def serve(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         """Listen until cancelled, then remove the socket file and close the retriever."""
@@ -189,6 +191,7 @@ class SearchSocket:
         from signaldesk.pipeline.cli.search import _result_json
 
         payload = {"query": query, "results": [_result_json(r) for r in results]}
+        self.answered += 1
         return {"ok": True, "stdout": json_text(payload)}
 
     def _check_identity(self, request: dict[str, Any]) -> None:
