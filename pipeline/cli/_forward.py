@@ -14,6 +14,7 @@ did (with ``-vv`` a DEBUG line says why). So a command line the socket cannot ta
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -177,7 +178,10 @@ def _exchange(path: Path, line: bytes, timeout: float) -> bytes:
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
         sock.settimeout(timeout)
         sock.connect(os.fspath(path))
-        sock.sendall(line)
+        # A serve that refuses this peer replies without reading: its reason is still
+        # there to read after a broken pipe.
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+            sock.sendall(line)
         received = bytearray()
         while b"\n" not in received:
             remaining = deadline - time.monotonic()

@@ -78,7 +78,10 @@ def serve(app: AppContext) -> None:
             highlight=False,
         )
 
-    state = anyio.run(lambda: run_serve(workspace, on_ready=ready))
+    # Imported here: the search verb's module loads the retriever, which only serve needs.
+    from signaldesk.pipeline.cli._search_answer import answer_forwarded
+
+    state = anyio.run(lambda: run_serve(workspace, on_ready=ready, search_answer=answer_forwarded))
     err.print(
         "stopped cleanly" if state.clean_exit else "stopped (running jobs were cancelled)",
         highlight=False,

@@ -65,7 +65,7 @@ from signaldesk.pipeline.service.jobs import (
     triage_job,
     watch_job,
 )
-from signaldesk.pipeline.service.search_socket import SearchSocket
+from signaldesk.pipeline.service.search_socket import SearchAnswer, SearchSocket
 from signaldesk.pipeline.service.watcher import VaultWatcher
 from signaldesk.pipeline.settings import ScheduleSettings
 from signaldesk.retrieval.embedder import Embedder, LazyEmbedder
@@ -400,6 +400,7 @@ async def serve(
     embedder: Embedder | None = None,
     specs: list[JobSpec] | None = None,
     on_ready: Callable[[], None] | None = None,
+    search_answer: SearchAnswer | None = None,
 ) -> ServeState:
     """Run the schedule until ``stop`` is set (or SIGINT/SIGTERM arrives).
 
@@ -408,6 +409,8 @@ async def serve(
         line that tells a person, or a script, that Ctrl-C now works).
     :param embedder: the embedding model to share (default: the configured one, lazily).
     :param specs: the jobs (default: :func:`build_specs` of ``[schedule]``).
+    :param search_answer: answers one-shot `search --json` commands on the search socket
+        (the CLI passes the `search` verb's; ``None``: no socket).
     :returns: the final state (also in ``.signaldesk/scheduler.json``).
     :raises ServiceRunningError: another `serve` runs for this vault.
     :raises ScheduleError: the schedule is invalid.
@@ -419,7 +422,7 @@ async def serve(
     lock.acquire()
     try:
         return await _serve_locked(
-            workspace, settings, tz, stop, handle_signals, embedder, specs, on_ready
+            workspace, settings, tz, stop, handle_signals, embedder, specs, on_ready, search_answer
         )
     finally:
         lock.release()
@@ -434,6 +437,7 @@ async def _serve_locked(
     embedder: Embedder | None,
     specs: list[JobSpec] | None,
     on_ready: Callable[[], None] | None,
+    search_answer: SearchAnswer | None,
 ) -> ServeState:
     path = state_path(workspace.vault)
     previous = load_state(path)
@@ -503,9 +507,13 @@ async def _serve_locked(
             )
         scheduler.start()
         runner.scheduler = scheduler
-        if settings.search_socket and workspace.config.index.backend == "sqlite":
+        if (
+            search_answer is not None
+            and settings.search_socket
+            and workspace.config.index.backend == "sqlite"
+        ):
             # One-shot `search --json` commands, answered from a warm index (issue 15).
-            await tg.start(SearchSocket(workspace, services.embedder).serve)
+            await tg.start(SearchSocket(workspace, services.embedder, search_answer).serve)
         state.ready = True
         await runner.persist()
         logger.info("serving %s: %d jobs scheduled", workspace.vault, len(specs))

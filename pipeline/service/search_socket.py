@@ -26,8 +26,8 @@ import logging
 import os
 import socket
 import struct
+from collections.abc import Awaitable, Callable
 from contextlib import suppress
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +36,6 @@ from anyio.abc import SocketAttribute, SocketStream, TaskStatus
 from anyio.streams.buffered import BufferedByteReceiveStream
 
 from signaldesk.errors import SignaldeskError
-from signaldesk.pipeline.cli._search_options import MODES
 from signaldesk.pipeline.config import Workspace
 from signaldesk.pipeline.config_location import config_stamp
 from signaldesk.pipeline.service.search_protocol import (
@@ -50,7 +49,7 @@ from signaldesk.retrieval.embedder import Embedder
 from signaldesk.retrieval.errors import QueryError
 from signaldesk.retrieval.retriever import Retriever
 
-__all__ = ["MAX_CLIENTS", "READ_TIMEOUT", "SearchSocket"]
+__all__ = ["MAX_CLIENTS", "READ_TIMEOUT", "SearchAnswer", "SearchSocket"]
 
 logger = logging.getLogger(__name__)
 
@@ -61,6 +60,12 @@ READ_TIMEOUT = 5.0
 SEARCH_TIMEOUT = 30.0
 SEND_TIMEOUT = 5.0
 
+SearchAnswer = Callable[[Retriever, Any], Awaitable[str]]
+"""Runs a request's ``"search"`` object on the retriever and returns what
+``search --json`` prints; raises :class:`QueryError` for the query itself and
+``KeyError`` / ``TypeError`` / ``ValueError`` for a malformed object. The `search` verb
+provides it (:mod:`pipeline.cli._search_answer`): the output is the verb's own."""
+
 
 class _Declined(Exception):
     """The client should search in-process; the message says why."""
@@ -69,15 +74,22 @@ class _Declined(Exception):
 class SearchSocket:
     """The search socket of one serve.
 
+    :param answer: runs one search and renders its output.
     :param peer_uid: the only uid answered (default: this process's).
     """
 
     def __init__(
-        self, workspace: Workspace, embedder: Embedder | None, *, peer_uid: int | None = None
+        self,
+        workspace: Workspace,
+        embedder: Embedder | None,
+        answer: SearchAnswer,
+        *,
+        peer_uid: int | None = None,
     ) -> None:
         self.path: Path = socket_path(workspace.vault)
         self._workspace = workspace
         self._embedder = embedder
+        self._answer_search = answer
         self._uid = os.getuid() if peer_uid is None else peer_uid
         config = workspace.config_path
         self._config_path = os.path.realpath(config) if config is not None else None
@@ -175,24 +187,20 @@ class SearchSocket:
         if not isinstance(request, dict):
             raise _Declined("the request is not a JSON object")
         self._check_identity(request)
-        query, kwargs = _search_arguments(request.get("search"))
         retriever = await self._open()
         try:
             with anyio.fail_after(SEARCH_TIMEOUT):
-                results = await retriever.search(query, **kwargs)
+                text = await self._answer_search(retriever, request.get("search"))
         except QueryError as exc:  # the query itself: said as the in-process search says it
             return {"ok": False, "error": {"message": exc.message, "hint": exc.hint}}
+        except (KeyError, TypeError, ValueError) as exc:
+            raise _Declined(f"a malformed search: {type(exc).__name__}: {exc}") from exc
         except SignaldeskError as exc:
             raise _Declined(f"the search failed: {exc}") from exc
         except TimeoutError as exc:
             raise _Declined(f"the search took longer than {SEARCH_TIMEOUT:g} s") from exc
-        # The verb's own JSON code builds the text, so it is the in-process output's bytes.
-        from signaldesk.pipeline.cli._output import json_text
-        from signaldesk.pipeline.cli.search import _result_json
-
-        payload = {"query": query, "results": [_result_json(r) for r in results]}
         self.answered += 1
-        return {"ok": True, "stdout": json_text(payload)}
+        return {"ok": True, "stdout": text}
 
     def _check_identity(self, request: dict[str, Any]) -> None:
         if request.get("protocol") != PROTOCOL:
@@ -244,64 +252,3 @@ def _peer_uid(stream: SocketStream) -> int | None:
     creds = raw.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
     _pid, uid, _gid = struct.unpack("3i", creds)
     return int(uid)
-
-
-def _search_arguments(search: Any) -> tuple[str, dict[str, Any]]:
-    """The query and the keyword arguments of ``Retriever.search``, as the `search` verb
-    builds them from its options.
-
-    :raises _Declined: a field is missing or of the wrong type.
-    """
-    from signaldesk.pipeline.cli.search import _filters
-
-    if not isinstance(search, dict):
-        raise _Declined("the request has no search object")
-    try:
-        query = search["query"]
-        tags = search.get("tags") or []
-        strings = {name: search.get(name) for name in ("folder", "type", "domain", "status")}
-        if not isinstance(query, str) or not isinstance(tags, list):
-            raise TypeError("query must be a string and tags a list")
-        if not all(isinstance(v, str | None) for v in [*strings.values()]) or not all(
-            isinstance(t, str) for t in tags
-        ):
-            raise TypeError("folder, type, domain, status and tags must be strings")
-        mode = search.get("mode")
-        if mode is not None and mode not in MODES:
-            raise ValueError(f"unknown mode {mode!r}")
-        filters = _filters(
-            strings["folder"],
-            strings["type"],
-            strings["domain"],
-            tuple(tags),
-            strings["status"],
-            _day(search.get("since")),
-            _day(search.get("until")),
-        )
-        kwargs: dict[str, Any] = {
-            "limit": _count(search.get("limit")),
-            "filters": filters,
-            "mode": mode,
-            "max_tokens": _count(search.get("max_tokens")),
-            # As the verb: a person who asks for --limit N gets N results.
-            "fit": "trim",
-        }
-    except (KeyError, TypeError, ValueError) as exc:
-        raise _Declined(f"a malformed search: {exc}") from exc
-    return query, kwargs
-
-
-def _day(value: Any) -> datetime | None:
-    if value is None:
-        return None
-    if not isinstance(value, str):
-        raise TypeError("a day must be a YYYY-MM-DD string")
-    return datetime.strptime(value, "%Y-%m-%d")
-
-
-def _count(value: Any) -> int | None:
-    if value is None:
-        return None
-    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-        raise ValueError(f"{value!r} is not a positive integer")
-    return value
