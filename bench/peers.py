@@ -14,7 +14,9 @@ round after round, so both see the same load:
 * cold: open the index + the first query, in a process that has loaded its code
   (and, for signaldesk, the model);
 * one-shot CLI: ``signaldesk search QUERY --json`` against ``qmd search QUERY
-  --json -n 10`` in new processes, wall and CPU seconds and peak RSS.
+  --json -n 10`` in new processes, wall and CPU seconds and peak RSS; then again with
+  a ``signaldesk serve`` running on the vault (it answers the search; serve writes its
+  state into the vault's ``.signaldesk``, so give it a copy you may write).
 
 Then the ratios signaldesk / qmd (the bars: warm hybrid within 2x of qmd's
 keyword search; the one-shot CLI no slower than qmd's), with the load average.
@@ -43,6 +45,7 @@ from typing import Any
 import anyio
 
 from bench.scale import _load, _one_shot, _p50_p95, _queries
+from bench.serving import QUIET_SCHEDULE, serving
 from signaldesk.retrieval.embedder import BUNDLED_MODEL_NAME, Embedder, load_embedder
 from signaldesk.retrieval.indexer import Indexer
 from signaldesk.retrieval.records import SearchMode
@@ -174,7 +177,12 @@ def run(vault: Path, prefix: Path, n_queries: int, rounds: int, cli_runs: int) -
         queries_file = Path(tmp) / "queries.json"
         queries_file.write_text(json.dumps(queries), encoding="utf-8")
         config = Path(tmp) / "signaldesk.toml"
-        config.write_text(f"[index]\nmodel = {json.dumps(BUNDLED_MODEL_NAME)}\n", encoding="utf-8")
+        # The quiet schedule is for the serve of the forwarded runs, which answers a client
+        # of its own config only: the in-process runs read the same file.
+        config.write_text(
+            f"[index]\nmodel = {json.dumps(BUNDLED_MODEL_NAME)}\n{QUIET_SCHEDULE}",
+            encoding="utf-8",
+        )
         for _ in range(rounds):
             cold, times, cpu = qmd.warm_round(queries_file)
             theirs["cold"].append(cold)
@@ -192,6 +200,16 @@ def run(vault: Path, prefix: Path, n_queries: int, rounds: int, cli_runs: int) -
             for mode in ("hybrid", "bm25"):
                 command = [*base, "search", query, "--json", "--limit", "10", "--mode", mode]
                 cli[mode].append(_one_shot(command, runs=1))
+        # The same commands again, a `signaldesk serve` running on the vault answering
+        # them (issue 15), qmd's between them again.
+        served: dict[str, list[tuple[float, float, float]]] = {"qmd": [], "hybrid": [], "bm25": []}
+        with serving(base, vault, queries[0]):
+            for i in range(cli_runs):
+                query = queries[1 + i % (len(queries) - 1)]
+                served["qmd"].append(_one_shot(qmd.cli(query), runs=1, env=qmd.env))
+                for mode in ("hybrid", "bm25"):
+                    command = [*base, "search", query, "--json", "--limit", "10", "--mode", mode]
+                    served[mode].append(_one_shot(command, runs=1))
     print(f"load average at the end: {_load()}\n")
 
     print(f"{'measure':<40} {'signaldesk':>14} {'qmd keyword':>14} {'ratio':>10}")
@@ -203,16 +221,17 @@ def run(vault: Path, prefix: Path, n_queries: int, rounds: int, cli_runs: int) -
             _row(f"warm {mode}{kind.replace(' cpu', ' CPU')} p95 ms", s95, q95)
     s_cold, q_cold = statistics.median(ours["cold"]), statistics.median(theirs["cold"])
     _row("cold open + first query ms (median)", s_cold, q_cold, ".1f")
-    q_wall = statistics.median(w for w, _, _ in cli["qmd"])
-    q_cpu = statistics.median(c for _, c, _ in cli["qmd"])
-    q_rss = max(r for _, _, r in cli["qmd"])
-    for mode in ("hybrid", "bm25"):
-        wall = statistics.median(w for w, _, _ in cli[mode])
-        cpu_s = statistics.median(c for _, c, _ in cli[mode])
-        rss = max(r for _, _, r in cli[mode])
-        _row(f"one-shot CLI {mode}: s (median)", wall, q_wall, ".3f")
-        _row(f"one-shot CLI {mode}: CPU s (median)", cpu_s, q_cpu, ".3f")
-        _row(f"one-shot CLI {mode}: peak RSS MB", rss, q_rss, ".0f")
+    for runs, how in ((cli, ""), (served, ", serve running")):
+        q_wall = statistics.median(w for w, _, _ in runs["qmd"])
+        q_cpu = statistics.median(c for _, c, _ in runs["qmd"])
+        q_rss = max(r for _, _, r in runs["qmd"])
+        for mode in ("hybrid", "bm25"):
+            wall = statistics.median(w for w, _, _ in runs[mode])
+            cpu_s = statistics.median(c for _, c, _ in runs[mode])
+            rss = max(r for _, _, r in runs[mode])
+            _row(f"one-shot CLI {mode}{how}: s (median)", wall, q_wall, ".3f")
+            _row(f"one-shot CLI {mode}{how}: CPU s", cpu_s, q_cpu, ".3f")
+            _row(f"one-shot CLI {mode}{how}: peak RSS MB", rss, q_rss, ".0f")
     print(f"\n[python -m bench.peers --vault {vault} --prefix {prefix}]")
     return 0
 

@@ -8,7 +8,8 @@ after editing 50 notes and deleting 5, the same no-op run as a fresh
 ``signaldesk index`` process, and query latency (p50/p95 wall and CPU per search
 mode over ``--queries`` queries in one warm process, the BM25 leg's own time, the
 cold open + first query, and a one-shot ``signaldesk search --json`` in a new
-process: wall, CPU and peak RSS).
+process: wall, CPU and peak RSS, in-process and then with a ``signaldesk serve``
+running on the vault, which answers it).
 
 Each figure is printed with the command that reproduces it. The machine's load
 average is printed too: on a shared machine wall times are only comparable at
@@ -40,6 +41,7 @@ from typing import Any
 
 import anyio
 
+from bench.serving import QUIET_SCHEDULE, serving
 from signaldesk.retrieval.embedder import BUNDLED_MODEL_NAME, Embedder, load_embedder
 from signaldesk.retrieval.indexer import Indexer
 from signaldesk.retrieval.records import IndexReport, SearchMode
@@ -291,7 +293,11 @@ def _report_latency(
         _row(f"  hybrid: {leg} ms p50 / p95", f"{p50:.1f} / {p95:.1f}")
     with tempfile.TemporaryDirectory(prefix="signaldesk-scale-config-") as config_dir:
         config = Path(config_dir) / "signaldesk.toml"
-        config.write_text(f"[index]\nmodel = {json.dumps(model)}\n", encoding="utf-8")
+        # The quiet schedule only matters to the serve of the forwarded runs; it is in the
+        # in-process runs' config too, since serve answers a client of its own config only.
+        config.write_text(
+            f"[index]\nmodel = {json.dumps(model)}\n{QUIET_SCHEDULE}", encoding="utf-8"
+        )
         base = [sys.executable, "-m", "signaldesk", "--vault", str(vault), "--config", str(config)]
         for mode in ("hybrid", "bm25"):
             command = [*base, "search", queries[1], "--json", "--limit", "10", "--mode", mode]
@@ -301,6 +307,17 @@ def _report_latency(
                 f"{wall:.2f} / {cpu:.2f} / {rss:.0f}",
                 f"signaldesk --vault {vault} search QUERY --json --mode {mode}",
             )
+        # The same commands with a `signaldesk serve` running on the vault: answered by it.
+        with serving(base, vault, queries[0]):
+            for mode in ("hybrid", "bm25"):
+                command = [*base, "search", queries[1], "--json", "--limit", "10", "--mode", mode]
+                wall, cpu, rss = _one_shot(command)
+                _row(
+                    "  the same, serve running: s / CPU s / MB",
+                    f"{wall:.3f} / {cpu:.3f} / {rss:.0f}",
+                    f"signaldesk --vault {vault} serve & signaldesk ... search QUERY --json "
+                    f"--mode {mode}",
+                )
     _row("load average after the one-shot runs", _load())
 
 
