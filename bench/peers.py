@@ -141,7 +141,7 @@ async def _signaldesk_round(
 
 
 def _row(label: str, ours: float, theirs: float, spec: str = ".2f") -> None:
-    print(f"{label:<40} {ours:>14{spec}} {theirs:>14{spec}} {ours / theirs:>9.2f}x")
+    print(f"{label:<48} {ours:>14{spec}} {theirs:>14{spec}} {ours / theirs:>9.2f}x")
 
 
 def run(vault: Path, prefix: Path, n_queries: int, rounds: int, cli_runs: int) -> int:
@@ -212,7 +212,7 @@ def run(vault: Path, prefix: Path, n_queries: int, rounds: int, cli_runs: int) -
                     served[mode].append(_one_shot(command, runs=1))
     print(f"load average at the end: {_load()}\n")
 
-    print(f"{'measure':<40} {'signaldesk':>14} {'qmd keyword':>14} {'ratio':>10}")
+    print(f"{'measure':<48} {'signaldesk':>14} {'qmd keyword':>14} {'ratio':>10}")
     for kind in ("", " cpu"):
         q50, q95 = _p50_p95(theirs[f"keyword{kind}"])
         for mode in ("hybrid", "bm25"):

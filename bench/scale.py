@@ -313,7 +313,7 @@ def _report_latency(
                 command = [*base, "search", queries[1], "--json", "--limit", "10", "--mode", mode]
                 wall, cpu, rss = _one_shot(command)
                 _row(
-                    "  the same, serve running: s / CPU s / MB",
+                    f"  {mode}, a serve running (it answers): s / CPU s / MB",
                     f"{wall:.3f} / {cpu:.3f} / {rss:.0f}",
                     f"signaldesk --vault {vault} serve & signaldesk ... search QUERY --json "
                     f"--mode {mode}",
