@@ -25,7 +25,7 @@ from signaldesk.retrieval.errors import IndexUnavailableError, RetrievalError
 from signaldesk.retrieval.generations import ReaderLease, pointer_token, read_pointer
 from signaldesk.retrieval.store import Connection, connect
 
-__all__ = ["NO_INDEX_HINT", "ReaderPool"]
+__all__ = ["NO_INDEX_HINT", "ReaderPool", "lease_and_check"]
 
 logger = logging.getLogger(__name__)
 
@@ -51,6 +51,32 @@ def _file_id(path: Path) -> tuple[int, int] | None:
     except OSError:
         return None
     return (info.st_dev, info.st_ino)
+
+
+def lease_and_check(
+    base: Path, check: Callable[[Any], None], then: Callable[[Any], None] | None = None
+) -> tuple[_Generation, Any]:
+    """Lease the live generation of the index at ``base`` and open one checked connection.
+
+    :raises IndexUnavailableError: there is no index, or ``check`` says it cannot be searched.
+    """
+    lease = ReaderLease.take(base)
+    if lease is None:
+        raise IndexUnavailableError(f"no index at {base}", hint=NO_INDEX_HINT)
+    try:
+        conn = connect(lease.db, readonly=True)
+    except BaseException:
+        lease.release()
+        raise
+    try:
+        check(conn)
+        if then is not None:
+            then(conn)
+    except BaseException:
+        conn.close()
+        lease.release()
+        raise
+    return _Generation(lease), conn
 
 
 class ReaderPool:
@@ -87,7 +113,7 @@ class ReaderPool:
         :raises IndexUnavailableError: there is no index, or it cannot be searched.
         """
         token = cls._read_token(base)
-        generation, conn = await anyio.to_thread.run_sync(cls._lease_and_check, base, check)
+        generation, conn = await anyio.to_thread.run_sync(lease_and_check, base, check)
         generation.idle.append(conn)
         return cls(base, generation, token, size=size, check=check)
 
@@ -103,28 +129,6 @@ class ReaderPool:
         except RetrievalError:
             live = base
         return (pointer_token(base), _file_id(live))
-
-    @staticmethod
-    def _lease_and_check(
-        base: Path, check: Callable[[Any], None], then: Callable[[Any], None] | None = None
-    ) -> tuple[_Generation, Any]:
-        lease = ReaderLease.take(base)
-        if lease is None:
-            raise IndexUnavailableError(f"no index at {base}", hint=NO_INDEX_HINT)
-        try:
-            conn = connect(lease.db, readonly=True)
-        except BaseException:
-            lease.release()
-            raise
-        try:
-            check(conn)
-            if then is not None:
-                then(conn)
-        except BaseException:
-            conn.close()
-            lease.release()
-            raise
-        return _Generation(lease), conn
 
     @asynccontextmanager
     async def connection(self) -> AsyncIterator[Any]:
@@ -169,7 +173,7 @@ class ReaderPool:
             if token == self._token:
                 return
             generation, conn = await anyio.to_thread.run_sync(
-                self._lease_and_check, self._base, self._check, self.on_switch
+                lease_and_check, self._base, self._check, self.on_switch
             )
             if generation.path == self._current.path and token[1] == self._token[1]:
                 conn.close()

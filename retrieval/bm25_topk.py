@@ -29,10 +29,12 @@ from __future__ import annotations
 
 import json
 import math
+import threading
+from collections.abc import MutableMapping
 
 from signaldesk.retrieval.store import Connection, sqlite_module
 
-__all__ = ["row_count", "scores_for", "top_rows"]
+__all__ = ["PhraseCounts", "row_count", "scores_for", "top_rows"]
 
 # FTS5's bm25() constants (fts5_aux.c); only k1 enters the bound.
 _K1 = 1.2
@@ -41,6 +43,40 @@ _MIN_IDF = 1e-6
 _SLACK = 1.0 + 1e-9
 # FTS5 keeps its row count and column token totals in this row of ``<table>_data``.
 _AVERAGES_ROWID = 1
+
+
+# (table, phrase) -> the rows holding the phrase, for one commit of the index.
+Counts = MutableMapping[tuple[str, str], int]
+
+
+class PhraseCounts:
+    """How many rows of each table hold each phrase, remembered for one commit.
+
+    Trigger: every search counts the rows of each of its phrases in both keyword
+    tables (the bounds below), and a common word costs a ``count(*)`` over its whole
+    doclist: 0.6 ms for ``git``, 1.4 ms for ``https`` at 47k chunks. Why: the count
+    changes only when the index does, and a server's queries share their common
+    words. Outcome: a process that searches again reads each phrase's count once per
+    commit (``vector_cache.cache_token``); the bounds, and so the rows, are the same.
+
+    Thread-safe: each commit gets a dict of its own, replaced (never changed in
+    place for another commit) when a search sees a newer one.
+    """
+
+    def __init__(self, limit: int = 50_000) -> None:
+        self._limit = limit  # phrases kept per commit before starting over
+        self._token: str | None = None
+        self._counts: Counts = {}
+        self._lock = threading.Lock()
+
+    def for_commit(self, token: str | None) -> Counts | None:
+        """The counts of the commit ``token`` (``None``: an index without one, count)."""
+        if token is None:
+            return None
+        with self._lock:
+            if token != self._token or len(self._counts) >= self._limit:
+                self._token, self._counts = token, {}
+            return self._counts
 
 
 def row_count(conn: Connection, table: str) -> int | None:
@@ -73,14 +109,17 @@ def _varint(data: bytes) -> int | None:
 
 
 def _bounds(
-    conn: Connection, table: str, phrases: list[str], rows: int
+    conn: Connection, table: str, phrases: list[str], rows: int, counts: Counts | None
 ) -> list[tuple[float, str, int]]:
     """Each phrase that occurs: the most it can add to a row's score, the phrase and
     how many rows contain it, largest bound first."""
     out: list[tuple[float, int, str, int]] = []
     sql = f"SELECT count(*) FROM {table} WHERE {table} MATCH ?"
     for position, phrase in enumerate(phrases):
-        hits = int(conn.execute(sql, (phrase,)).fetchone()[0])
+        known = None if counts is None else counts.get((table, phrase))
+        hits = int(conn.execute(sql, (phrase,)).fetchone()[0]) if known is None else known
+        if counts is not None:
+            counts[(table, phrase)] = hits
         if hits == 0:
             continue  # adds nothing to any row, and no row is found by it
         idf = math.log((rows - hits + 0.5) / (hits + 0.5))
@@ -90,20 +129,27 @@ def _bounds(
 
 
 def top_rows(
-    conn: Connection, table: str, phrases: list[str], weights_sql: str, k: int
+    conn: Connection,
+    table: str,
+    phrases: list[str],
+    weights_sql: str,
+    k: int,
+    counts: Counts | None = None,
 ) -> list[tuple[int, float]] | None:
     """The ``k`` best ``(rowid, bm25)`` of ``phrases`` joined with OR (ascending bm25,
     then rowid), exactly as sorting every match would give them.
 
     :param phrases: the query's quoted phrases (``fts_query.match_phrases``).
     :param weights_sql: the column weights as ``bm25()`` arguments, all non-negative.
+    :param counts: the phrases' row counts known for ``conn``'s commit
+        (:meth:`PhraseCounts.for_commit`); those counted here are added.
     :returns: ``None`` when the table's row count cannot be read (the caller
         then scores every match).
     """
     rows = row_count(conn, table)
     if rows is None:
         return None
-    bounds = _bounds(conn, table, phrases, rows)
+    bounds = _bounds(conn, table, phrases, rows, counts)
     if not bounds:
         return []
     full = " OR ".join(phrases)

@@ -105,7 +105,12 @@ class ChunkKeys:
     def index_for(self, conn: Connection, *, load: bool = False) -> ChunkKeyIndex | None:
         """The in-memory index for ``conn``'s snapshot: read on the commit's
         ``_LOAD_AFTER``-th search (or now, with ``load``); ``None`` means ask SQL."""
-        token = cache_token(conn)
+        return self.index_at(conn, cache_token(conn), load=load)
+
+    def index_at(
+        self, conn: Connection, token: str | None, *, load: bool = False
+    ) -> ChunkKeyIndex | None:
+        """:meth:`index_for` when the caller has read ``conn``'s ``cache_token``."""
         if token is None:
             return None
         index = self._index

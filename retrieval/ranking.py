@@ -33,6 +33,7 @@ import numpy as np
 import numpy.typing as npt
 
 from signaldesk.retrieval import search_legs
+from signaldesk.retrieval.bm25_topk import Counts
 from signaldesk.retrieval.chunk_keys import ChunkKeyIndex
 from signaldesk.retrieval.fusion import Candidate, FusionParams, fused_scores
 from signaldesk.retrieval.note_rank import (
@@ -200,10 +201,12 @@ class _SqliteSource:
         conn: Connection,
         matrix_for: Callable[[Any], VectorMatrix | None],
         key_index: ChunkKeyIndex | None = None,
+        counts: Counts | None = None,
     ) -> None:
         self.conn = conn
         self._matrix_for = matrix_for
         self._key_index = key_index
+        self._counts = counts
         self._matrix: VectorMatrix | None = None
         self._vector_type = "float"
 
@@ -216,13 +219,18 @@ class _SqliteSource:
     def chunk_bm25(self, req: RankRequest) -> tuple[list[tuple[int, float]], Mapping[int, float]]:
         assert req.match is not None
         return search_legs.bm25_list(
-            self.conn, req.match, req.depth, req.settings.column_weights, req.filters
+            self.conn, req.match, req.depth, req.settings.column_weights, req.filters, self._counts
         )
 
     def note_bm25(self, req: RankRequest) -> tuple[list[tuple[int, float]], Mapping[int, float]]:
         assert req.match is not None
         return search_legs.note_bm25_list(
-            self.conn, req.match, req.depth, req.settings.note_column_weights, req.filters
+            self.conn,
+            req.match,
+            req.depth,
+            req.settings.note_column_weights,
+            req.filters,
+            self._counts,
         )
 
     def exact_notes(self, key: str, filters: SearchFilters | None) -> set[int]:
@@ -298,14 +306,16 @@ def rank(
     matrix_for: Callable[[Any], VectorMatrix | None],
     timings: dict[str, float],
     key_index: ChunkKeyIndex | None = None,
+    counts: Counts | None = None,
 ) -> Ranked:
     """Run the lists for ``req`` on ``conn`` and fuse them into ranked notes and chunks.
 
     :param key_index: the chunks' positions in memory for ``conn``'s commit
         (chunk_keys.py); ``None``: read with SQL.
+    :param counts: the phrases' row counts known for ``conn``'s commit (bm25_topk.py).
     """
     source = _SqliteSource(
-        conn, matrix_for if req.settings.vector_matrix else lambda _: None, key_index
+        conn, matrix_for if req.settings.vector_matrix else lambda _: None, key_index, counts
     )
     return rank_with(source, req, timings)
 

@@ -78,6 +78,7 @@ def bm25_list(
     limit: int,
     weights: tuple[float, float, float],
     filters: SearchFilters | None,
+    counts: bm25_topk.Counts | None = None,
 ) -> tuple[list[tuple[int, float]], Relevance]:
     """The ``limit`` best chunks for ``match`` and their relevance.
 
@@ -87,7 +88,9 @@ def bm25_list(
     rows; :meth:`Relevance.cover` adds the scores of any other chunks a search
     needs (the vector list's candidates) before they are read.
     """
-    return _keyword_list(conn, FTS_TABLE, "chunks_fts.rowid", match, limit, weights, filters)
+    return _keyword_list(
+        conn, FTS_TABLE, "chunks_fts.rowid", match, limit, weights, filters, counts
+    )
 
 
 def _keyword_list(
@@ -98,12 +101,14 @@ def _keyword_list(
     limit: int,
     weights: tuple[float, ...],
     filters: SearchFilters | None,
+    counts: bm25_topk.Counts | None,
 ) -> tuple[list[tuple[int, float]], Relevance]:
     where, params = filters_sql(filters)
     w = _weights_sql(weights)
     if where == "1" and min(weights) >= 0.0:
         # The exact top rows without scoring every match (bm25_topk.py).
-        top = bm25_topk.top_rows(conn, table, match_phrases(match), w, max(limit, DECISIVE_DEPTH))
+        depth = max(limit, DECISIVE_DEPTH)
+        top = bm25_topk.top_rows(conn, table, match_phrases(match), w, depth, counts)
         if top is not None:
             relevance = Relevance(dict(top), conn=conn, table=table, match=match, weights_sql=w)
             return [(rowid, -raw) for rowid, raw in top[:limit]], relevance
@@ -204,6 +209,7 @@ def note_bm25_list(
     limit: int,
     weights: tuple[float, ...],
     filters: SearchFilters | None,
+    counts: bm25_topk.Counts | None = None,
 ) -> tuple[list[tuple[int, float]], Relevance]:
     """The ``limit`` best notes for ``match`` in ``notes_fts`` and their scores.
 
@@ -211,7 +217,7 @@ def note_bm25_list(
     note-level column weights (title, aliases, file, tags, headings, body).
     """
     table = NOTE_FTS_TABLE
-    return _keyword_list(conn, table, f"{table}.rowid", match, limit, weights, filters)
+    return _keyword_list(conn, table, f"{table}.rowid", match, limit, weights, filters, counts)
 
 
 def exact_notes(conn: Connection, key: str, filters: SearchFilters | None) -> set[int]:

@@ -154,3 +154,62 @@ async def test_searches_rank_as_when_every_match_was_scored(
     pruned = await run()
     monkeypatch.setattr(bm25_topk, "top_rows", lambda *args: None)  # every match scored
     assert pruned == await run()
+
+
+def test_known_counts_give_the_same_rows_without_counting_again(conn: Connection) -> None:
+    w = ", ".join(repr(x) for x in CHUNK_WEIGHTS)
+    counts: bm25_topk.Counts = {}
+    for query in QUERIES:
+        match = build_match(query)
+        assert match is not None
+        phrases = match_phrases(match)
+        first = _Recording(conn)
+        filled = bm25_topk.top_rows(first, "chunks_fts", phrases, w, 10, counts)  # type: ignore[arg-type]
+        again = _Recording(conn)
+        known = bm25_topk.top_rows(again, "chunks_fts", phrases, w, 10, counts)  # type: ignore[arg-type]
+        assert known == filled == bm25_topk.top_rows(conn, "chunks_fts", phrases, w, 10)
+        assert any("count(*)" in sql for sql in first.sql)
+        assert not any("count(*)" in sql for sql in again.sql), query
+    assert counts[("chunks_fts", '"git"')] == int(
+        conn.execute("SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH '\"git\"'").fetchone()[
+            0
+        ]
+    )
+
+
+def test_each_commit_has_counts_of_its_own() -> None:
+    counts = bm25_topk.PhraseCounts(limit=3)
+    first = counts.for_commit("a:1")
+    assert first is not None and counts.for_commit("a:1") is first
+    first[("chunks_fts", '"git"')] = 5
+    second = counts.for_commit("a:2")
+    assert second == {} and second is not first and first == {("chunks_fts", '"git"'): 5}
+    assert counts.for_commit(None) is None  # an index without a commit token: count
+    second.update({("t", str(i)): i for i in range(3)})
+    assert counts.for_commit("a:2") == {}  # full: started over
+
+
+async def test_a_searcher_sees_new_counts_after_a_commit(tmp_path: Path) -> None:
+    # "alpha" alone holds enough rows to bound "git" (in nearly every note) away, so the
+    # top rows are read from the rows holding the rarer phrases only.
+    root = tmp_path / "vault"
+    for i in range(300):
+        words = ["git"] * (1 + i % 3) if i < 280 else ["filler"]
+        words += ["alpha"] * (1 + i % 2) if i % 5 < 2 else []
+        write_note(root, f"n/note{i}.md", f"# Note {i}\n\n{' '.join(words)} text.\n")
+    Indexer(root, SETTINGS, real_embedder()).run_sync()
+
+    async def ranked(r: Retriever) -> list[object]:
+        exp = await r.explain("alpha git zebra", limit=10, mode="bm25")
+        return [(row.chunk_id, row.score, row.bm25_score, row.note_score) for row in exp.rows]
+
+    async with await Retriever.open(root, SETTINGS, SearchSettings(), real_embedder()) as warm:
+        await ranked(warm)  # remembers this commit's counts: no row holds "zebra"
+        for i in range(3):  # now a few do, and they are the best rows for the query
+            write_note(root, f"m/zebra{i}.md", f"# Zebra {i}\n\nzebra zebra stripes.\n")
+        Indexer(root, SETTINGS, real_embedder()).run_sync()
+        after = await ranked(warm)
+        shown = [r.path for r in (await warm.explain("alpha git zebra", mode="bm25")).results]
+    async with await Retriever.open(root, SETTINGS, SearchSettings(), real_embedder()) as fresh:
+        assert after == await ranked(fresh)
+    assert shown[0].startswith("m/zebra")

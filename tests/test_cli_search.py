@@ -204,8 +204,10 @@ def test_limit_is_honoured_and_the_budget_only_trims_text(
 
 def test_a_one_shot_search_imports_only_what_it_searches_with(indexed_vault: Path) -> None:
     """`signaldesk search` in a new process (a hook's call) must not pay for the indexer,
-    the scrubber's rules, the team backend, the MCP SDK or rich (its --json output)."""
+    the scrubber's rules, the team backend, the MCP SDK, rich (its --json output) or an
+    event loop (asyncio: the SQLite search runs in the process's own thread)."""
     watch = (
+        "asyncio",
         "signaldesk.retrieval.indexer",
         "signaldesk.retrieval.scrubber",
         "signaldesk.retrieval.chunker",

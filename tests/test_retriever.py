@@ -592,3 +592,54 @@ async def test_context_follows_wiki_links_from_the_top_excerpts(
     assert "(linked from notes/okapi.md)" in block.split("okapi-diet.md", 1)[1].split("\n")[0]
     assert "understory" in block and "Nowhere" not in block.split("### ", 2)[-1]
     assert "(linked from" not in plain
+
+
+# -- the one-shot search (the CLI's, in its own thread) -------------------------
+
+
+def _same(a: object, b: object) -> None:
+    """Two explanations agree on everything but the clock."""
+    import dataclasses
+
+    assert dataclasses.replace(a, timings_ms={}) == dataclasses.replace(b, timings_ms={})  # type: ignore[type-var]
+
+
+@pytest.mark.parametrize("mode", ["hybrid", "bm25", "vector"])
+async def test_a_one_shot_search_is_the_retrievers_search(
+    indexed: Path, embedder: Embedder, mode: str
+) -> None:
+    from signaldesk.retrieval.one_shot import open_one_shot
+
+    queries = ("how do I keep my bread starter alive", "kubectl rollout", "花园")
+    filters = SearchFilters(folder="notes")
+    async with await _open(indexed, embedder) as retriever:
+        expected = [
+            await retriever.explain(q, mode=mode, filters=f)  # type: ignore[arg-type]
+            for q in queries
+            for f in (None, filters)
+        ]
+    with open_one_shot(indexed, _settings(indexed), SEARCH, embedder) as one:
+        got = [one.explain(q, mode=mode, filters=f) for q in queries for f in (None, filters)]  # type: ignore[arg-type]
+        plain = one.explain(queries[0], mode=mode, explain=False)  # type: ignore[arg-type]
+    for e, g in zip(expected, got, strict=True):
+        _same(e, g)
+    assert expected[0].rows and not plain.rows  # rows only when asked for
+    assert plain.results == expected[0].results
+
+
+async def test_a_one_shot_search_fails_as_the_retriever_does(
+    indexed: Path, embedder: Embedder, tmp_path: Path
+) -> None:
+    from signaldesk.retrieval.one_shot import open_one_shot
+
+    with (
+        pytest.raises(IndexUnavailableError) as info,
+        open_one_shot(tmp_path, _settings(tmp_path / "vault"), SEARCH, embedder),
+    ):
+        pass
+    assert "signaldesk index" in (info.value.hint or "")
+    with open_one_shot(indexed, _settings(indexed), SEARCH, None) as one:
+        with pytest.raises(QueryError):
+            one.explain("  ")
+        keyword = one.explain("bread starter")
+    assert keyword.mode == "bm25" and any("model" in d for d in keyword.degraded)

@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import json
+import os
 import re
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import datetime
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -25,10 +29,11 @@ from signaldesk.retrieval.context_block import (
 from signaldesk.retrieval.errors import RetrievalError
 from signaldesk.retrieval.explanation import SearchExplanation
 from signaldesk.retrieval.records import SearchFilters, SearchMode, SearchResult
-from signaldesk.retrieval.retriever import Retriever
 
 if TYPE_CHECKING:
     from rich.console import Console
+
+    from signaldesk.retrieval.retriever import Retriever
 
 __all__ = ["COMMANDS", "context", "search"]
 
@@ -67,6 +72,55 @@ async def _open(workspace: Workspace) -> Retriever:
         embedder,
         postgres=workspace.config.postgres,
     )
+
+
+# One search: (query, explain?, the search options) -> the results, and the explanation
+# when it was asked for.
+_Ask = Callable[[str, bool, dict[str, Any]], tuple[list[SearchResult], SearchExplanation | None]]
+
+
+@contextmanager
+def _searcher(workspace: Workspace) -> Iterator[_Ask]:
+    """Searches for this process: in this thread on SQLite, no event loop (a one-shot
+    search is a hook's whole latency); the team database's async retriever otherwise."""
+    config = workspace.config
+    if config.index.backend == "sqlite":
+        # Before numpy is imported: these searches never run a BLAS product (a scan is
+        # numpy's own loop, vector_matrix.py), yet OpenBLAS starts a thread per core at
+        # import, ~0.1 s of CPU a one-shot search takes from a loaded machine.
+        os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+        from signaldesk.retrieval.embedder import LazyEmbedder
+        from signaldesk.retrieval.one_shot import open_one_shot
+
+        with open_one_shot(
+            workspace.vault, config.index, config.search, LazyEmbedder(config.index)
+        ) as one:
+
+            def ask_here(
+                query: str, explain: bool, kwargs: dict[str, Any]
+            ) -> tuple[list[SearchResult], SearchExplanation | None]:
+                exp = one.explain(query, explain=explain, **kwargs)
+                return list(exp.results), exp if explain else None
+
+            yield ask_here
+        return
+    from anyio.from_thread import start_blocking_portal
+
+    with start_blocking_portal() as portal:
+        retriever = portal.call(_open, workspace)
+        try:
+
+            def ask_team(
+                query: str, explain: bool, kwargs: dict[str, Any]
+            ) -> tuple[list[SearchResult], SearchExplanation | None]:
+                if explain:
+                    exp = portal.call(partial(retriever.explain, query, **kwargs))
+                    return list(exp.results), exp
+                return portal.call(partial(retriever.search, query, **kwargs)), None
+
+            yield ask_team
+        finally:
+            portal.call(retriever.aclose)
 
 
 def _result_json(result: SearchResult) -> dict[str, Any]:
@@ -176,7 +230,7 @@ def _print_explain(console: Console, exp: SearchExplanation, rows_shown: int) ->
     console.print(table)
 
 
-async def _batch(retriever: Retriever, path: Path, kwargs: dict[str, Any]) -> None:
+def _batch(ask: _Ask, path: Path, kwargs: dict[str, Any]) -> None:
     with path.open(encoding="utf-8") as handle:
         for number, line in enumerate(handle, start=1):
             if not line.strip():
@@ -190,7 +244,7 @@ async def _batch(retriever: Retriever, path: Path, kwargs: dict[str, Any]) -> No
                     hint='one JSON object per line, e.g. {"id": "q1", "query": "vector search"}',
                 ) from exc
             try:
-                results = await retriever.search(str(query), **kwargs)
+                results, _ = ask(str(query), False, kwargs)
             except RetrievalError as exc:
                 print_json({"id": query_id, "error": exc.message}, lines=True)
                 continue
@@ -230,35 +284,23 @@ def search(
         "fit": "trim",
     }
     workspace = app.workspace()
-
-    async def run() -> None:
-        async with await _open(workspace) as retriever:
-            if batch is not None:
-                await _batch(retriever, batch, kwargs)
-                return
-            assert query is not None
-            if explain:
-                exp = await retriever.explain(query, **kwargs)
-                results = list(exp.results)
-            else:
-                exp = None
-                results = await retriever.search(query, **kwargs)
-            if as_json:
-                payload: dict[str, Any] = {
-                    "query": query,
-                    "results": [_result_json(r) for r in results],
-                }
-                if exp is not None:
-                    payload["explain"] = _explain_json(exp)
-                print_json(payload)
-                return
-            if exp is not None:
-                _print_explain(app.console, exp, max(10, len(results) * 2))
-            _print_results(app.console, query, results)
-            if not results:
-                _hint_empty_index(app.console, workspace)
-
-    anyio.run(run)
+    with _searcher(workspace) as ask:
+        if batch is not None:
+            _batch(ask, batch, kwargs)
+            return
+        assert query is not None
+        results, exp = ask(query, explain, kwargs)
+    if as_json:
+        payload: dict[str, Any] = {"query": query, "results": [_result_json(r) for r in results]}
+        if exp is not None:
+            payload["explain"] = _explain_json(exp)
+        print_json(payload)
+        return
+    if exp is not None:
+        _print_explain(app.console, exp, max(10, len(results) * 2))
+    _print_results(app.console, query, results)
+    if not results:
+        _hint_empty_index(app.console, workspace)
 
 
 @click.command("context")

@@ -1,0 +1,109 @@
+"""Searching in the calling thread, for a process that searches and exits (the CLI).
+
+Trigger: `signaldesk search QUERY --json` runs from editor hooks and agents before a
+tool call, so its whole process is the latency they pay; the async
+:class:`~retrieval.retriever.Retriever` costs such a process ~40 ms of asyncio and an
+event loop before any work, and a thread hop per search (issue 15). Why it can go: a
+process that runs one search (or one batch, one after the other) has nothing to overlap.
+Outcome: the retriever's own search (:class:`~retrieval.search_core.SearchCore`) on one
+connection to the live index generation, leased for the life of the block, with no
+event loop; the same results, the same errors.
+
+A batch sees one generation: a full rebuild published during it is searched by the
+next process (the lease keeps the old file until the block ends).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from signaldesk.retrieval._connections import lease_and_check
+from signaldesk.retrieval.budget import BudgetFit
+from signaldesk.retrieval.embedder import Embedder
+from signaldesk.retrieval.explanation import SearchExplanation
+from signaldesk.retrieval.records import SearchFilters, SearchMode
+from signaldesk.retrieval.search_core import SearchCore
+from signaldesk.retrieval.settings import IndexSettings, SearchSettings
+from signaldesk.retrieval.store import Connection, index_base_path
+
+__all__ = ["OneShot", "open_one_shot"]
+
+
+class OneShot(SearchCore):
+    """Searches on one connection, in this thread. Create with :func:`open_one_shot`."""
+
+    def __init__(
+        self,
+        conn: Connection,
+        path: Path,
+        index: IndexSettings,
+        search: SearchSettings,
+        embedder: Embedder | None,
+        *,
+        fts_ok: bool,
+        vec_ext_ok: bool,
+        static_degraded: tuple[str, ...],
+    ) -> None:
+        super().__init__(
+            index,
+            search,
+            embedder,
+            fts_ok=fts_ok,
+            vec_ext_ok=vec_ext_ok,
+            static_degraded=static_degraded,
+        )
+        self._conn = conn
+        self._path = path
+
+    def explain(
+        self,
+        query: str,
+        *,
+        limit: int | None = None,
+        filters: SearchFilters | None = None,
+        mode: SearchMode | None = None,
+        max_tokens: int | None = None,
+        fit: BudgetFit = "drop",
+        explain: bool = True,
+    ) -> SearchExplanation:
+        """As :meth:`Retriever.explain <retrieval.retriever.Retriever.explain>`; with
+        ``explain=False`` the candidate rows are not built (a plain search)."""
+        return self._snapshot(
+            self._conn,
+            self._path,
+            lambda conn: self.execute_in(
+                conn, query, limit, filters, mode, max_tokens, fit, explain=explain
+            ),
+        )
+
+
+@contextmanager
+def open_one_shot(
+    vault: Path,
+    index: IndexSettings,
+    search: SearchSettings,
+    embedder: Embedder | None,
+) -> Iterator[OneShot]:
+    """The index of ``vault`` opened for searching in this thread until the block ends.
+
+    :raises IndexUnavailableError: there is no index (hint: `signaldesk index`), or it
+        cannot be read or searched.
+    """
+    generation, conn = lease_and_check(index_base_path(vault, index), OneShot.check_tables)
+    try:
+        fts_ok, vec_ext_ok, degraded = OneShot.checked(conn, index, search, embedder)
+        yield OneShot(
+            conn,
+            generation.path,
+            index,
+            search,
+            embedder,
+            fts_ok=fts_ok,
+            vec_ext_ok=vec_ext_ok,
+            static_degraded=degraded,
+        )
+    finally:
+        conn.close()
+        generation.lease.release()
