@@ -98,7 +98,7 @@ async def _running(vault: Path, **kwargs: Any) -> AsyncIterator[SearchSocket]:
 async def _warm(server: SearchSocket, vault: Path) -> None:
     """One search without the CLI's 1 s deadline: the first one opens the index and loads
     the model, which a loaded machine may not do within it (the CLI would fall back)."""
-    if server.path.exists():
+    if server.path.is_socket():
         await _raw(server.path, _request(vault))
     server.answered = 0
 
@@ -268,6 +268,16 @@ async def test_a_vault_too_deep_for_a_socket_is_searched_in_process(tmp_path: Pa
         assert not server.path.exists()
         result = await _cli_async(vault, *QUERY)
     assert "too long for AF_UNIX" in _in_process_because(result)
+
+
+async def test_serve_runs_on_when_it_cannot_listen(short_vault: Path) -> None:
+    socket_path(short_vault).mkdir()  # something that is not a socket is never removed
+    async with _running(short_vault) as server:
+        result = await _cli_async(short_vault, *QUERY)
+        assert server.answered == 0
+    assert result.returncode == 0 and json.loads(result.stdout)["results"]
+    assert "serve declined" not in _in_process_because(result)
+    assert socket_path(short_vault).is_dir()
 
 
 # -- nothing a client does stops serve --------------------------------------------------------

@@ -152,8 +152,8 @@ def _answer(vault: Path, request: dict[str, Any]) -> int:
     path = socket_path(vault)
     if not socket_path_fits(path):
         raise _InProcess(f"the socket path is too long for AF_UNIX: {path}")
-    if not path.exists():
-        raise _InProcess(f"no {path} (serve is not running)")
+    if not path.is_socket():
+        raise _InProcess(f"no socket {path} (serve is not running)")
     line = json.dumps(request, ensure_ascii=False).encode("utf-8") + b"\n"
     try:
         reply = json.loads(_exchange(path, line, REPLY_TIMEOUT))

@@ -113,7 +113,16 @@ class SearchSocket:
         # Bound and chmod-ed to 0600 before it listens (anyio does both, in that order):
         # no connection is accepted while the file has the umask's mode. A stale socket
         # file (a killed serve's) is unlinked first.
-        listener = await anyio.create_unix_listener(self.path, mode=0o600)
+        try:
+            listener = await anyio.create_unix_listener(self.path, mode=0o600)
+        except OSError as exc:  # no socket: every search runs in its own process, as before
+            logger.warning(
+                "one-shot searches are not answered by serve: cannot listen on %s: %s",
+                self.path,
+                exc,
+            )
+            task_status.started()
+            return
         slots = anyio.Semaphore(MAX_CLIENTS)
         try:
             async with listener, anyio.create_task_group() as tg:
