@@ -481,6 +481,16 @@ async def _serve_locked(
             # Ctrl-C stops (a signal before it would meet Python's default handler).
             await tg.start(functools.partial(_on_signals, stop, hard_stop))
 
+        if (
+            search_answer is not None
+            and settings.search_socket
+            and workspace.config.index.backend == "sqlite"
+        ):
+            # One-shot `search --json` commands, answered from a warm index (issue 15).
+            # Listening before the first jobs fire: its thread hops then delay no job's
+            # start against another's (the jobs' first runs race for a fresh ledger).
+            await tg.start(SearchSocket(workspace, services.embedder, search_answer).serve)
+
         scheduler = AsyncIOScheduler(timezone=tz)
         now = datetime.now(tz)
         for spec in specs:
@@ -507,13 +517,6 @@ async def _serve_locked(
             )
         scheduler.start()
         runner.scheduler = scheduler
-        if (
-            search_answer is not None
-            and settings.search_socket
-            and workspace.config.index.backend == "sqlite"
-        ):
-            # One-shot `search --json` commands, answered from a warm index (issue 15).
-            await tg.start(SearchSocket(workspace, services.embedder, search_answer).serve)
         state.ready = True
         await runner.persist()
         logger.info("serving %s: %d jobs scheduled", workspace.vault, len(specs))
