@@ -2,8 +2,8 @@
 
 serve's search socket (:mod:`pipeline.service.search_socket`) is handed
 :func:`answer_forwarded`: the options become ``Retriever.search``'s arguments as the verb
-builds them, and the results its JSON through the verb's ``_result_json`` and
-``json_text`` (what ``print_json`` writes), so a forwarded search prints the bytes the
+builds them (``search_arguments``), and the results its JSON (``search_payload``, through
+``json_text``, what ``print_json`` writes), so a forwarded search prints the bytes the
 in-process one would.
 """
 
@@ -14,7 +14,7 @@ from typing import Any
 
 from signaldesk.pipeline.cli._output import json_text
 from signaldesk.pipeline.cli._search_options import MODES
-from signaldesk.pipeline.cli.search import _filters, _result_json
+from signaldesk.pipeline.cli.search import _filters, search_arguments, search_payload
 from signaldesk.retrieval.retriever import Retriever
 
 __all__ = ["answer_forwarded"]
@@ -28,7 +28,7 @@ async def answer_forwarded(retriever: Retriever, search: Any) -> str:
     """
     query, kwargs = _search_arguments(search)
     results = await retriever.search(query, **kwargs)
-    return json_text({"query": query, "results": [_result_json(r) for r in results]})
+    return json_text(search_payload(query, results))
 
 
 def _search_arguments(search: Any) -> tuple[str, dict[str, Any]]:
@@ -55,14 +55,9 @@ def _search_arguments(search: Any) -> tuple[str, dict[str, Any]]:
         _day(search.get("since")),
         _day(search.get("until")),
     )
-    return query, {
-        "limit": _count(search.get("limit")),
-        "filters": filters,
-        "mode": mode,
-        "max_tokens": _count(search.get("max_tokens")),
-        # As the verb: a person who asks for --limit N gets N results.
-        "fit": "trim",
-    }
+    return query, search_arguments(
+        _count(search.get("limit")), filters, mode, _count(search.get("max_tokens"))
+    )
 
 
 def _day(value: Any) -> datetime | None:

@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 
     from signaldesk.retrieval.retriever import Retriever
 
-__all__ = ["COMMANDS", "context", "search"]
+__all__ = ["COMMANDS", "context", "search", "search_arguments", "search_payload"]
 
 
 def _filters(
@@ -121,6 +121,28 @@ def _searcher(workspace: Workspace) -> Iterator[_Ask]:
             yield ask_team
         finally:
             portal.call(retriever.aclose)
+
+
+def search_arguments(
+    limit: int | None,
+    filters: SearchFilters | None,
+    mode: SearchMode | None,
+    max_tokens: int | None,
+) -> dict[str, Any]:
+    """The retriever's arguments for the verb's options (also a forwarded search's)."""
+    return {
+        "limit": limit,
+        "filters": filters,
+        "mode": mode,
+        "max_tokens": max_tokens,
+        # A person who asks for --limit N gets N results; the budget shortens text.
+        "fit": "trim",
+    }
+
+
+def search_payload(query: str, results: list[SearchResult]) -> dict[str, Any]:
+    """What ``search --json`` prints for ``results`` (in-process or forwarded)."""
+    return {"query": query, "results": [_result_json(r) for r in results]}
 
 
 def _result_json(result: SearchResult) -> dict[str, Any]:
@@ -275,14 +297,7 @@ def search(
     if (query is None) == (batch is None):
         raise click.UsageError("give either a QUERY or --batch FILE")
     filters = _filters(folder, note_type, domain, tags, status, since, until)
-    kwargs: dict[str, Any] = {
-        "limit": limit,
-        "filters": filters,
-        "mode": mode,
-        "max_tokens": max_tokens,
-        # A person who asks for --limit N gets N results; the budget shortens text.
-        "fit": "trim",
-    }
+    kwargs = search_arguments(limit, filters, mode, max_tokens)
     workspace = app.workspace()
     with _searcher(workspace) as ask:
         if batch is not None:
@@ -291,7 +306,7 @@ def search(
         assert query is not None
         results, exp = ask(query, explain, kwargs)
     if as_json:
-        payload: dict[str, Any] = {"query": query, "results": [_result_json(r) for r in results]}
+        payload = search_payload(query, results)
         if exp is not None:
             payload["explain"] = _explain_json(exp)
         print_json(payload)

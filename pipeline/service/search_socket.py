@@ -8,8 +8,10 @@ answers over ``<vault>/.signaldesk/search.sock`` (the protocol:
 - The socket is made mode 0600 before it listens, and a peer of another uid is refused
   (``SO_PEERCRED``, where the platform has it). serve holds the vault's lock, so a
   socket file left by a killed serve is simply replaced; a stop removes it.
-- The retriever is opened on the first request and kept (it follows new index
-  generations by itself); it shares serve's embedding model.
+- The retriever is opened (and the model loaded) as soon as serve listens, so the
+  first client does not wait for it, and kept (it follows new index generations by
+  itself); it shares serve's embedding model. An index that cannot be opened yet is
+  tried again by the next request.
 - Each connection is its own task in this server's task group, at most
   :data:`MAX_CLIENTS` at once; a request is one line of at most
   ``MAX_REQUEST_BYTES``, read within :data:`READ_TIMEOUT`. A bad request gets an error
@@ -128,6 +130,7 @@ class SearchSocket:
             async with listener, anyio.create_task_group() as tg:
                 logger.info("answering one-shot searches on %s", self.path)
                 task_status.started()
+                tg.start_soon(self._warm)
                 while True:
                     await slots.acquire()
                     try:
@@ -146,6 +149,14 @@ class SearchSocket:
                 self.path.unlink()
             with anyio.CancelScope(shield=True):
                 await self._close()
+
+    async def _warm(self) -> None:
+        """Open the index and load the model now, not in the first client's second."""
+        try:
+            retriever = await self._open()
+            await retriever.search("warm up", limit=1)
+        except (_Declined, SignaldeskError) as exc:  # no index yet: the first request retries
+            logger.debug("search socket: not warmed up: %s", exc)
 
     async def _close(self) -> None:
         retriever, self._retriever = self._retriever, None
