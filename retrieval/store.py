@@ -44,6 +44,7 @@ __all__ = [
     "is_read_only_error",
     "migrate",
     "set_meta",
+    "split_statements",
     "sqlite_module",
     "store_error",
 ]
@@ -307,7 +308,7 @@ def migrate(conn: Connection) -> int:
             version = int(conn.execute("PRAGMA user_version").fetchone()[0])
             _check_not_newer(version)
             if version < SCHEMA_VERSION:
-                for statement in _statements(MIGRATIONS[version]):
+                for statement in split_statements(MIGRATIONS[version]):
                     conn.execute(statement)
                 conn.execute(f"PRAGMA user_version = {version + 1}")
             conn.execute("COMMIT")
@@ -327,8 +328,8 @@ def _check_not_newer(version: int) -> None:
         )
 
 
-def _statements(script: str) -> list[str]:
-    """Split a migration script into statements (``executescript`` would commit)."""
+def split_statements(script: str) -> list[str]:
+    """Split a migration script into statements (``executescript`` would commit first)."""
     module = sqlite_module()
     statements: list[str] = []
     current = ""

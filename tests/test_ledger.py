@@ -289,3 +289,44 @@ async def test_clipping_identity_follows_the_path_until_triage_frees_it(
         # A file that could not be read is parked by location: it claims no clipping.
         await ledger.park_location("clipper", "Clippings", "Clippings/b.md", "binary")
         assert "Clippings/b.md" not in await ledger.clipping_claims()
+
+
+async def test_ledgers_opened_at_once_on_a_new_file_all_open(tmp_path: Path) -> None:
+    """Two jobs of one serve opening a new ledger together (each migration step is taken
+    under the write lock, with the version read again there)."""
+    path = tmp_path / "ledger.db"
+    opened: list[int] = []
+
+    async def open_one() -> None:
+        async with Ledger.open(path) as ledger:
+            opened.append(int(await ledger.status_counts() == {}))
+
+    async with anyio.create_task_group() as tg:
+        for _ in range(3):
+            tg.start_soon(open_one)
+    assert opened == [1] * 3
+    conn = sqlite3.connect(path)
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+    conn.close()
+
+
+async def test_a_step_another_process_applied_meanwhile_is_not_run_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from signaldesk.pipeline.ledger import store
+
+    path = tmp_path / "ledger.db"
+    async with Ledger.open(path):
+        pass  # migrated by "the other process"
+    real = store._user_version
+    reads: list[int] = []
+
+    async def stale_first(conn: object) -> int:
+        # What this process read before the other one committed its migrations.
+        reads.append(0)
+        return 0 if len(reads) <= 2 else await real(conn)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(store, "_user_version", stale_first)
+    async with Ledger.open(path) as ledger:  # "table meta already exists" before the fix
+        assert await ledger.status_counts() == {}
+    assert len(reads) >= 3  # the version was read again inside the transaction

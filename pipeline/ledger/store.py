@@ -15,6 +15,7 @@ in the in-flight statuses (:data:`~pipeline.ledger.schema.RESUMABLE_STATUSES`).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import sqlite3
@@ -63,6 +64,7 @@ from signaldesk.pipeline.ledger.settling import (
     plan_settle,
 )
 from signaldesk.pipeline.ledger.sql import LedgerTx, Row, SqliteTx
+from signaldesk.retrieval.store import split_statements
 
 __all__ = [
     "BUSY_TIMEOUT_MS",
@@ -86,22 +88,45 @@ BUSY_TIMEOUT_MS = 5000
 
 
 async def _migrate(conn: aiosqlite.Connection) -> None:
+    """Bring the ledger to :data:`SCHEMA_VERSION`, one step per immediate transaction.
+
+    The version is read again inside each step's write-locked transaction: two jobs of
+    one serve (or two processes) opening a new ledger at once both saw the migration as
+    due, and the second failed with "table meta already exists".
+    """
+    _check_not_newer(await _user_version(conn))
+    while (version := await _user_version(conn)) < SCHEMA_VERSION:
+        await conn.execute("BEGIN IMMEDIATE")
+        try:
+            version = await _user_version(conn)
+            _check_not_newer(version)
+            if version < SCHEMA_VERSION:
+                for statement in split_statements(MIGRATIONS[version]):
+                    await conn.execute(statement)
+                await conn.execute(f"PRAGMA user_version = {version + 1}")
+            await conn.execute("COMMIT")
+        except BaseException:
+            # SQLite may have rolled back already (a full disk): keep the error that says why.
+            with anyio.CancelScope(shield=True), contextlib.suppress(Exception):
+                await conn.execute("ROLLBACK")
+            raise
+        if version < SCHEMA_VERSION:
+            logger.info("ledger migrated to schema version %d", version + 1)
+
+
+async def _user_version(conn: aiosqlite.Connection) -> int:
     async with conn.execute("PRAGMA user_version") as cursor:
         row = await cursor.fetchone()
-    version = int(row[0]) if row else 0
+    return int(row[0]) if row else 0
+
+
+def _check_not_newer(version: int) -> None:
     if version > SCHEMA_VERSION:
         raise LedgerError(
             f"the ledger is at schema version {version}, newer than this signaldesk "
             f"({SCHEMA_VERSION})",
             hint="upgrade signaldesk",
         )
-    for target in range(version, SCHEMA_VERSION):
-        # executescript commits first; the version bump rides in the same script so
-        # a crash leaves either the old schema or the new one.
-        await conn.executescript(
-            f"BEGIN IMMEDIATE;\n{MIGRATIONS[target]}\nPRAGMA user_version = {target + 1};\nCOMMIT;"
-        )
-        logger.info("ledger migrated to schema version %d", target + 1)
 
 
 async def _join_worker(pending: aiosqlite.Connection) -> None:
