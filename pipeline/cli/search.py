@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import re
@@ -77,6 +78,24 @@ async def _open(workspace: Workspace) -> Retriever:
 # One search: (query, explain?, the search options) -> the results, and the explanation
 # when it was asked for.
 _Ask = Callable[[str, bool, dict[str, Any]], tuple[list[SearchResult], SearchExplanation | None]]
+
+
+@contextmanager
+def _collector_paused(paused: bool) -> Iterator[None]:
+    """Python's cyclic garbage collector off while one search runs.
+
+    Trigger: a one-shot search imports pydantic, numpy and the model, and the
+    collector's passes over those new objects cost it ~15 ms (issue 15). Why it may:
+    one search allocates a bounded amount, freed with the process; a batch keeps it on.
+    """
+    if not paused or not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
 
 
 @contextmanager
@@ -298,13 +317,14 @@ def search(
         raise click.UsageError("give either a QUERY or --batch FILE")
     filters = _filters(folder, note_type, domain, tags, status, since, until)
     kwargs = search_arguments(limit, filters, mode, max_tokens)
-    workspace = app.workspace()
-    with _searcher(workspace) as ask:
-        if batch is not None:
-            _batch(ask, batch, kwargs)
-            return
-        assert query is not None
-        results, exp = ask(query, explain, kwargs)
+    with _collector_paused(batch is None):
+        workspace = app.workspace()
+        with _searcher(workspace) as ask:
+            if batch is not None:
+                _batch(ask, batch, kwargs)
+                return
+            assert query is not None
+            results, exp = ask(query, explain, kwargs)
     if as_json:
         payload = search_payload(query, results)
         if exp is not None:
