@@ -28,6 +28,7 @@ import json
 import os
 import random
 import resource
+import shlex
 import shutil
 import statistics
 import subprocess
@@ -52,7 +53,7 @@ __all__ = ["main"]
 
 _DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "vaults"
 _TARBALLS = ("tldr-pages.tar.gz", "obsidian-hub.tar.gz")
-_COMMAND = "/work/venv/bin/python -m bench.scale"
+_COMMAND = "python -m bench.scale"  # with the run's own arguments once main() has them
 
 
 def _cpu_seconds() -> float:
@@ -348,6 +349,9 @@ def main(argv: list[str] | None = None) -> None:
         "--pg-dsn", help="admin DSN of a PostgreSQL with pgvector (default: pgserver)"
     )
     args = parser.parse_args(argv)
+    global _COMMAND
+    given = sys.argv[1:] if argv is None else argv
+    _COMMAND = shlex.join(["python", "-m", "bench.scale", *given])
     if args.backend == "postgres":
         from bench.scale_pg import run_side_by_side
 
