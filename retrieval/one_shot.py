@@ -24,7 +24,7 @@ from signaldesk.retrieval.budget import BudgetFit
 from signaldesk.retrieval.embedder import Embedder
 from signaldesk.retrieval.explanation import SearchExplanation
 from signaldesk.retrieval.records import SearchFilters, SearchMode
-from signaldesk.retrieval.search_core import SearchCore
+from signaldesk.retrieval.search_core import Searchable, SearchCore
 from signaldesk.retrieval.settings import IndexSettings, SearchSettings
 from signaldesk.retrieval.store import Connection, index_base_path
 
@@ -41,19 +41,9 @@ class OneShot(SearchCore):
         index: IndexSettings,
         search: SearchSettings,
         embedder: Embedder | None,
-        *,
-        fts_ok: bool,
-        vec_ext_ok: bool,
-        static_degraded: tuple[str, ...],
+        able: Searchable,
     ) -> None:
-        super().__init__(
-            index,
-            search,
-            embedder,
-            fts_ok=fts_ok,
-            vec_ext_ok=vec_ext_ok,
-            static_degraded=static_degraded,
-        )
+        super().__init__(index, search, embedder, able)
         self._conn = conn
         self._path = path
 
@@ -93,17 +83,8 @@ def open_one_shot(
     """
     generation, conn = lease_and_check(index_base_path(vault, index), OneShot.check_tables)
     try:
-        fts_ok, vec_ext_ok, degraded = OneShot.checked(conn, index, search, embedder)
-        yield OneShot(
-            conn,
-            generation.path,
-            index,
-            search,
-            embedder,
-            fts_ok=fts_ok,
-            vec_ext_ok=vec_ext_ok,
-            static_degraded=degraded,
-        )
+        able = OneShot.checked(conn, embedder)
+        yield OneShot(conn, generation.path, index, search, embedder, able)
     finally:
         conn.close()
         generation.lease.release()

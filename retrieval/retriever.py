@@ -40,7 +40,7 @@ from signaldesk.retrieval.records import (
     SearchPage,
     SearchResult,
 )
-from signaldesk.retrieval.search_core import SearchCore
+from signaldesk.retrieval.search_core import Searchable, SearchCore
 from signaldesk.retrieval.settings import IndexSettings, SearchSettings
 from signaldesk.retrieval.status import db_bytes, read_status
 from signaldesk.retrieval.store import (
@@ -65,19 +65,9 @@ class Retriever(SearchCore):
         index: IndexSettings,
         search: SearchSettings,
         embedder: Embedder | None,
-        *,
-        fts_ok: bool,
-        vec_ext_ok: bool,
-        static_degraded: tuple[str, ...],
+        able: Searchable,
     ) -> None:
-        super().__init__(
-            index,
-            search,
-            embedder,
-            fts_ok=fts_ok,
-            vec_ext_ok=vec_ext_ok,
-            static_degraded=static_degraded,
-        )
+        super().__init__(index, search, embedder, able)
         self._pool = pool
         self._closed = False
 
@@ -101,21 +91,11 @@ class Retriever(SearchCore):
         )
         try:
             async with pool.connection() as conn:
-                fts_ok, vec_ext_ok, degraded = await anyio.to_thread.run_sync(
-                    cls.checked, conn, index, search, embedder
-                )
+                able = await anyio.to_thread.run_sync(cls.checked, conn, embedder)
         except BaseException:
             await pool.aclose()
             raise
-        retriever = cls(
-            pool,
-            index,
-            search,
-            embedder,
-            fts_ok=fts_ok,
-            vec_ext_ok=vec_ext_ok,
-            static_degraded=degraded,
-        )
+        retriever = cls(pool, index, search, embedder, able)
         pool.on_switch = retriever._on_new_generation
         return retriever
 

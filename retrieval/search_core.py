@@ -15,6 +15,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar, get_args
 
@@ -46,13 +47,22 @@ from signaldesk.retrieval.status import search_modes
 from signaldesk.retrieval.store import Connection, is_corruption_error, sqlite_module
 from signaldesk.retrieval.vector_cache import cache_token
 
-__all__ = ["DAMAGED_HINT", "SearchCore"]
+__all__ = ["DAMAGED_HINT", "SearchCore", "Searchable"]
 
 logger = logging.getLogger(__name__)
 
 DAMAGED_HINT = "run `signaldesk index` to rebuild it from the vault (the notes are not affected)"
 _MODES: tuple[str, ...] = get_args(SearchMode)
 T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class Searchable:
+    """What an index can be searched with (:meth:`SearchCore.checked`)."""
+
+    keyword: bool  # FTS5 works
+    vector: bool  # sqlite-vec is loaded
+    degraded: tuple[str, ...]  # what a search cannot do, in words
 
 
 class SearchCore:
@@ -64,28 +74,19 @@ class SearchCore:
         index: IndexSettings,
         search: SearchSettings,
         embedder: Embedder | None,
-        *,
-        fts_ok: bool,
-        vec_ext_ok: bool,
-        static_degraded: tuple[str, ...],
+        able: Searchable,
     ) -> None:
         self._index = index
         self._settings = search
-        self._vectors = QueryVectors(embedder, available=vec_ext_ok)
+        self._vectors = QueryVectors(embedder, available=able.vector)
         self._keys = ChunkKeys()
         self._counts = PhraseCounts()
-        self._fts_ok = fts_ok
-        self._static_degraded = static_degraded
+        self._fts_ok = able.keyword
+        self._static_degraded = able.degraded
 
     @classmethod
-    def checked(
-        cls,
-        conn: Connection,
-        index: IndexSettings,
-        search: SearchSettings,
-        embedder: Embedder | None,
-    ) -> tuple[bool, bool, tuple[str, ...]]:
-        """What ``conn``'s index can be searched with: (keyword, vector, degraded).
+    def checked(cls, conn: Connection, embedder: Embedder | None) -> Searchable:
+        """What ``conn``'s index can be searched with, ``embedder`` given.
 
         :raises IndexUnavailableError: neither keyword nor vector search is possible.
         """
@@ -98,7 +99,7 @@ class SearchCore:
                 + "; ".join(degraded),
                 hint="check `signaldesk doctor`, then run `signaldesk index --full`",
             )
-        return fts_ok, vec_ext_ok, degraded
+        return Searchable(fts_ok, vec_ext_ok, degraded)
 
     @staticmethod
     def check_tables(conn: Connection) -> None:
