@@ -9,6 +9,7 @@ processes, or raw sockets for what the CLI never sends.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -107,7 +108,10 @@ def _exchange_raw(path: Path, data: bytes) -> dict[str, Any]:
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
         sock.settimeout(30)
         sock.connect(str(path))
-        sock.sendall(data)
+        # A refused peer is answered without being read: the reply is there to read
+        # after a broken pipe (as the CLI's client reads it).
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+            sock.sendall(data)
         reply = b""
         while not reply.endswith(b"\n"):
             chunk = sock.recv(65536)
