@@ -219,8 +219,8 @@ def _one_shot(
     return statistics.median(walls), statistics.median(cpus), peak
 
 
-def _row(label: str, value: str, command: str = _COMMAND) -> None:
-    print(f"{label:<44} {value:>22}   [{command}]")
+def _row(label: str, value: str, command: str | None = None) -> None:
+    print(f"{label:<44} {value:>22}   [{command or _COMMAND}]")
 
 
 def run(vault: Path, workers: int | None, n_queries: int, model: str = BUNDLED_MODEL_NAME) -> None:
