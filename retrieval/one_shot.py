@@ -21,10 +21,11 @@ from pathlib import Path
 
 from signaldesk.retrieval._connections import lease_and_check
 from signaldesk.retrieval.budget import BudgetFit
+from signaldesk.retrieval.context_block import ContextExcerpts
 from signaldesk.retrieval.embedder import Embedder
 from signaldesk.retrieval.explanation import SearchExplanation
 from signaldesk.retrieval.records import SearchFilters, SearchMode
-from signaldesk.retrieval.search_core import Searchable, SearchCore
+from signaldesk.retrieval.search_core import Searchable, SearchCore, context_excerpts
 from signaldesk.retrieval.settings import IndexSettings, SearchSettings
 from signaldesk.retrieval.store import Connection, index_base_path
 
@@ -67,6 +68,22 @@ class OneShot(SearchCore):
                 conn, query, limit, filters, mode, max_tokens, fit, explain=explain
             ),
         )
+
+    def context(self, topic: str, *, filters: SearchFilters | None = None) -> ContextExcerpts:
+        """As :meth:`Retriever.context <retrieval.retriever.Retriever.context>`."""
+        results = list(
+            self.explain(
+                topic,
+                limit=self._settings.context_results,
+                filters=filters,
+                max_tokens=10**9,
+                explain=False,
+            ).results
+        )
+        linked = self._snapshot(
+            self._conn, self._path, lambda conn: self._linked_in(conn, results, filters)
+        )
+        return context_excerpts(topic, results, linked)
 
 
 @contextmanager

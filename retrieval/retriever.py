@@ -26,12 +26,10 @@ import anyio.to_thread
 from signaldesk.retrieval import search_legs
 from signaldesk.retrieval._connections import ReaderPool
 from signaldesk.retrieval.budget import BudgetFit
-from signaldesk.retrieval.context_block import ContextExcerpts, Excerpt
+from signaldesk.retrieval.context_block import ContextExcerpts
 from signaldesk.retrieval.embedder import Embedder
 from signaldesk.retrieval.explanation import SearchExplanation
 from signaldesk.retrieval.filters import filters_sql
-from signaldesk.retrieval.fusion import Candidate
-from signaldesk.retrieval.links import link_targets, resolve_links
 from signaldesk.retrieval.records import (
     IndexStatus,
     NoteInfo,
@@ -40,7 +38,7 @@ from signaldesk.retrieval.records import (
     SearchPage,
     SearchResult,
 )
-from signaldesk.retrieval.search_core import Searchable, SearchCore
+from signaldesk.retrieval.search_core import Searchable, SearchCore, context_excerpts
 from signaldesk.retrieval.settings import IndexSettings, SearchSettings
 from signaldesk.retrieval.status import db_bytes, read_status
 from signaldesk.retrieval.store import (
@@ -227,35 +225,15 @@ class Retriever(SearchCore):
             filters=filters,
             max_tokens=10**9,
         )
-        linked = await self._linked(results, filters)
-        return ContextExcerpts(
-            topic,
-            (
-                *(Excerpt(r) for r in results),
-                *(Excerpt(r, linked_from=source) for r, source in linked),
-            ),
-        )
+        return context_excerpts(topic, results, await self._linked(results, filters))
 
     async def _linked(
         self, results: list[SearchResult], filters: SearchFilters | None
     ) -> list[tuple[SearchResult, str]]:
         """The notes the results link to, each with the path that links to it."""
-        limit = self._settings.context_links
-        targets = link_targets(((r.path, r.text) for r in results), limit) if limit else []
-        if not targets:
+        if not self._settings.context_links:
             return []
-        shown = {r.path for r in results}
-
-        def run(conn: Connection) -> list[tuple[SearchResult, str]]:
-            links = resolve_links(conn, targets, exclude_paths=shown, filters=filters)
-            rows = search_legs.chunk_rows(conn, [link.chunk_id for link in links])
-            return [
-                (self._result(Candidate(link.chunk_id), rows[link.chunk_id], row.text), link.source)
-                for link in links
-                if (row := rows.get(link.chunk_id)) is not None
-            ]
-
-        return await self._run(run)
+        return await self._run(lambda conn: self._linked_in(conn, results, filters))
 
     async def list_notes(
         self, filters: SearchFilters | None = None, *, limit: int = 50

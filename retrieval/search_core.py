@@ -22,10 +22,12 @@ from typing import TypeVar, get_args
 import numpy as np
 import numpy.typing as npt
 
+from signaldesk.retrieval import search_legs
 from signaldesk.retrieval._connections import NO_INDEX_HINT
 from signaldesk.retrieval.bm25_topk import PhraseCounts
 from signaldesk.retrieval.budget import BudgetFit, fit_all, take
 from signaldesk.retrieval.chunk_keys import ChunkKeys
+from signaldesk.retrieval.context_block import ContextExcerpts, Excerpt
 from signaldesk.retrieval.embedder import Embedder
 from signaldesk.retrieval.errors import (
     IndexUnavailableError,
@@ -37,6 +39,7 @@ from signaldesk.retrieval.explanation import ExplainRow, SearchExplanation
 from signaldesk.retrieval.fts_query import build_match
 from signaldesk.retrieval.fts_text import name_key
 from signaldesk.retrieval.fusion import Candidate
+from signaldesk.retrieval.links import link_targets, resolve_links
 from signaldesk.retrieval.note_rank import NoteCandidate
 from signaldesk.retrieval.query_vectors import QueryVectors
 from signaldesk.retrieval.ranking import NOTES_NOT_READY, Ranked, RankRequest, rank
@@ -47,7 +50,7 @@ from signaldesk.retrieval.status import search_modes
 from signaldesk.retrieval.store import Connection, is_corruption_error, sqlite_module
 from signaldesk.retrieval.vector_cache import cache_token
 
-__all__ = ["DAMAGED_HINT", "SearchCore", "Searchable"]
+__all__ = ["DAMAGED_HINT", "SearchCore", "Searchable", "context_excerpts"]
 
 logger = logging.getLogger(__name__)
 
@@ -282,6 +285,23 @@ class SearchCore:
         counts = self._counts.for_commit(token)
         return rank(conn, request, self._vectors.current_matrix, timings, keys, counts)
 
+    def _linked_in(
+        self, conn: Connection, results: list[SearchResult], filters: SearchFilters | None
+    ) -> list[tuple[SearchResult, str]]:
+        """The notes ``results`` link to, each with the path that links to it."""
+        limit = self._settings.context_links
+        targets = link_targets(((r.path, r.text) for r in results), limit) if limit else []
+        if not targets:
+            return []
+        shown = {r.path for r in results}
+        links = resolve_links(conn, targets, exclude_paths=shown, filters=filters)
+        rows = search_legs.chunk_rows(conn, [link.chunk_id for link in links])
+        return [
+            (self._result(Candidate(link.chunk_id), rows[link.chunk_id], row.text), link.source)
+            for link in links
+            if (row := rows.get(link.chunk_id)) is not None
+        ]
+
     @staticmethod
     def _result(
         c: Candidate, row: ChunkRow, text: str, note: NoteCandidate | None = None
@@ -303,6 +323,19 @@ class SearchCore:
             updated=row.updated,
             vault=row.vault,
         )
+
+
+def context_excerpts(
+    topic: str, results: list[SearchResult], linked: list[tuple[SearchResult, str]]
+) -> ContextExcerpts:
+    """A context block's excerpts: the results, then the notes they link to."""
+    return ContextExcerpts(
+        topic,
+        (
+            *(Excerpt(r) for r in results),
+            *(Excerpt(r, linked_from=source) for r, source in linked),
+        ),
+    )
 
 
 def _explain_rows(ranked: Ranked) -> list[ExplainRow]:

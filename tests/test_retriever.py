@@ -584,6 +584,10 @@ async def test_context_follows_wiki_links_from_the_top_excerpts(
     linked = SearchSettings(**{**SEARCH.model_dump(), "context_results": 1})
     async with await _open(vault, embedder, linked) as retriever:
         block = render_context(await retriever.context("okapi forest giraffe"), 2000).text
+    from signaldesk.retrieval.one_shot import open_one_shot
+
+    with open_one_shot(vault, _settings(vault), linked, embedder) as one:  # the CLI's way
+        assert render_context(one.context("okapi forest giraffe"), 2000).text == block
     unlinked = SearchSettings(**{**linked.model_dump(), "context_links": 0})
     async with await _open(vault, embedder, unlinked) as retriever:
         plain = render_context(await retriever.context("okapi forest giraffe"), 2000).text
@@ -643,3 +647,21 @@ async def test_a_one_shot_search_fails_as_the_retriever_does(
             one.explain("  ")
         keyword = one.explain("bread starter")
     assert keyword.mode == "bm25" and any("model" in d for d in keyword.degraded)
+
+
+async def test_a_one_shot_context_is_the_retrievers_context(
+    indexed: Path, embedder: Embedder
+) -> None:
+    from signaldesk.retrieval.one_shot import open_one_shot
+
+    topics = ("how do I keep my bread starter alive", "kubectl rollout undo")
+    async with await _open(indexed, embedder) as retriever:
+        expected = [await retriever.context(t) for t in topics]
+        expected.append(await retriever.context(topics[0], filters=SearchFilters(folder="notes")))
+    with open_one_shot(indexed, _settings(indexed), SEARCH, embedder) as one:
+        got = [one.context(t) for t in topics]
+        got.append(one.context(topics[0], filters=SearchFilters(folder="notes")))
+    assert [render_context(c, 2000).text for c in got] == [
+        render_context(c, 2000).text for c in expected
+    ]
+    assert got == expected

@@ -6,14 +6,13 @@ import gc
 import json
 import os
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
-import anyio
 import click
 
 from signaldesk.errors import SignaldeskError
@@ -32,8 +31,10 @@ from signaldesk.retrieval.explanation import SearchExplanation
 from signaldesk.retrieval.records import SearchFilters, SearchMode, SearchResult
 
 if TYPE_CHECKING:
+    from anyio.from_thread import BlockingPortal
     from rich.console import Console
 
+    from signaldesk.retrieval.one_shot import OneShot
     from signaldesk.retrieval.retriever import Retriever
 
 __all__ = ["COMMANDS", "context", "search", "search_arguments", "search_payload"]
@@ -75,11 +76,6 @@ async def _open(workspace: Workspace) -> Retriever:
     )
 
 
-# One search: (query, explain?, the search options) -> the results, and the explanation
-# when it was asked for.
-_Ask = Callable[[str, bool, dict[str, Any]], tuple[list[SearchResult], SearchExplanation | None]]
-
-
 @contextmanager
 def _collector_paused(paused: bool) -> Iterator[None]:
     """Python's cyclic garbage collector off while one search runs.
@@ -98,8 +94,55 @@ def _collector_paused(paused: bool) -> Iterator[None]:
         gc.enable()
 
 
+class _Searches(Protocol):
+    """What the verbs search with: in this thread, whatever the backend."""
+
+    def ask(
+        self, query: str, explain: bool, kwargs: dict[str, Any]
+    ) -> tuple[list[SearchResult], SearchExplanation | None]:
+        """The results, and the explanation when it was asked for."""
+        ...
+
+    def context(self, topic: str, filters: SearchFilters | None) -> ContextExcerpts: ...
+
+
+class _Here:
+    """The SQLite index, searched in this thread (retrieval/one_shot.py)."""
+
+    def __init__(self, one: OneShot) -> None:
+        self._one = one
+
+    def ask(
+        self, query: str, explain: bool, kwargs: dict[str, Any]
+    ) -> tuple[list[SearchResult], SearchExplanation | None]:
+        exp = self._one.explain(query, explain=explain, **kwargs)
+        return list(exp.results), exp if explain else None
+
+    def context(self, topic: str, filters: SearchFilters | None) -> ContextExcerpts:
+        return self._one.context(topic, filters=filters)
+
+
+class _Team:
+    """The team database's async retriever, called through a blocking portal."""
+
+    def __init__(self, portal: BlockingPortal, retriever: Retriever) -> None:
+        self._portal = portal
+        self._retriever = retriever
+
+    def ask(
+        self, query: str, explain: bool, kwargs: dict[str, Any]
+    ) -> tuple[list[SearchResult], SearchExplanation | None]:
+        if explain:
+            exp = self._portal.call(partial(self._retriever.explain, query, **kwargs))
+            return list(exp.results), exp
+        return self._portal.call(partial(self._retriever.search, query, **kwargs)), None
+
+    def context(self, topic: str, filters: SearchFilters | None) -> ContextExcerpts:
+        return self._portal.call(partial(self._retriever.context, topic, filters=filters))
+
+
 @contextmanager
-def _searcher(workspace: Workspace) -> Iterator[_Ask]:
+def _searcher(workspace: Workspace) -> Iterator[_Searches]:
     """Searches for this process: in this thread on SQLite, no event loop (a one-shot
     search is a hook's whole latency); the team database's async retriever otherwise."""
     config = workspace.config
@@ -114,30 +157,14 @@ def _searcher(workspace: Workspace) -> Iterator[_Ask]:
         with open_one_shot(
             workspace.vault, config.index, config.search, LazyEmbedder(config.index)
         ) as one:
-
-            def ask_here(
-                query: str, explain: bool, kwargs: dict[str, Any]
-            ) -> tuple[list[SearchResult], SearchExplanation | None]:
-                exp = one.explain(query, explain=explain, **kwargs)
-                return list(exp.results), exp if explain else None
-
-            yield ask_here
+            yield _Here(one)
         return
     from anyio.from_thread import start_blocking_portal
 
     with start_blocking_portal() as portal:
         retriever = portal.call(_open, workspace)
         try:
-
-            def ask_team(
-                query: str, explain: bool, kwargs: dict[str, Any]
-            ) -> tuple[list[SearchResult], SearchExplanation | None]:
-                if explain:
-                    exp = portal.call(partial(retriever.explain, query, **kwargs))
-                    return list(exp.results), exp
-                return portal.call(partial(retriever.search, query, **kwargs)), None
-
-            yield ask_team
+            yield _Team(portal, retriever)
         finally:
             portal.call(retriever.aclose)
 
@@ -271,7 +298,7 @@ def _print_explain(console: Console, exp: SearchExplanation, rows_shown: int) ->
     console.print(table)
 
 
-def _batch(ask: _Ask, path: Path, kwargs: dict[str, Any]) -> None:
+def _batch(searches: _Searches, path: Path, kwargs: dict[str, Any]) -> None:
     with path.open(encoding="utf-8") as handle:
         for number, line in enumerate(handle, start=1):
             if not line.strip():
@@ -285,7 +312,7 @@ def _batch(ask: _Ask, path: Path, kwargs: dict[str, Any]) -> None:
                     hint='one JSON object per line, e.g. {"id": "q1", "query": "vector search"}',
                 ) from exc
             try:
-                results, _ = ask(str(query), False, kwargs)
+                results, _ = searches.ask(str(query), False, kwargs)
             except RetrievalError as exc:
                 print_json({"id": query_id, "error": exc.message}, lines=True)
                 continue
@@ -319,12 +346,12 @@ def search(
     kwargs = search_arguments(limit, filters, mode, max_tokens)
     with _collector_paused(batch is None):
         workspace = app.workspace()
-        with _searcher(workspace) as ask:
+        with _searcher(workspace) as searches:
             if batch is not None:
-                _batch(ask, batch, kwargs)
+                _batch(searches, batch, kwargs)
                 return
             assert query is not None
-            results, exp = ask(query, explain, kwargs)
+            results, exp = searches.ask(query, explain, kwargs)
     if as_json:
         payload = search_payload(query, results)
         if exp is not None:
@@ -359,14 +386,12 @@ def context(
 ) -> None:
     """Print a markdown block of vault excerpts about QUERY, each with its source."""
     filters = _filters(folder, note_type, domain, tags, status, since, until)
-    workspace = app.workspace()
-
-    async def run() -> ContextExcerpts:
-        async with await _open(workspace) as retriever:
-            return await retriever.context(query, filters=filters)
-
+    with _collector_paused(True):
+        workspace = app.workspace()
+        with _searcher(workspace) as searches:
+            excerpts = searches.context(query, filters)
     budget = workspace.config.search.max_tokens if max_tokens is None else max(1, max_tokens)
-    block = render_context(anyio.run(run), budget).text
+    block = render_context(excerpts, budget).text
     if as_json:
         print_json({"query": query, "context": block})
     else:
