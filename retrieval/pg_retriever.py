@@ -33,7 +33,7 @@ from signaldesk.retrieval.links import link_targets
 from signaldesk.retrieval.pg_schema import COMPONENT, MIGRATIONS
 from signaldesk.retrieval.pg_search import PgSource, chunk_rows, pg_filters_sql
 from signaldesk.retrieval.pg_status import read_pg_status, vault_scope
-from signaldesk.retrieval.query_vectors import QueryVectors
+from signaldesk.retrieval.query_vectors import NO_MODEL, QueryVectors
 from signaldesk.retrieval.ranking import Ranked, RankRequest, rank_with
 from signaldesk.retrieval.records import (
     IndexStatus,
@@ -125,11 +125,7 @@ class PgRetriever(Retriever):
         self._settings = search
         self._vectors = vectors
         self._fts_ok = True
-        self._static_degraded: tuple[str, ...] = (
-            ()
-            if vectors.embedder is not None
-            else ("no embedding model: keyword (BM25) search only",)
-        )
+        self._static_degraded: tuple[str, ...] = () if vectors.embedder is not None else (NO_MODEL,)
         self._closed = False
         self._scope = vaults
         self._owner = owner
@@ -251,7 +247,7 @@ class PgRetriever(Retriever):
     def _vector_problem(self, conn: Any) -> str | None:
         embedder = self._vectors.embedder
         if embedder is None:
-            return "no embedding model: keyword (BM25) search only"
+            return NO_MODEL
         scope, params = vault_scope(self._scope, "vault")
         rows = conn.execute(
             f"SELECT vault, meta FROM index_vaults WHERE true {scope} ORDER BY vault", params

@@ -21,7 +21,10 @@ from signaldesk.retrieval.store import Connection, get_meta
 from signaldesk.retrieval.vector_cache import cache_token, load_cached, refresh_cache
 from signaldesk.retrieval.vector_matrix import VectorMatrix, load_matrix
 
-__all__ = ["QueryVectors"]
+__all__ = ["NO_MODEL", "QueryVectors"]
+
+NO_MODEL = "no embedding model: keyword (BM25) search only"
+"""What a search without an embedding model says it cannot do."""
 
 logger = logging.getLogger(__name__)
 
@@ -51,7 +54,7 @@ class QueryVectors:
     def problem(self, conn: Connection) -> str | None:
         """Why the vector list cannot be used right now (``None``: it can)."""
         if self.embedder is None:
-            return "no embedding model: keyword (BM25) search only"
+            return NO_MODEL
         if not self.available:
             return "vectors unavailable: keyword (BM25) search only"
         if self._model_problem is not None and self._model_checked:

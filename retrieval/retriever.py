@@ -30,6 +30,7 @@ from signaldesk.retrieval.context_block import ContextExcerpts
 from signaldesk.retrieval.embedder import Embedder
 from signaldesk.retrieval.explanation import SearchExplanation
 from signaldesk.retrieval.filters import filters_sql
+from signaldesk.retrieval.query_vectors import NO_MODEL
 from signaldesk.retrieval.records import (
     IndexStatus,
     NoteInfo,
@@ -101,7 +102,7 @@ class Retriever(SearchCore):
         """A full rebuild was published: what the new file can do may differ."""
         fts_ok, vec_ext_ok, degraded = self._probe(conn)
         if self._vectors.embedder is None:
-            degraded = (*degraded, "no embedding model: keyword (BM25) search only")
+            degraded = (*degraded, NO_MODEL)
         self._fts_ok, self._static_degraded = fts_ok, degraded
         self._vectors.new_generation(available=vec_ext_ok)
 

@@ -41,7 +41,7 @@ from signaldesk.retrieval.fts_text import name_key
 from signaldesk.retrieval.fusion import Candidate
 from signaldesk.retrieval.links import link_targets, resolve_links
 from signaldesk.retrieval.note_rank import NoteCandidate
-from signaldesk.retrieval.query_vectors import QueryVectors
+from signaldesk.retrieval.query_vectors import NO_MODEL, QueryVectors
 from signaldesk.retrieval.ranking import NOTES_NOT_READY, Ranked, RankRequest, rank
 from signaldesk.retrieval.records import SearchFilters, SearchMode, SearchResult
 from signaldesk.retrieval.search_legs import ChunkRow
@@ -95,7 +95,7 @@ class SearchCore:
         """
         fts_ok, vec_ext_ok, degraded = cls._probe(conn)
         if embedder is None:
-            degraded = (*degraded, "no embedding model: keyword (BM25) search only")
+            degraded = (*degraded, NO_MODEL)
         if not fts_ok and (embedder is None or not vec_ext_ok):
             raise IndexUnavailableError(
                 "the index can be searched neither by keyword nor by vector: "
