@@ -14,7 +14,6 @@ column against the average, ``N`` and the average over the vaults the search may
 from __future__ import annotations
 
 import heapq
-import json
 import time
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -28,7 +27,7 @@ from signaldesk.retrieval.fts_terms import query_tokens
 from signaldesk.retrieval.pg_status import vault_scope
 from signaldesk.retrieval.ranking import RankRequest
 from signaldesk.retrieval.records import SearchFilters
-from signaldesk.retrieval.search_legs import ChunkKey, ChunkRow
+from signaldesk.retrieval.search_legs import CHUNK_ROW_COLUMNS, ChunkKey, ChunkRow, chunk_row
 
 __all__ = ["EF_SEARCH", "PgSource", "pg_filters_sql", "vector_text"]
 
@@ -362,38 +361,11 @@ def chunk_rows(conn: Any, chunk_ids: list[int]) -> dict[int, ChunkRow]:
     if not chunk_ids:
         return {}
     rows = conn.execute(
-        "SELECT c.id, c.ordinal, c.section, c.heading_path, c.text, c.start_line, n.path, "
-        "n.title, n.type, n.domain, n.tags, COALESCE(n.updated, n.created), n.vault "
-        "FROM index_chunks c JOIN index_notes n ON n.id = c.note_id WHERE c.id = ANY(%s)",
+        f"SELECT {CHUNK_ROW_COLUMNS}, n.vault FROM index_chunks c "
+        "JOIN index_notes n ON n.id = c.note_id WHERE c.id = ANY(%s)",
         (chunk_ids,),
     ).fetchall()
-    return {
-        int(r[0]): ChunkRow(
-            chunk_id=int(r[0]),
-            ordinal=int(r[1]),
-            section=str(r[2]),
-            heading_path=_strings(r[3]),
-            text=str(r[4]),
-            start_line=int(r[5]),
-            path=str(r[6]),
-            title=str(r[7]),
-            note_type=r[8],
-            domain=r[9],
-            tags=_strings(r[10]),
-            updated=r[11],
-            vault=str(r[12]),
-        )
-        for r in rows
-    }
-
-
-def _strings(value: Any) -> tuple[str, ...]:
-    if isinstance(value, str):
-        try:
-            value = json.loads(value)
-        except ValueError:
-            return ()
-    return tuple(str(v) for v in value) if isinstance(value, list) else ()
+    return {int(r[0]): chunk_row(r, vault=str(r[12])) for r in rows}
 
 
 def _without_vaults(filters: SearchFilters | None) -> SearchFilters | None:

@@ -262,7 +262,7 @@ class Retriever(SearchCore):
                         title=r[1],
                         note_type=r[2],
                         domain=r[3],
-                        tags=search_legs._tags(r[4]),
+                        tags=search_legs.string_tuple(r[4]),
                         status=r[5],
                         created=r[6],
                         updated=r[7],

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import heapq
 import json
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from operator import itemgetter
+from typing import Any
 
 from signaldesk.retrieval import bm25_topk
 from signaldesk.retrieval.filters import filters_sql
@@ -22,17 +23,20 @@ from signaldesk.retrieval.store import Connection
 from signaldesk.retrieval.weights import DECISIVE_DEPTH
 
 __all__ = [
+    "CHUNK_ROW_COLUMNS",
     "ChunkKey",
     "ChunkRow",
     "Relevance",
     "allowed_chunk_ids",
     "bm25_list",
     "chunk_keys",
+    "chunk_row",
     "chunk_rows",
     "exact_notes",
     "note_bm25_list",
     "note_chunks",
     "note_updated",
+    "string_tuple",
     "vec_knn",
     "vec_scores_for",
 ]
@@ -308,16 +312,17 @@ def vec_scores_for(
     }
 
 
-def _tags(raw: str | None) -> tuple[str, ...]:
-    try:
-        value = json.loads(raw or "[]")
-    except ValueError:
+def string_tuple(value: Any) -> tuple[str, ...]:
+    """A stored list of strings (tags, a heading path): SQLite keeps its JSON text,
+    PostgreSQL hands back the decoded list; anything else is no list."""
+    if value is None:
         return ()
-    return tuple(str(t) for t in value) if isinstance(value, list) else ()
-
-
-def _heading_path(raw: str | None) -> tuple[str, ...]:
-    return _tags(raw)
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            return ()
+    return tuple(str(v) for v in value) if isinstance(value, list) else ()
 
 
 def chunk_keys(conn: Connection, chunk_ids: list[int]) -> dict[int, ChunkKey]:
@@ -334,30 +339,38 @@ def chunk_keys(conn: Connection, chunk_ids: list[int]) -> dict[int, ChunkKey]:
     }
 
 
+CHUNK_ROW_COLUMNS = (
+    "c.id, c.ordinal, c.section, c.heading_path, c.text, c.start_line, "
+    "n.path, n.title, n.type, n.domain, n.tags, COALESCE(n.updated, n.created)"
+)
+"""What :func:`chunk_row` reads, in its order (``c``: the chunks, ``n``: their notes)."""
+
+
+def chunk_row(r: Sequence[Any], vault: str | None = None) -> ChunkRow:
+    """The :class:`ChunkRow` of one row of :data:`CHUNK_ROW_COLUMNS`."""
+    return ChunkRow(
+        chunk_id=int(r[0]),
+        ordinal=int(r[1]),
+        section=str(r[2]),
+        heading_path=string_tuple(r[3]),
+        text=str(r[4]),
+        start_line=int(r[5]),
+        path=str(r[6]),
+        title=str(r[7]),
+        note_type=r[8],
+        domain=r[9],
+        tags=string_tuple(r[10]),
+        updated=r[11],
+        vault=vault,
+    )
+
+
 def chunk_rows(conn: Connection, chunk_ids: list[int]) -> dict[int, ChunkRow]:
     """Chunk and note fields for each listed chunk that still exists."""
     if not chunk_ids:
         return {}
     sql = (
-        "SELECT c.id, c.ordinal, c.section, c.heading_path, c.text, c.start_line, "
-        "n.path, n.title, n.type, n.domain, n.tags, COALESCE(n.updated, n.created) "
-        "FROM chunks c JOIN notes n ON n.id = c.note_id "
+        f"SELECT {CHUNK_ROW_COLUMNS} FROM chunks c JOIN notes n ON n.id = c.note_id "
         "WHERE c.id IN (SELECT value FROM json_each(?))"
     )
-    out: dict[int, ChunkRow] = {}
-    for r in conn.execute(sql, (json.dumps(chunk_ids),)):
-        out[int(r[0])] = ChunkRow(
-            chunk_id=int(r[0]),
-            ordinal=int(r[1]),
-            section=str(r[2]),
-            heading_path=_heading_path(r[3]),
-            text=str(r[4]),
-            start_line=int(r[5]),
-            path=str(r[6]),
-            title=str(r[7]),
-            note_type=r[8],
-            domain=r[9],
-            tags=_tags(r[10]),
-            updated=r[11],
-        )
-    return out
+    return {int(r[0]): chunk_row(r) for r in conn.execute(sql, (json.dumps(chunk_ids),))}
