@@ -15,7 +15,7 @@ from signaldesk.pipeline.ledger.clippings import (
     ClippingClaim,
     clipping_claims_from_rows,
 )
-from signaldesk.pipeline.ledger.queries import check_status
+from signaldesk.pipeline.ledger.queries import entries_query
 from signaldesk.pipeline.ledger.records import ENTRY_COLUMNS, LedgerEntry, entry_from_row
 from signaldesk.pipeline.ledger.sql import Row
 
@@ -39,24 +39,8 @@ class PostgresReading:
         source_kind: str | None = None,
         limit: int | None = None,
     ) -> list[LedgerEntry]:
-        check_status(status)
-        clauses: list[str] = []
-        params: list[Any] = []
-        if status is not None:
-            clauses.append("status = %s")
-            params.append(status)
-        if source_kind is not None:
-            clauses.append("source_kind = %s")
-            params.append(source_kind)
-        where = f"WHERE {' AND '.join(clauses)}" if clauses else ""
-        tail = ""
-        if limit is not None:
-            tail = " LIMIT %s"
-            params.append(limit)
-        rows = await self._rows(
-            f"SELECT {ENTRY_COLUMNS} FROM items {where} ORDER BY discovered_at DESC, id{tail}",
-            params,
-        )
+        sql, params = entries_query(status, source_kind, limit, "%s")
+        rows = await self._rows(sql, params)
         return [entry_from_row(row) for row in rows]
 
     async def clipping_claims(self) -> dict[str, list[ClippingClaim]]:

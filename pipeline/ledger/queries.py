@@ -20,7 +20,7 @@ from signaldesk.pipeline.ledger.clippings import (
 from signaldesk.pipeline.ledger.records import ENTRY_COLUMNS, LedgerEntry, entry_from_row
 from signaldesk.pipeline.ledger.schema import ITEM_STATUSES, RESUMABLE_STATUSES
 
-__all__ = ["LedgerReading", "check_status"]
+__all__ = ["LedgerReading", "check_status", "entries_query"]
 
 
 def check_status(status: str | None) -> None:
@@ -29,6 +29,32 @@ def check_status(status: str | None) -> None:
         raise LedgerError(
             f"unknown item status {status!r}", hint=f"use one of: {', '.join(ITEM_STATUSES)}"
         )
+
+
+def entries_query(
+    status: str | None, source_kind: str | None, limit: int | None, placeholder: str
+) -> tuple[str, list[Any]]:
+    """The SQL and parameters of ``entries`` (``placeholder``: ``?`` for SQLite, ``%s``
+    for PostgreSQL), newest first.
+
+    :raises LedgerError: ``status`` is not a known status.
+    """
+    check_status(status)
+    clauses: list[str] = []
+    params: list[Any] = []
+    for column, value in (("status", status), ("source_kind", source_kind)):
+        if value is not None:
+            clauses.append(f"{column} = {placeholder}")
+            params.append(value)
+    where = f"WHERE {' AND '.join(clauses)}" if clauses else ""
+    tail = ""
+    if limit is not None:
+        tail = f" LIMIT {placeholder}"
+        params.append(limit)
+    return (
+        f"SELECT {ENTRY_COLUMNS} FROM items {where} ORDER BY discovered_at DESC, id{tail}",
+        params,
+    )
 
 
 class LedgerReading:
@@ -70,24 +96,8 @@ class LedgerReading:
 
         :raises LedgerError: ``status`` is not a known status.
         """
-        check_status(status)
-        clauses: list[str] = []
-        params: list[Any] = []
-        if status is not None:
-            clauses.append("status = ?")
-            params.append(status)
-        if source_kind is not None:
-            clauses.append("source_kind = ?")
-            params.append(source_kind)
-        where = f"WHERE {' AND '.join(clauses)}" if clauses else ""
-        tail = ""
-        if limit is not None:
-            tail = " LIMIT ?"
-            params.append(limit)
-        async with self._conn.execute(
-            f"SELECT {ENTRY_COLUMNS} FROM items {where} ORDER BY discovered_at DESC, id{tail}",
-            params,
-        ) as cursor:
+        sql, params = entries_query(status, source_kind, limit, "?")
+        async with self._conn.execute(sql, params) as cursor:
             return [entry_from_row(row) async for row in cursor]
 
     async def clipping_claims(self) -> dict[str, list[ClippingClaim]]:
