@@ -30,7 +30,6 @@ from signaldesk.retrieval.context_block import ContextExcerpts
 from signaldesk.retrieval.embedder import Embedder
 from signaldesk.retrieval.explanation import SearchExplanation
 from signaldesk.retrieval.filters import filters_sql
-from signaldesk.retrieval.query_vectors import NO_MODEL
 from signaldesk.retrieval.records import (
     IndexStatus,
     NoteInfo,
@@ -100,11 +99,9 @@ class Retriever(SearchCore):
 
     def _on_new_generation(self, conn: Connection) -> None:
         """A full rebuild was published: what the new file can do may differ."""
-        fts_ok, vec_ext_ok, degraded = self._probe(conn)
-        if self._vectors.embedder is None:
-            degraded = (*degraded, NO_MODEL)
-        self._fts_ok, self._static_degraded = fts_ok, degraded
-        self._vectors.new_generation(available=vec_ext_ok)
+        able = self._searchable(conn, self._vectors.embedder)
+        self._fts_ok, self._static_degraded = able.keyword, able.degraded
+        self._vectors.new_generation(available=able.vector)
 
     async def aclose(self) -> None:
         """Close every connection. Searches after this raise :class:`RetrievalError`."""

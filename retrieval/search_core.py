@@ -93,15 +93,20 @@ class SearchCore:
 
         :raises IndexUnavailableError: neither keyword nor vector search is possible.
         """
+        able = cls._searchable(conn, embedder)
+        if not able.keyword and (embedder is None or not able.vector):
+            raise IndexUnavailableError(
+                "the index can be searched neither by keyword nor by vector: "
+                + "; ".join(able.degraded),
+                hint="check `signaldesk doctor`, then run `signaldesk index --full`",
+            )
+        return able
+
+    @classmethod
+    def _searchable(cls, conn: Connection, embedder: Embedder | None) -> Searchable:
         fts_ok, vec_ext_ok, degraded = cls._probe(conn)
         if embedder is None:
             degraded = (*degraded, NO_MODEL)
-        if not fts_ok and (embedder is None or not vec_ext_ok):
-            raise IndexUnavailableError(
-                "the index can be searched neither by keyword nor by vector: "
-                + "; ".join(degraded),
-                hint="check `signaldesk doctor`, then run `signaldesk index --full`",
-            )
         return Searchable(fts_ok, vec_ext_ok, degraded)
 
     @staticmethod

@@ -149,9 +149,11 @@ def _run(args: list[str]) -> None:
     try:
         # A one-shot `search --json` is answered by a running serve when there is one
         # (issue 15); anything else, or any doubt, runs in this process.
-        from signaldesk.pipeline.cli._forward import forward_search
+        code = None
+        if "search" in args:  # nothing else is handed over: the others skip its imports
+            from signaldesk.pipeline.cli._forward import forward_search
 
-        code = forward_search(cli, args, _setup_logging)
+            code = forward_search(cli, args, _setup_logging)
         if code is None:
             # Without standalone mode click returns (rather than exits with) the code a
             # verb asked for through ctx.exit().
