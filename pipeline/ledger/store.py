@@ -135,6 +135,25 @@ async def _join_worker(pending: aiosqlite.Connection) -> None:
         await anyio.to_thread.run_sync(thread.join, 5.0)
 
 
+async def _enter_wal(conn: aiosqlite.Connection) -> None:
+    """Put the ledger in WAL mode, waiting out another connection that is opening it.
+
+    Switching a new file to WAL needs an exclusive lock, and SQLite answers "database is
+    locked" at once rather than through the busy handler when another connection holds a
+    lock on the file meanwhile (serve's jobs opening a new ledger together: 4% of
+    three-way opens failed before this wait).
+    """
+    deadline = anyio.current_time() + BUSY_TIMEOUT_MS / 1000
+    while True:
+        try:
+            await conn.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or anyio.current_time() >= deadline:
+                raise
+            await anyio.sleep(0.005)
+
+
 class Ledger(LedgerReading):
     """The item ledger and feed table over one aiosqlite connection (use :meth:`open`)."""
 
@@ -165,7 +184,7 @@ class Ledger(LedgerReading):
         try:
             try:
                 await conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-                await conn.execute("PRAGMA journal_mode = WAL")
+                await _enter_wal(conn)
                 await conn.execute("PRAGMA synchronous = NORMAL")
                 await conn.execute("PRAGMA foreign_keys = ON")
                 await _migrate(conn)
