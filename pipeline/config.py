@@ -179,8 +179,6 @@ def resolve_workspace(
     # the other way round (a running serve compares it with the file's, issue 15).
     stamp = config_stamp(config_path)
     config = load_config(config_path)
-    if vault is None and config.vault.path:
-        vault = Path(config.vault.path)
     if vault is None:
         raise ConfigError(
             "no vault given",

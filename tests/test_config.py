@@ -68,6 +68,18 @@ def test_vault_resolution_order(tmp_path: Path) -> None:
         resolve_workspace(None, None, environ={})
 
 
+def test_a_config_that_cannot_name_the_vault_is_a_clear_error(tmp_path: Path) -> None:
+    """The vault is read from the config before the config is validated (the search
+    hand-over reads it without pydantic): a bad file still gets load_config's error."""
+    path = tmp_path / "c.toml"
+    path.write_text("[vault]\npath = 3\n")
+    with pytest.raises(ConfigError, match=r"vault\.path"):
+        resolve_workspace(None, path, environ={})
+    path.write_text("[vault\npath = '/x'\n")
+    with pytest.raises(ConfigError, match="not valid TOML"):
+        resolve_workspace(None, path, environ={})
+
+
 def test_invalid_config_is_a_clear_error(tmp_path: Path) -> None:
     path = tmp_path / "c.toml"
     path.write_text("[index]\nbatch_size = -3\n")

@@ -65,10 +65,13 @@ def short_vault() -> Iterator[Path]:
         shutil.rmtree(root, ignore_errors=True)
 
 
-def _cli(vault: Path, *args: str) -> subprocess.CompletedProcess[str]:
+def _cli(
+    vault: Path, *args: str, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     """``python -m signaldesk -vv ARGS`` in a new process (stderr says why it did not
-    forward)."""
-    env = {**os.environ, "SIGNALDESK_VAULT": str(vault), "COLUMNS": "240"}
+    forward); the vault given by ``SIGNALDESK_VAULT`` unless ``env`` says otherwise."""
+    env = {**os.environ, "SIGNALDESK_VAULT": str(vault), "COLUMNS": "240", **(env or {})}
+    env = {name: value for name, value in env.items() if value}
     return subprocess.run(
         [sys.executable, "-m", "signaldesk", "-vv", *args],
         env=env,
@@ -79,8 +82,10 @@ def _cli(vault: Path, *args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-async def _cli_async(vault: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return await anyio.to_thread.run_sync(lambda: _cli(vault, *args))
+async def _cli_async(
+    vault: Path, *args: str, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    return await anyio.to_thread.run_sync(lambda: _cli(vault, *args, env=env))
 
 
 @asynccontextmanager
@@ -172,6 +177,21 @@ async def test_forwarded_output_is_the_in_process_output(short_vault: Path) -> N
             assert forwarded.stdout == expected.stdout
         assert server.answered == len(cases)
         assert json.loads(in_process[0].stdout)["results"], "the comparison compared nothing"
+
+
+async def test_a_vault_named_only_by_its_config_file_is_forwarded(short_vault: Path) -> None:
+    """`export SIGNALDESK_CONFIG=~/vault/signaldesk.toml` (the README's other way): the
+    hand-over reads the config's `[vault] path` as the in-process search does."""
+    config = short_vault / "signaldesk.toml"
+    config.write_text(render_default_config({"vault": {"path": str(short_vault)}}))
+    only_config = {"SIGNALDESK_VAULT": "", "SIGNALDESK_CONFIG": str(config)}
+    async with _running(short_vault) as server:
+        forwarded = await _cli_async(short_vault, *QUERY, env=only_config)
+        assert server.answered == 1, forwarded.stderr
+    assert _in_process_because(forwarded) == ""
+    in_process = _cli(short_vault, *QUERY, env=only_config)
+    assert "serve is not running" in _in_process_because(in_process)
+    assert forwarded.stdout == in_process.stdout and json.loads(forwarded.stdout)["results"]
 
 
 async def test_a_refused_query_reads_as_in_process(short_vault: Path) -> None:

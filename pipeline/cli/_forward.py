@@ -114,7 +114,7 @@ def _request(options: dict[str, Any]) -> tuple[Path, dict[str, Any]]:
         raise _InProcess("no QUERY")
     vault, config = locate(options.get("vault"), options.get("config_path"))
     if vault is None:
-        raise _InProcess("the vault is named in the config file only")
+        raise _InProcess("no vault given")
     vault = vault.expanduser().resolve()
     stamp = config_stamp(config)
     if config is not None and stamp is None:
