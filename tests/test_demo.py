@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shlex
 import socket
 import subprocess
 import sys
@@ -65,6 +66,22 @@ async def test_demo_runs_end_to_end_offline_and_again_changes_nothing(tmp_path: 
     for heading in ("Demo vault", "Scan", "Triage", "Triage report", "Captain's log", "Index"):
         assert heading in out
     assert "where to look" in out
+    # Each suggested command is one line however narrow the terminal, and pastes into a
+    # shell as it reads, for a folder with a space and brackets too.
+    odd = tmp_path / "my [notes]"
+    narrow = await anyio.to_thread.run_sync(
+        lambda: subprocess.run(
+            [sys.executable, "-m", "signaldesk", "demo", str(odd)],
+            env={**env, "COLUMNS": "50"},
+            capture_output=True,
+            text=True,
+            timeout=110,
+        )
+    )
+    assert narrow.returncode == 0, narrow.stdout + narrow.stderr
+    suggested = [shlex.split(line) for line in narrow.stdout.splitlines() if "--vault" in line]
+    assert [words[:3] for words in suggested] == [["signaldesk", "--vault", str(odd)]] * 4
+    assert [words[3:] for words in suggested][:3] == [["search", DEMO_QUERY], ["items"], ["status"]]
 
     filed = sorted((target / "05-signals").rglob("*.md"))
     assert len(filed) >= 2, out

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
 from typing import Any
 
 from rich.console import Console
-from rich.panel import Panel
+from rich.markup import escape
 from rich.table import Table
 
 from signaldesk.pipeline.demo.tour import DemoResult, DemoStep, DemoVault
@@ -158,16 +159,19 @@ class DemoView:
 
     def finish(self, result: DemoResult) -> None:
         vault = result.vault
+        # As a shell would take it, and not read as markup (a folder named "[work]").
+        arg = escape(shlex.quote(str(vault)))
         for problem in result.problems:
             self.console.print(f"[bold red]problem:[/] {problem}", highlight=False)
         done = "Done" if result.ok else "[yellow]Finished with problems[/] (see above)"
         lines: list[Any] = [
-            f"{done} in {result.seconds:.1f} s. Open [bold]{vault}[/] in Obsidian, or try:",
+            f"{done} in {result.seconds:.1f} s. Open [bold]{escape(str(vault))}[/] in Obsidian, "
+            "or try:",
             "",
-            f'  signaldesk --vault {vault} search "{result.query}"',
-            f"  signaldesk --vault {vault} items",
-            f"  signaldesk --vault {vault} status",
-            f"  signaldesk --vault {vault} serve      # keep it running",
+            f"  signaldesk --vault {arg} search {escape(shlex.quote(result.query))}",
+            f"  signaldesk --vault {arg} items",
+            f"  signaldesk --vault {arg} status",
+            f"  signaldesk --vault {arg} serve      # keep it running",
             "",
             f"Filed signals: {SIGNALS_FOLDER}/<domain>/",  # the demo keeps the default layout
         ]
@@ -175,4 +179,8 @@ class DemoView:
             lines.append(f"Triage report: {self._rel(result.report.path)}")
         if result.log is not None:
             lines.append(f"Captain's log: {self._rel(result.log.path)}")
-        self.console.print(Panel("\n".join(str(line) for line in lines), title="where to look"))
+        # Not in a panel: a border would cut a command that wraps at the terminal's edge
+        # into pieces that no longer paste; a soft wrap keeps each one a single line.
+        self.console.rule("where to look")
+        for line in lines:
+            self.console.print(line, soft_wrap=True, highlight=False)
