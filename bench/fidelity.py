@@ -7,7 +7,10 @@ What a note keeps of the HTML it came from, measured on real material in
   feeds and feedparser's well-formed corpus), converted as intake converts it;
 - ``articles``: the 181 article pages; the source is the main content trafilatura
   finds (its HTML output), the result is what full-text intake stores;
-- ``mails``: the HTML bodies of the shared mails, converted as a newsletter is.
+- ``mails``: the HTML bodies of the shared mails, converted as a newsletter is;
+- ``pages``: the triage set's pages in its local cache (``bench/triage``; project docs,
+  posts and release notes, rich in code), extracted as the articles are; skipped when the
+  cache is not built.
 
 Per corpus, on each half of a fixed split (a file or page is held out when the first
 byte of the SHA-256 of its name is odd; decide everything on ``tuning``, report
@@ -19,6 +22,10 @@ byte of the SHA-256 of its name is odd; decide everything on ``tuning``, report
   (``like[buffer overflow](…)``), per 100 links;
 - ``headings``: ``<h1>``-``<h6>`` whose text comes out as a markdown heading line;
 - ``lists``: list-item lines out per ``<li>`` in;
+- ``inline``: one-line ``<code>`` (``kbd``, ``samp``, ``tt``) in running text of the page
+  (a paragraph, list item, cell or heading), among those the note keeps, that stay inline
+  code spans rather than becoming a code block; for articles read from the whole page,
+  since trafilatura's HTML output renders every ``<code>`` as ``<pre>``;
 - ``tables``: data tables (two or more columns and rows, no table, code block, list
   or heading inside) that come out as pipe tables;
 - ``duplicated``: 8-word shingles that occur more often in the note than in the
@@ -96,6 +103,8 @@ class Tally:
     headings_kept: int = 0
     li: int = 0
     li_out: int = 0
+    inline: int = 0
+    inline_kept: int = 0
     tables: int = 0
     tables_kept: int = 0
     shingles: int = 0
@@ -115,6 +124,8 @@ class Tally:
             "headings_kept",
             "li",
             "li_out",
+            "inline",
+            "inline_kept",
             "tables",
             "tables_kept",
             "shingles",
@@ -133,7 +144,8 @@ class Tally:
             f"fragments={self.fragments} code={self.pre_kept}/{self.pre} "
             f"glued/100links={ratio(self.glued, self.links, 100, 2)} "
             f"headings={self.headings_kept}/{self.headings} "
-            f"lists={ratio(self.li_out, self.li)} tables={self.tables_kept}/{self.tables} "
+            f"lists={ratio(self.li_out, self.li)} inline={self.inline_kept}/{self.inline} "
+            f"tables={self.tables_kept}/{self.tables} "
             f"duplicated/1000={ratio(self.duplicated, self.shingles, 1000, 2)} "
             f"recall={ratio(self.words_kept, self.words)}"
         )
@@ -211,6 +223,9 @@ def _norm(text: str) -> str:
     return " ".join(text.split())
 
 
+_ITEM_NUMBER = re.compile(r"^(\s*)\d+[.)]\s", re.MULTILINE)
+
+
 def _plain(markdown: str) -> str:
     text = _IMAGE.sub(" ", markdown)
     text = _LINK.sub(r"\1", text)
@@ -237,13 +252,47 @@ def _fences(markdown: str) -> list[list[str]]:
     return blocks
 
 
-def check(fragment: Fragment, markdown: str) -> Tally:
-    """Measure one conversion against its source."""
+_RUNNING = frozenset(
+    {"p", "li", "td", "th", "dd", "dt", "a", "em", "strong", "b", "i", "span", "h1", "h2", "h3"}
+    | {"h4", "h5", "h6"}
+)
+
+
+def _inline_code(root: lxml.html.HtmlElement) -> list[str]:
+    """The one-line code spans of ``root``'s running text (none inside a ``<pre>``)."""
+    spans = []
+    for el in root.iter("code", "kbd", "samp", "tt"):
+        parent = el.getparent()
+        text = str(el.text_content())
+        if parent is None or parent.tag not in _RUNNING or "\n" in text.strip():
+            continue
+        if (
+            next(el.iterancestors("pre", "code", "kbd", "samp", "tt"), None) is None
+            and text.strip()
+        ):
+            spans.append(_norm(text))
+    return spans
+
+
+def check(fragment: Fragment, markdown: str, page: bytes | None = None) -> Tally:
+    """Measure one conversion against its source (``page``: the whole page it was
+    extracted from, for what the extracted source no longer shows)."""
     tally = Tally(fragments=1)
     root = _tree(fragment.html)
     if root is None:
         return tally
     fences = [[ln for ln in block if ln] for block in _fences(markdown)]
+    fenced = {ln for block in fences for ln in block}
+    flat = _norm(markdown)
+    page_root = _tree(page.decode("utf-8", "replace")) if page is not None else root
+    for text in _inline_code(page_root) if page_root is not None else []:
+        if re.search(rf"(?<!`)(`{re.escape(text)}`|`` {re.escape(text)} ``)(?!`)", flat):
+            tally.inline += 1
+            tally.inline_kept += 1
+        elif text in fenced:
+            tally.inline += 1
+            if len(tally.examples) < 5:
+                tally.examples.append(f"{fragment.name}: inline code made a block: {text[:40]!r}")
     for pre in root.iter("pre"):
         lines = [_norm(ln) for ln in _text_with_breaks(pre).split("\n") if ln.strip()]
         if len(lines) < 2:
@@ -260,8 +309,8 @@ def check(fragment: Fragment, markdown: str) -> Tally:
     if glued and len(tally.examples) < 5:
         tally.examples.append(f"{fragment.name}: glued link {glued[0][:60]!r}")
 
-    def squeeze(text: str) -> str:  # headings compared without spaces or escapes
-        return re.sub(r"[\s\\]+", "", text).lower()
+    def squeeze(text: str) -> str:  # headings compared without spaces, escapes or code marks
+        return re.sub(r"[\s\\`]+", "", text).lower()
 
     heading_lines = {
         squeeze(_plain(m.group(1))) for m in re.finditer(r"^#{1,6}\s+(.+)$", markdown, re.MULTILINE)
@@ -294,14 +343,16 @@ def check(fragment: Fragment, markdown: str) -> Tally:
             tally.tables_kept += 1
     source_text = " ".join(_text_with_breaks(root).split())
     want = _shingles(source_text)
-    got = _shingles(_plain(markdown))
+    # An ordered item's number is the list's markup, not text the source showed.
+    shown = _plain(_ITEM_NUMBER.sub(r"\1", markdown))
+    got = _shingles(shown)
     tally.shingles = sum(got.values())
     extra = {k: n - want[k] for k, n in got.items() if k in want and n > want[k]}
     tally.duplicated = sum(extra.values())
     if extra and len(tally.examples) < 5:
         tally.examples.append(f"{fragment.name}: repeated {' '.join(next(iter(extra)))!r}")
     want_words = Counter(w.lower() for w in _WORD.findall(source_text))
-    got_words = Counter(w.lower() for w in _WORD.findall(_plain(markdown)))
+    got_words = Counter(w.lower() for w in _WORD.findall(shown))
     tally.words = sum(want_words.values())
     tally.words_kept = sum((want_words & got_words).values())
     return tally
@@ -343,19 +394,41 @@ def article_fragments(shared: Path) -> Iterator[tuple[Fragment, bytes]]:
     for page_id in sorted(truth):
         page = gzip.decompress((folder / "html" / f"{page_id}.html.gz").read_bytes())
         url = truth[page_id].get("url")
-        main_html = trafilatura.extract(
-            page,
-            url=url,
-            output_format="html",
-            include_comments=False,
-            include_formatting=True,
-            include_links=True,
-            include_tables=True,
-            include_images=False,
-            favor_precision=True,
-        )
+        main_html = _main_content(page, url)
         if main_html:
             yield Fragment(page_id, main_html, url), page
+
+
+def _main_content(page: bytes, url: str | None) -> str | None:
+    result: str | None = trafilatura.extract(
+        page,
+        url=url,
+        output_format="html",
+        include_comments=False,
+        include_formatting=True,
+        include_links=True,
+        include_tables=True,
+        include_images=False,
+        favor_precision=True,
+    )
+    return result
+
+
+def page_fragments() -> Iterator[tuple[Fragment, bytes]]:
+    """``(main content as trafilatura sees it, the whole page)`` for each page of the
+    triage set's local cache."""
+    from bench.triage.corpus import cache_dir
+
+    urls = {}
+    labels = Path(__file__).resolve().parent / "triage" / "labels.jsonl"
+    for line in labels.read_text(encoding="utf-8").splitlines():
+        row = json.loads(line)
+        urls[row["id"]] = row.get("url")
+    for path in sorted((cache_dir() / "pages").glob("*.html")):
+        page = path.read_bytes()
+        main_html = _main_content(page, urls.get(path.stem))
+        if main_html:
+            yield Fragment(path.stem, main_html, urls.get(path.stem)), page
 
 
 def mail_fragments(shared: Path) -> Iterator[tuple[Fragment, bytes]]:
@@ -407,9 +480,16 @@ def run(shared: Path, corpora: list[str]) -> dict[str, dict[str, Tally]]:
         halves = {"tuning": Tally(), "held-out": Tally()}
         for fragment, page in article_fragments(shared):
             halves["held-out" if held_out(fragment.name) else "tuning"].add(
-                check(fragment, _convert_article(page, fragment))
+                check(fragment, _convert_article(page, fragment), page)
             )
         out["articles"] = halves
+    if "pages" in corpora:
+        halves = {"tuning": Tally(), "held-out": Tally()}
+        for fragment, page in page_fragments():
+            halves["held-out" if held_out(fragment.name) else "tuning"].add(
+                check(fragment, _convert_article(page, fragment), page)
+            )
+        out["pages"] = halves
     if "mails" in corpora:
         halves = {"tuning": Tally(), "held-out": Tally()}
         for fragment, raw in mail_fragments(shared):
@@ -426,12 +506,15 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--shared", type=Path, default=_DEFAULT_SHARED)
     parser.add_argument(
-        "--corpus", action="append", choices=["feeds", "articles", "mails"], help="repeatable"
+        "--corpus",
+        action="append",
+        choices=["feeds", "articles", "mails", "pages"],
+        help="repeatable",
     )
     parser.add_argument("--examples", action="store_true", help="print a few failures each")
     args = parser.parse_args(argv)
     started = time.perf_counter()
-    results = run(args.shared, args.corpus or ["feeds", "articles", "mails"])
+    results = run(args.shared, args.corpus or ["feeds", "articles", "mails", "pages"])
     for corpus, halves in results.items():
         for half, tally in halves.items():
             sys.stdout.write(f"{corpus:9} {half:9} {tally.line()}\n")

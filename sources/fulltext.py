@@ -17,6 +17,7 @@ from typing import Literal
 import anyio.to_thread
 import httpx
 import trafilatura
+from lxml.etree import _Element, strip_tags
 from trafilatura.htmlprocessing import build_html_output
 from trafilatura.settings import Document
 
@@ -142,10 +143,41 @@ def _markdown(document: Document, url: str | None) -> str:
     markdown = ""
     if document.body is not None:
         try:
+            _keep_code_and_order(document.body)
             markdown = html_to_markdown(build_html_output(document), profile=FEED, base_url=url)
         except Exception as exc:  # lxml underneath: an odd tree must not lose the article
             logger.info("article HTML not converted for %s: %r", url, exc)
     return markdown.strip() or (document.text or "").strip()
+
+
+# trafilatura's elements that hold running text: a <code> inside one is a word of it.
+_RUNNING_TEXT = frozenset({"p", "item", "cell", "head", "hi", "ref", "quote"})
+
+
+def _keep_code_and_order(body: _Element) -> None:
+    """Mark in trafilatura's tree what its HTML rendering would lose, in place.
+
+    Why: ``build_html_output`` renders every ``<code>`` as ``<pre>`` and every list as
+    ``<ul>``, so "wraps the standard <code>tarfile</code> module" came out as three
+    code blocks in a note (and depth and actionability counted them as code blocks),
+    and numbered steps lost their numbers. A ``<code>`` in running text, on one line,
+    becomes ``<tt>`` (inline code to the converter, left alone by trafilatura's
+    rendering); the inner ``<code>`` of a ``<pre><code>`` pair is merged into the outer
+    one, so the block is one block, its text the element's own (an element child would
+    be indented by the rendering's pretty-printing); an ordered list becomes ``<ol>``.
+    """
+    for el in list(body.iter("code", "list")):
+        if el.tag == "list":
+            if el.get("rend") == "ol":
+                el.tag = "ol"
+            continue
+        parent = el.getparent()
+        if parent is None:
+            continue  # an inner <code> merged into its block already
+        if next(el.iterdescendants("code"), None) is not None:
+            strip_tags(el, "code")
+        if parent.tag in _RUNNING_TEXT and "\n" not in el.xpath("string()"):
+            el.tag = "tt"
 
 
 def _date(value: str | None) -> datetime | None:

@@ -12,7 +12,14 @@ from pathlib import Path
 
 import pytest
 
-from bench.fidelity import Tally, article_fragments, check, feed_fragments, mail_fragments
+from bench.fidelity import (
+    Fragment,
+    Tally,
+    article_fragments,
+    check,
+    feed_fragments,
+    mail_fragments,
+)
 from signaldesk.sources.fulltext import extract_article
 from signaldesk.sources.html_markdown import FEED, html_to_markdown
 from signaldesk.sources.newsletter import parse_email
@@ -27,6 +34,15 @@ def _assert_faithful(tally: Tally, *, headings: bool = True) -> None:
         assert tally.headings_kept == tally.headings, detail
     assert tally.duplicated == 0, detail
     assert tally.tables_kept == tally.tables, detail
+    assert tally.inline_kept == tally.inline, detail
+
+
+def test_inline_code_made_a_block_is_counted() -> None:
+    fragment = Fragment("x", "<p>It wraps the standard <code>tarfile</code> module.</p>")
+    inline = check(fragment, "It wraps the standard `tarfile` module.")
+    block = check(fragment, "It wraps the standard\n\n```\ntarfile\n```\n\nmodule.")
+    assert (inline.inline, inline.inline_kept) == (1, 1)
+    assert (block.inline, block.inline_kept) == (1, 0) and "made a block" in block.examples[0]
 
 
 def test_feed_content_is_faithful(shared_data: Path) -> None:
@@ -47,7 +63,7 @@ def test_article_pages_are_faithful(shared_data: Path) -> None:
     tally = Tally()
     for fragment, page in article_fragments(shared_data):
         article = extract_article(page, fragment.base_url)
-        tally.add(check(fragment, article.text_markdown if article else ""))
+        tally.add(check(fragment, article.text_markdown if article else "", page))
     assert tally.fragments == 181 and tally.headings >= 370
     _assert_faithful(tally)
 

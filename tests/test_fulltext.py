@@ -79,6 +79,32 @@ def test_extract_article_metadata() -> None:
     assert "About" not in article.text_markdown
 
 
+def test_extract_article_keeps_inline_code_blocks_and_numbered_steps() -> None:
+    """trafilatura renders every <code> as <pre> and every list as <ul>: a word of code
+    in a sentence must stay in its sentence, and numbered steps keep their numbers."""
+    page = (
+        "<html><head><title>Advisory</title></head><body><article><h1>Path traversal</h1>"
+        "<p>tarsafe wraps the standard <code>tarfile</code> module to extract untrusted "
+        "archives, and every release before 3.2.4 is affected by this bug.</p>"
+        "<h2>Am I affected?</h2><p>You are if you call <code>tarsafe.extract_all()</code> "
+        "on archives you did not create. Check the installed version:</p>"
+        "<pre><code>python -m pip show tarsafe\npip-audit -r requirements.txt</code></pre>"
+        "<h2>What to do</h2><ol><li>Upgrade: <code>pip install 'tarsafe&gt;=3.2.4'</code>."
+        "</li><li>Or pass <code>follow_links=False</code> until you can upgrade.</li></ol>"
+        "<p>The fix resolves each member's final path before it writes anything at all.</p>"
+        "</article></body></html>"
+    )
+    article = extract_article(page, "https://example.com/advisory")
+    assert article is not None
+    text = article.text_markdown
+    assert "wraps the standard `tarfile` module" in text
+    assert "if you call `tarsafe.extract_all()` on archives" in text
+    assert "```\npython -m pip show tarsafe\npip-audit -r requirements.txt\n```" in text
+    assert text.count("```") == 2  # one block, nothing else fenced
+    assert "1. Upgrade: `pip install 'tarsafe>=3.2.4'`." in text
+    assert "2. Or pass `follow_links=False` until" in text
+
+
 @pytest.mark.parametrize("html", ["", "<html><body></body></html>", b"\x00\x01\x02"])
 def test_extract_article_gives_none_on_nothing(html: str | bytes) -> None:
     assert extract_article(html, None) is None

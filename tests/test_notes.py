@@ -354,6 +354,27 @@ def test_key_points_are_extractive_deterministic_and_skip_code() -> None:
     assert key_points("", limit=3) == [] and key_points(text, limit=0) == []
 
 
+def test_key_points_do_not_repeat_the_summary_or_stop_at_a_colon() -> None:
+    text = (
+        "Write-ahead logging is the mode most SQLite applications should run in, with "
+        "checkpoints and busy timeouts set, yet its defaults leave traps: a WAL file that "
+        "keeps growing, writers failing with SQLITE_BUSY and readers blocking checkpoints.\n\n"
+        "WAL is a property of the database file, so it is set once and sticks:\n\n"
+        "```\nPRAGMA journal_mode = WAL;\n```\n\n"
+        "A checkpoint copies committed pages from the WAL file back into the database. "
+        "A long reader holds the checkpoint back, so the WAL file keeps growing. "
+        "Set busy_timeout on every SQLite connection, or writers fail with SQLITE_BUSY."
+    )
+    lead = text.split("\n\n")[0]
+    assert lead in key_points(text, limit=5)  # without a summary the lead is a point
+    points = key_points(text, limit=5, summary=lead)
+    assert points and lead not in points
+    assert not any(p.endswith(":") for p in points)
+    body = render_body(Item(source_kind="rss", source_id="f", title="T", text=text))
+    summary = body.split("## Summary")[1].split("## Key points")[0].strip()
+    assert summary == lead and f"- {lead}" not in body
+
+
 def test_key_points_handle_cjk() -> None:
     text = (
         "向量检索的召回率取决于索引参数。索引参数需要根据数据规模调整。"

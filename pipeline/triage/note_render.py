@@ -228,13 +228,15 @@ def _terms(sentence: str) -> list[str]:
     return words
 
 
-def key_points(text: str, *, limit: int = 5, max_chars: int = 280) -> list[str]:
+def key_points(text: str, *, limit: int = 5, max_chars: int = 280, summary: str = "") -> list[str]:
     """The few sentences that carry the most of ``text``'s vocabulary, in reading order.
 
     Extractive and deterministic: each sentence (or list item) scores the summed
     frequency of its content words across the text, divided by the square root of
     its length so long sentences do not win by size; the opening sentence gets a
-    small bonus (articles tend to lead with their point). Near-repeats are skipped.
+    small bonus (articles tend to lead with their point). Near-repeats are skipped,
+    and so is what ``summary`` (the note's Summary) already says. A sentence that ends
+    in a colon only leads into what follows it (a code block, a list) and is not a point.
     """
     if limit <= 0:
         return []
@@ -245,7 +247,7 @@ def key_points(text: str, *, limit: int = 5, max_chars: int = 280) -> list[str]:
     frequency = Counter(t for ts in terms for t in set(ts))
     scored: list[tuple[float, int]] = []
     for index, ts in enumerate(terms):
-        if not ts:
+        if not ts or units[index].endswith(":"):
             continue
         weight = sum(frequency[t] for t in set(ts) if frequency[t] > 1) / math.sqrt(len(ts))
         if index == 0:
@@ -253,7 +255,7 @@ def key_points(text: str, *, limit: int = 5, max_chars: int = 280) -> list[str]:
         scored.append((weight, index))
     scored.sort(key=lambda pair: (-pair[0], pair[1]))
     chosen: list[int] = []
-    seen: list[set[str]] = []
+    seen: list[set[str]] = [said] if (said := set(_terms(summary))) else []
     for _, index in scored:
         words = set(terms[index])
         if any(len(words & other) >= 0.7 * min(len(words), len(other)) for other in seen):
@@ -360,7 +362,7 @@ def render_body(
         or _one_line(item.summary or "")
     )
     summary = _clip(summary, summary_chars) if summary else "_No summary available._"
-    points = key_points(item.text, limit=key_point_count)
+    points = key_points(item.text, limit=key_point_count, summary=summary)
     content, left = _excerpt(_demote_headings(item.text), content_chars)
     lines = [f"# {title}", "", "## Summary", "", summary, "", "## Key points", ""]
     lines += [f"- {p}" for p in points] or ["_Nothing stood out: see the content below._"]
