@@ -47,21 +47,27 @@ def test_demo_server_serves_the_sample_site_and_nothing_else() -> None:
         assert client.get(server.base_url + "/feeds/missing.xml").status_code == 404
 
 
-@pytest.mark.slow
-@pytest.mark.anyio
-async def test_demo_runs_end_to_end_offline_and_again_changes_nothing(tmp_path: Path) -> None:
-    target = tmp_path / "demo-vault"
+async def _demo_process(target: Path, *, columns: int) -> subprocess.CompletedProcess[str]:
+    """``signaldesk demo TARGET`` in a new process, on a terminal ``columns`` wide."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("SIGNALDESK_")}
     completed = await anyio.to_thread.run_sync(
         lambda: subprocess.run(
             [sys.executable, "-m", "signaldesk", "demo", str(target)],
-            env={**env, "COLUMNS": "120"},
+            env={**env, "COLUMNS": str(columns)},
             capture_output=True,
             text=True,
             timeout=110,
         )
     )
     assert completed.returncode == 0, completed.stdout + completed.stderr
+    return completed
+
+
+@pytest.mark.slow
+@pytest.mark.anyio
+async def test_demo_runs_end_to_end_offline_and_again_changes_nothing(tmp_path: Path) -> None:
+    target = tmp_path / "demo-vault"
+    completed = await _demo_process(target, columns=120)
     out = completed.stdout
     for heading in ("Demo vault", "Scan", "Triage", "Triage report", "Captain's log", "Index"):
         assert heading in out
@@ -69,16 +75,7 @@ async def test_demo_runs_end_to_end_offline_and_again_changes_nothing(tmp_path: 
     # Each suggested command is one line however narrow the terminal, and pastes into a
     # shell as it reads, for a folder with a space and brackets too.
     odd = tmp_path / "my [notes]"
-    narrow = await anyio.to_thread.run_sync(
-        lambda: subprocess.run(
-            [sys.executable, "-m", "signaldesk", "demo", str(odd)],
-            env={**env, "COLUMNS": "50"},
-            capture_output=True,
-            text=True,
-            timeout=110,
-        )
-    )
-    assert narrow.returncode == 0, narrow.stdout + narrow.stderr
+    narrow = await _demo_process(odd, columns=50)
     suggested = [shlex.split(line) for line in narrow.stdout.splitlines() if "--vault" in line]
     assert [words[:3] for words in suggested] == [["signaldesk", "--vault", str(odd)]] * 4
     assert [words[3:] for words in suggested][:3] == [["search", DEMO_QUERY], ["items"], ["status"]]
