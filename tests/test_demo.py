@@ -76,6 +76,8 @@ async def test_demo_runs_end_to_end_offline_and_again_changes_nothing(tmp_path: 
     # shell as it reads, for a folder with a space and brackets too.
     odd = tmp_path / "my [notes]"
     narrow = await _demo_process(odd, columns=50)
+    # The folder's name is printed as it is, not read as markup (wrapped at 50 columns).
+    assert "vault:" + "".join(str(odd).split()) in "".join(narrow.stdout.split())
     suggested = [shlex.split(line) for line in narrow.stdout.splitlines() if "--vault" in line]
     assert [words[:3] for words in suggested] == [["signaldesk", "--vault", str(odd)]] * 4
     assert [words[3:] for words in suggested][:3] == [["search", DEMO_QUERY], ["items"], ["status"]]

@@ -9,6 +9,7 @@ from typing import Any
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from signaldesk.pipeline.demo.tour import DemoResult, DemoStep, DemoVault
 from signaldesk.pipeline.intake.summary import ScanStats
@@ -50,7 +51,7 @@ class DemoView:
     def _show_vault(self, data: DemoVault) -> None:
         self.vault = data.init.vault
         c = self.console
-        c.print(f"vault: [bold]{data.init.vault}[/]", highlight=False)
+        c.print(f"vault: [bold]{escape(str(data.init.vault))}[/]", highlight=False)
         created = len(data.init.created)
         c.print(
             f"{created} folders/files created, {len(data.init.kept)} kept; "
@@ -58,18 +59,22 @@ class DemoView:
             highlight=False,
         )
         for placed in data.samples_placed:
-            c.print(f"  dropped sample: {placed}", highlight=False)
+            c.print(f"  dropped sample: {placed}", markup=False, highlight=False)
         if not data.samples_placed:
             c.print("  samples were placed by an earlier run (not placed again)")
         if data.repo is not None:
-            c.print(f"  git repository for the captain's log: {data.repo}", highlight=False)
+            c.print(
+                f"  git repository for the captain's log: {data.repo}",
+                markup=False,
+                highlight=False,
+            )
         if data.repo_problem:
-            c.print(f"  [yellow]{data.repo_problem}[/]", highlight=False)
+            c.print(f"  [yellow]{escape(data.repo_problem)}[/]", highlight=False)
 
     def _show_feeds(self, added: list[str]) -> None:
         if added:
             for url in added:
-                self.console.print(f"  subscribed: {url}", highlight=False)
+                self.console.print(f"  subscribed: {url}", markup=False, highlight=False)
         else:
             self.console.print("  feeds already subscribed (from an earlier run)")
 
@@ -88,13 +93,16 @@ class DemoView:
             reason = p.disabled_reason or p.error
             detail = f" ({reason})" if reason and not reason.startswith(p.outcome) else ""
             self.console.print(
-                f"  [yellow]{p.title or p.url}: {reason or p.outcome}[/]{detail}",
+                f"  [yellow]{escape(p.title or p.url)}: {escape(reason or p.outcome)}[/]"
+                f"{escape(detail)}",
                 highlight=False,
             )
 
     def _show_triage(self, report: TriageReport | None) -> None:
         if report is None:
-            self.console.print("triage after scan is turned off ([triage] after_scan = false)")
+            self.console.print(
+                "triage after scan is turned off ([triage] after_scan = false)", markup=False
+            )
             return
         table = Table(show_edge=False)
         for column in ("decision", "score", "domain"):
@@ -107,8 +115,8 @@ class DemoView:
                 f"[{colour}]{d.decision}[/]",
                 f"{d.composite:.2f}",
                 d.domain,
-                d.title,
-                d.note_path or d.origin_path or "",
+                Text(d.title),
+                Text(d.note_path or d.origin_path or ""),
             )
         self.console.print(table)
         self.console.print(
@@ -117,11 +125,14 @@ class DemoView:
             highlight=False,
         )
         if report.index_error:
-            self.console.print(f"[yellow]indexing after triage: {report.index_error}[/]")
+            self.console.print(
+                f"[yellow]indexing after triage: {escape(report.index_error)}[/]", highlight=False
+            )
 
     def _show_note(self, note: GeneratedNote, detail: str) -> None:
         self.console.print(
-            f"{self._rel(note.path)} [dim]({note.outcome})[/]: {detail}", highlight=False
+            f"{escape(self._rel(note.path))} [dim]({note.outcome})[/]: {escape(detail)}",
+            highlight=False,
         )
 
     def _show_report(self, data: tuple[TriageReportNote, GeneratedNote]) -> None:
@@ -154,7 +165,7 @@ class DemoView:
         for column in ("#", "score", "note", "section"):
             table.add_column(column, overflow="fold")
         for n, r in enumerate(results, 1):
-            table.add_row(str(n), f"{r.score:.3f}", r.path, r.section or "")
+            table.add_row(str(n), f"{r.score:.3f}", Text(r.path), Text(r.section or ""))
         self.console.print(table)
 
     def finish(self, result: DemoResult) -> None:
@@ -162,7 +173,7 @@ class DemoView:
         # As a shell would take it, and not read as markup (a folder named "[work]").
         arg = escape(shlex.quote(str(vault)))
         for problem in result.problems:
-            self.console.print(f"[bold red]problem:[/] {problem}", highlight=False)
+            self.console.print(f"[bold red]problem:[/] {escape(problem)}", highlight=False)
         done = "Done" if result.ok else "[yellow]Finished with problems[/] (see above)"
         lines: list[Any] = [
             f"{done} in {result.seconds:.1f} s. Open [bold]{escape(str(vault))}[/] in Obsidian, "
@@ -176,9 +187,9 @@ class DemoView:
             f"Filed signals: {SIGNALS_FOLDER}/<domain>/",  # the demo keeps the default layout
         ]
         if result.report is not None:
-            lines.append(f"Triage report: {self._rel(result.report.path)}")
+            lines.append(f"Triage report: {escape(self._rel(result.report.path))}")
         if result.log is not None:
-            lines.append(f"Captain's log: {self._rel(result.log.path)}")
+            lines.append(f"Captain's log: {escape(self._rel(result.log.path))}")
         # Not in a panel: a border would cut a command that wraps at the terminal's edge
         # into pieces that no longer paste; a soft wrap keeps each one a single line.
         self.console.rule("where to look")

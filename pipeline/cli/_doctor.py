@@ -12,6 +12,7 @@ from typing import Literal
 
 import click
 from rich.table import Table
+from rich.text import Text
 
 from signaldesk.errors import SignaldeskError
 from signaldesk.pipeline.cli._context import AppContext
@@ -342,7 +343,7 @@ def doctor(app: AppContext, as_json: bool) -> None:
         table.add_column("result")
         table.add_column("fix")
         for check in checks:
-            table.add_row(_MARK[check.outcome], check.name, check.detail, check.fix)
+            table.add_row(_MARK[check.outcome], check.name, Text(check.detail), Text(check.fix))
         app.console.print(table)
     if failed:
         raise SystemExit(1)  # not click's Exit, which main() would swallow (see index.py)

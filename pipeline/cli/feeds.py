@@ -9,7 +9,9 @@ from typing import Any, TypeVar
 
 import anyio
 import click
+from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from signaldesk.pipeline.cli._context import AppContext
 from signaldesk.pipeline.cli._output import print_json
@@ -105,7 +107,7 @@ def add(
         ),
     )
     found = f" ({checked.title or 'untitled'}, {checked.entries} entries now)" if checked else ""
-    app.console.print(f"subscribed to {record.url}{found}", highlight=False)
+    app.console.print(f"subscribed to {record.url}{found}", markup=False, highlight=False)
 
 
 @feeds.command("list")
@@ -123,15 +125,15 @@ def list_feeds(app: AppContext, as_json: bool) -> None:
     for r in records:
         s = r.state
         if s.disabled_reason:
-            state = f"[red]disabled[/]: {s.disabled_reason}"
+            state = f"[red]disabled[/]: {escape(s.disabled_reason)}"
         elif s.error_count:
-            state = f"[yellow]failing[/]: {s.last_error or ''}"
+            state = f"[yellow]failing[/]: {escape(s.last_error or '')}"
         elif s.last_success_at is None:
             state = "new"
         else:
             state = "[green]ok[/]"
         table.add_row(
-            f"{s.title}\n{s.url}" if s.title else s.url,
+            Text(f"{s.title}\n{s.url}" if s.title else s.url),
             state,
             "-" if s.disabled_reason else _when(s.next_check_at) if s.next_check_at else "now",
             _when(s.last_success_at),
@@ -148,7 +150,7 @@ def list_feeds(app: AppContext, as_json: bool) -> None:
 def remove(app: AppContext, url: str) -> None:
     """Unsubscribe from URL (items already taken in stay)."""
     _with_registry(app.workspace(), lambda r: r.remove(url))
-    app.console.print(f"unsubscribed from {url}", highlight=False)
+    app.console.print(f"unsubscribed from {url}", markup=False, highlight=False)
 
 
 @feeds.command("enable")
@@ -157,7 +159,7 @@ def remove(app: AppContext, url: str) -> None:
 def enable(app: AppContext, url: str) -> None:
     """Re-enable a disabled feed; it is polled on the next scan."""
     _with_registry(app.workspace(), lambda r: r.enable(url))
-    app.console.print(f"enabled {url}", highlight=False)
+    app.console.print(f"enabled {url}", markup=False, highlight=False)
 
 
 @feeds.command("import")
@@ -191,7 +193,7 @@ def export(app: AppContext, file: Path | None) -> None:
         click.echo(data.decode("utf-8"), nl=False)
         return
     atomic_write_bytes(file, data)
-    app.console.print(f"wrote {file}", highlight=False)
+    app.console.print(f"wrote {file}", markup=False, highlight=False)
 
 
 COMMANDS: list[click.Command] = [feeds]

@@ -22,6 +22,7 @@ from rich.progress import (
     TimeElapsedColumn,
 )
 from rich.table import Table
+from rich.text import Text
 
 from signaldesk.pipeline.cli._context import AppContext
 from signaldesk.pipeline.cli._output import print_json
@@ -162,7 +163,7 @@ def _print_report(console: Console, report: IndexReport, status: IndexStatus) ->
     if report.rebuild_reason:
         rows.append(("full rebuild", report.rebuild_reason))
     for label, value in rows:
-        table.add_row(label, value)
+        table.add_row(label, Text(value))
     console.print(table)
     for error in report.errors:
         console.print(f"[yellow]warning:[/] {escape(error)}", highlight=False)
@@ -174,23 +175,21 @@ def _print_status(console: Console, status: IndexStatus) -> None:
     table = Table(title="index status", show_header=False, title_justify="left")
     table.add_column(style="bold")
     table.add_column()
-    table.add_row("database", status.db_path)
+    table.add_row("database", Text(status.db_path))
     table.add_row("exists", "yes" if status.exists else "no")
     if status.exists:
         table.add_row("notes", str(status.notes))
         table.add_row("chunks", str(status.chunks))
         table.add_row("vectors", str(status.vectors))
         table.add_row("size", _size_text(status.db_bytes))
-        table.add_row("model", _model_text(status))
+        table.add_row("model", Text(_model_text(status)))
         last = status.last_indexed.isoformat(timespec="seconds") if status.last_indexed else "-"
         table.add_row("last indexed", last)
         if status.folders:
-            table.add_row(
-                "folders", ", ".join(f"{name} {count}" for name, count in status.folders.items())
-            )
-    table.add_row(
-        "search", "; ".join(status.degraded) if status.degraded else "hybrid (BM25 + vectors)"
-    )
+            folders = ", ".join(f"{name} {count}" for name, count in status.folders.items())
+            table.add_row("folders", Text(folders))
+    search = "; ".join(status.degraded) if status.degraded else "hybrid (BM25 + vectors)"
+    table.add_row("search", Text(search))
     console.print(table)
 
 

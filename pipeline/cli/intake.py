@@ -13,6 +13,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
+from rich.text import Text
 
 from signaldesk.errors import SignaldeskError
 from signaldesk.pipeline.cli._context import AppContext
@@ -97,17 +98,17 @@ def _print_summary(console: Console, stats: ScanStats) -> None:
     if lines:
         console.print("[bold]problems[/] (one line per cause and host; details with -v):")
         for line in lines:
-            console.print(f"  {line}", highlight=False, soft_wrap=True)
+            console.print(f"  {line}", markup=False, highlight=False, soft_wrap=True)
     if stats.feed_problems:
         problems = Table(title="Feeds failing or disabled")
         for column in ("feed", "outcome", "errors", "reason"):
             problems.add_column(column, overflow="fold")
         for p in stats.feed_problems[:_MAX_FEED_ROWS]:
             problems.add_row(
-                p.title or p.url if p.title is None else f"{p.title}\n{p.url}",
+                Text(p.url if p.title is None else f"{p.title}\n{p.url}"),
                 p.outcome,
                 str(p.error_count),
-                p.disabled_reason or p.error or "",
+                Text(p.disabled_reason or p.error or ""),
             )
         console.print(problems)
         if len(stats.feed_problems) > _MAX_FEED_ROWS:
@@ -233,9 +234,9 @@ def items(
             e.status,
             "-" if e.score is None else f"{e.score:.2f}",
             e.item.source_kind,
-            e.item.title,
+            Text(e.item.title),
             e.discovered_at.strftime("%Y-%m-%d %H:%M"),
-            _detail(e),
+            Text(_detail(e)),
         )
     app.console.print(table)
 
@@ -326,11 +327,14 @@ def capture(
         shown = path
     if tally.new == tally.duplicate == tally.parked == 0:
         app.console.print(
-            f"captured to {shown}: the same text is already in the ledger", highlight=False
+            f"captured to {shown}: the same text is already in the ledger",
+            markup=False,
+            highlight=False,
         )
         return
     app.console.print(
         f"captured to {shown}: {tally.new} new, {tally.duplicate} duplicate, {tally.parked} parked",
+        markup=False,
         highlight=False,
     )
     if report is not None and (report.decisions or report.errors):

@@ -12,7 +12,9 @@ import anyio
 import click
 from rich import box
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from signaldesk.pipeline.cli._context import AppContext
 from signaldesk.pipeline.cli._demo_view import DemoView
@@ -75,6 +77,7 @@ def serve(app: AppContext) -> None:
         err.print(
             f"signaldesk serve: {workspace.vault} (pid {os.getpid()}); "
             "`signaldesk status` shows the jobs; Ctrl-C stops",
+            markup=False,
             highlight=False,
         )
 
@@ -148,10 +151,10 @@ def status(app: AppContext, as_json: bool) -> None:
             table.add_row(
                 job.name,
                 _when(job.last_started),
-                f"[{colours.get(outcome, 'cyan')}]{outcome}[/]{took}",
+                Text(outcome, style=colours.get(outcome, "cyan")) + took,
                 _when(job.next_run) if snapshot.running else "-",
                 f"{job.runs}/{job.failures}",
-                job.error or job.summary or job.description,
+                Text(job.error or job.summary or job.description),
             )
         console.print(table)
     console.print(
@@ -166,10 +169,10 @@ def status(app: AppContext, as_json: bool) -> None:
             feeds.add_column(column, overflow="fold")
         for f in snapshot.feed_issues:
             feeds.add_row(
-                f.title or f.url,
+                Text(f.title or f.url),
                 f.state,
                 str(f.error_count),
-                f.last_error or "",
+                Text(f.last_error or ""),
                 _when(f.next_check_at) if f.state == "backoff" else "-",
             )
         console.print(feeds)
@@ -184,11 +187,14 @@ def status(app: AppContext, as_json: bool) -> None:
                 f"index: {index.notes} notes, {index.chunks} chunks, "
                 f"last indexed {_when(index.last_indexed)}"
                 + (f"; degraded: {'; '.join(index.degraded)}" if index.degraded else ""),
+                markup=False,
                 highlight=False,
             )
         else:
             console.print("index: none yet (`signaldesk index`)", highlight=False)
-    console.print(f"[dim]state file: {state_path(workspace.vault)}[/]", highlight=False)
+    console.print(
+        f"[dim]state file: {escape(str(state_path(workspace.vault)))}[/]", highlight=False
+    )
 
 
 def _parse_day(value: str | None, timezone: str | None, *, writing: bool) -> date:
@@ -257,7 +263,7 @@ def _print_note(console: Console, note: GeneratedNote, vault: Path) -> None:
         "unchanged": "unchanged",
         "kept_edited": "[yellow]kept: edited by hand (delete it to regenerate)[/]",
     }
-    console.print(f"{_rel(note.path, vault)}: {messages[note.outcome]}", highlight=False)
+    console.print(f"{escape(_rel(note.path, vault))}: {messages[note.outcome]}", highlight=False)
 
 
 @click.command()
@@ -284,7 +290,7 @@ def log(app: AppContext, day_text: str | None, as_json: bool) -> None:
     _print_note(app.console, note, workspace.vault)
     app.console.print(summary_line(result), highlight=False)
     for problem in result.errors:
-        app.console.print(f"[yellow]warning:[/] {problem}", highlight=False)
+        app.console.print(f"[yellow]warning:[/] {escape(problem)}", highlight=False)
 
 
 @click.command()

@@ -214,13 +214,15 @@ def _snippet(text: str, width: int = 220) -> str:
 
 def _hint_empty_index(console: Console, workspace: Workspace) -> None:
     """Say so when nothing matched because the index holds no notes at all."""
+    from rich.markup import escape
+
     from signaldesk.retrieval.backends import index_status_of
 
     status = index_status_of(workspace.vault, workspace.config.index, workspace.config.postgres)
     if status.exists and status.notes == 0:
         console.print(
-            f"[yellow]The index of {workspace.vault} holds 0 notes[/]: add notes to the vault "
-            "(or point --vault / SIGNALDESK_VAULT at the vault you meant) and run "
+            f"[yellow]The index of {escape(str(workspace.vault))} holds 0 notes[/]: add notes "
+            "to the vault (or point --vault / SIGNALDESK_VAULT at the vault you meant) and run "
             "`signaldesk index`.",
             highlight=False,
         )
@@ -228,13 +230,14 @@ def _hint_empty_index(console: Console, workspace: Workspace) -> None:
 
 def _print_results(console: Console, query: str, results: list[SearchResult]) -> None:
     # rich's tables are imported here: `search --json` (a hook's call) never draws one.
+    from rich.markup import escape
     from rich.table import Table
     from rich.text import Text
 
     if not results:
-        console.print(f"No results for [bold]{query}[/].", highlight=False)
+        console.print(f"No results for [bold]{escape(query)}[/].", highlight=False)
         return
-    table = Table(title=f"Results for “{query}”", show_lines=True, expand=True)
+    table = Table(title=f"Results for “{escape(query)}”", show_lines=True, expand=True)
     table.add_column("#", justify="right", no_wrap=True)
     table.add_column("score", justify="right", no_wrap=True)
     table.add_column("source", ratio=2, overflow="fold")
@@ -249,6 +252,7 @@ def _fmt(value: float | int | None, spec: str = "") -> str:
 
 
 def _print_explain(console: Console, exp: SearchExplanation, rows_shown: int) -> None:
+    from rich.markup import escape
     from rich.panel import Panel
     from rich.table import Table
     from rich.text import Text
@@ -261,11 +265,11 @@ def _print_explain(console: Console, exp: SearchExplanation, rows_shown: int) ->
         f"[bold]bm25 column weights[/] (text, section, context): {exp.column_weights}",
         "[bold]note column weights[/] (title, aliases, file, tags, headings, body): "
         f"{exp.note_column_weights}",
-        f"[bold]MATCH[/]: {exp.match if exp.match is not None else '(none)'}",
+        f"[bold]MATCH[/]: {escape(exp.match) if exp.match is not None else '(none)'}",
         "[bold]timings[/]: " + ", ".join(f"{k} {v:.1f} ms" for k, v in exp.timings_ms.items()),
     ]
     if exp.degraded:
-        lines.append("[bold yellow]degraded[/]: " + "; ".join(exp.degraded))
+        lines.append("[bold yellow]degraded[/]: " + escape("; ".join(exp.degraded)))
     console.print(Panel("\n".join(lines), title="explain", expand=False), highlight=False)
     table = Table(title="candidate notes (fused order), each by its best chunk", expand=True)
     for name, justify in (

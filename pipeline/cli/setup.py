@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
 
 import click
+from rich.markup import escape
 
 from signaldesk.pipeline.cli._context import AppContext
 from signaldesk.pipeline.cli._doctor import doctor
@@ -55,13 +57,13 @@ def init(
         print_json(report)
         return
     for name in report.created:
-        app.console.print(f"[green]created[/] {name}", highlight=False)
+        app.console.print(f"[green]created[/] {escape(name)}", highlight=False)
     for name in report.kept:
-        app.console.print(f"[dim]kept    {name}[/]", highlight=False)
+        app.console.print(f"[dim]kept    {escape(name)}[/]", highlight=False)
     if report.layout_ignored:
         app.console.print(
             "[yellow]signaldesk.toml exists and was kept[/]: --inbox/--signals/--daily "
-            "were not applied; edit its [vault], [triage], [report] and [captains_log] "
+            "were not applied; edit its \\[vault], \\[triage], \\[report] and \\[captains_log] "
             "settings instead",
             highlight=False,
         )
@@ -73,11 +75,14 @@ def init(
             "([vault] inbox_folder, [triage] signals_folder, [report] path, "
             "[captains_log] path) or run init with --inbox/--signals/--daily on a "
             "vault without a config.",
+            markup=False,
             highlight=False,
         )
+    # The command as a shell takes it (a folder named "my notes"), never read as markup.
+    arg = escape(shlex.quote(str(report.vault)))
     app.console.print(
-        f"\nVault ready at [bold]{report.vault}[/]. Next: "
-        f"[bold]signaldesk --vault {report.vault} index[/]",
+        f"\nVault ready at [bold]{escape(str(report.vault))}[/]. Next: "
+        f"[bold]signaldesk --vault {arg} index[/]",
         highlight=False,
     )
 

@@ -11,6 +11,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
+from rich.text import Text
 
 from signaldesk.items import Item
 from signaldesk.pipeline.cli._context import AppContext
@@ -85,11 +86,13 @@ def print_triage_report(console: Console, report: TriageReport) -> None:
         for d in report.decisions:
             verb = _VERB.get(d.outcome, (d.outcome, d.outcome))[1 if dry else 0]
             marker = ">" if d.composite > d.threshold else "≤"
-            note = d.note_path or (d.origin_path if d.outcome == "stays" and d.origin_path else "")
+            note = Text(
+                d.note_path or (d.origin_path if d.outcome == "stays" and d.origin_path else "")
+            )
             if d.message:
-                note = f"{note}\n[dim]{d.message}[/]" if note else f"[dim]{d.message}[/]"
+                note.append(("\n" if note else "") + d.message, style="dim")
             table.add_row(
-                d.title,
+                Text(d.title),
                 f"{d.composite:.2f} {marker} {d.threshold:.2f}",
                 d.domain,
                 verb,
@@ -209,7 +212,9 @@ def _correct(app: AppContext, item_id: str, action: Action, domain: str | None) 
             workspace, item_id, action, domain, embedder=LazyEmbedder(workspace.config.index)
         )
     )
-    app.console.print(f"{action} {result.item_id[:10]}: {result.message}", highlight=False)
+    app.console.print(
+        f"{action} {result.item_id[:10]}: {result.message}", markup=False, highlight=False
+    )
     if report is not None:
         print_triage_report(app.console, report)
 
@@ -276,7 +281,12 @@ def corrections(app: AppContext, undo_last: int | None, reset: bool, as_json: bo
     for row, title in rows:
         kept = {True: "yes", False: "no", None: "-"}[row.accept]
         table.add_row(
-            row.item_id[:10], title, kept, row.domain or "-", row.how, row.recorded_at.isoformat()
+            row.item_id[:10],
+            Text(title),
+            kept,
+            row.domain or "-",
+            row.how,
+            row.recorded_at.isoformat(),
         )
     app.console.print(table)
 
@@ -290,12 +300,12 @@ def _card_table(card: ScoreCard, *, explain: bool) -> Table:
         table.add_column("features", overflow="fold")
     for name in DIMENSIONS:
         dim = card.dimension(name)
-        row = [name, f"{dim.value:.3f}", dim.reason]
+        row: list[str | Text] = [name, f"{dim.value:.3f}", Text(dim.reason)]
         if explain:
             row.append(", ".join(f"{k}={v:g}" for k, v in dim.features.items()))
         table.add_row(*row)
     if card.learned is not None:
-        row = ["learned", f"{card.learned.value:+.3f}", card.learned.reason]
+        row = ["learned", f"{card.learned.value:+.3f}", Text(card.learned.reason)]
         if explain:
             row.append(", ".join(f"{k}={v:g}" for k, v in card.learned.features.items()))
         table.add_row(*row)
@@ -339,9 +349,9 @@ def score(app: AppContext, target: str, explain: bool, as_json: bool) -> None:
         )
         return
     console = app.console
-    console.print(f"[bold]{item.title}[/]", highlight=False)
+    console.print(f"[bold]{escape(item.title)}[/]", highlight=False)
     if item.url:
-        console.print(item.url, highlight=False)
+        console.print(item.url, markup=False, highlight=False)
     console.print(_card_table(card, explain=explain))
     verdict = (
         f"[green]passes[/]: filed under {card.route.domain}"
@@ -356,6 +366,7 @@ def score(app: AppContext, target: str, explain: bool, as_json: bool) -> None:
     route = card.route
     console.print(
         f"route: {route.domain} (confidence {route.confidence:.2f}) — {route.reason}",
+        markup=False,
         highlight=False,
     )
     if route.candidates:
