@@ -375,6 +375,18 @@ def test_key_points_do_not_repeat_the_summary_or_stop_at_a_colon() -> None:
     assert summary == lead and f"- {lead}" not in body
 
 
+def test_an_italic_caption_is_not_a_key_point_but_an_italic_sentence_is() -> None:
+    text = (
+        "Deeply nested code hurts readability, and nested checks hide their bugs well.\n\n"
+        "*Code with too much nesting*\n\n```\nif ok:\n  if user:\n    run()\n```\n\n"
+        "*This post about nested code first appeared in our office bathrooms.*\n\n"
+        "Guard clauses check nested conditions first, so the nested code reads flat."
+    )
+    points = key_points(text, limit=5)
+    assert "Code with too much nesting" not in points
+    assert "This post about nested code first appeared in our office bathrooms." in points
+
+
 def test_key_points_handle_cjk() -> None:
     text = (
         "向量检索的召回率取决于索引参数。索引参数需要根据数据规模调整。"

@@ -151,9 +151,12 @@ _WIDE_RUN = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf
 _MD_LINK = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")
 _MD_NOISE = re.compile(r"(?<!\\)(\*\*|__|`|\*(?=\S)|(?<=[^\s\\])\*)")
 _MD_ESCAPE = re.compile(r"\\([\\`*_{}\[\]()#+\-.!<>|~])")
-# A line inside a paragraph that reads as a title, not a sentence: bold all through, or
-# a short first line with no closing punctuation and a capitalised line below it.
+# A line inside a paragraph that reads as a title, not a sentence: bold all through,
+# italic all through without closing punctuation (a caption: "*Code with too much
+# nesting*" above a code block), or a short first line with no closing punctuation and a
+# capitalised line below it.
 _BOLD_LINE = re.compile(r"^(\*\*|__)[^*_].*\1$")
+_ITALIC_LINE = re.compile(r"^([*_])[^*_](?:.*[^*_\s])?\1$")
 _SENTENCE_CLOSE = re.compile(r"[.!?:;,…)\]\"'\u201d\u2019]$")
 _LIST_MARK = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+(\[[ xX]\]\s+)?")
 _STOPWORDS = """
@@ -198,6 +201,7 @@ def _prose_units(text: str) -> list[str]:
         following = lines[number + 1].strip() if number + 1 < len(lines) else ""
         if (
             _BOLD_LINE.match(stripped)
+            or (_ITALIC_LINE.match(stripped) and not _SENTENCE_CLOSE.search(stripped[1:-1]))
             or (
                 not paragraph  # the first line of a block: hard-wrapped prose never qualifies
                 and len(stripped) <= 80
