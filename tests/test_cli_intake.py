@@ -62,7 +62,10 @@ def test_scan_json_then_items(vault: Path, server: FeedServer) -> None:
     assert {i["status"] for i in listed} <= SETTLED
     assert len(json.loads(_ok(vault, "items", "--json", "--limit", "2").stdout)) == 2
     table = _ok(vault, "items").stdout
-    assert "7 item(s)" in table
+    assert "7 item(s)" in table and "--limit" not in table
+    # A cut list says so (7 items, 7 shown: not cut; 5 shown: cut).
+    assert "7 item(s)" in _ok(vault, "items", "--limit", "7").stdout
+    assert "the newest 5 item(s); --limit for more" in _ok(vault, "items", "--limit", "5").stdout
 
 
 def test_scan_shows_a_summary_table(vault: Path, server: FeedServer) -> None:

@@ -219,13 +219,17 @@ def items(
 
     async def _read() -> list[LedgerEntry]:
         async with open_ledger(workspace) as ledger:
-            return await ledger.entries(status=status, source_kind=source_kind, limit=limit)
+            # One more than shown: whether the list was cut, for the table's title.
+            return await ledger.entries(status=status, source_kind=source_kind, limit=limit + 1)
 
     entries = anyio.run(_read)
+    more = len(entries) > limit
+    entries = entries[:limit]
     if as_json:
         print_json([_entry_json(e) for e in entries])
         return
-    table = Table(title=f"{len(entries)} item(s)")
+    title = f"the newest {limit} item(s); --limit for more" if more else f"{len(entries)} item(s)"
+    table = Table(title=title)
     for column in ("id", "status", "score", "source", "title", "discovered", "note / reason"):
         table.add_column(column, overflow="fold", justify="right" if column == "score" else "left")
     for e in entries:
