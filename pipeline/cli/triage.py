@@ -286,7 +286,7 @@ def corrections(app: AppContext, undo_last: int | None, reset: bool, as_json: bo
             kept,
             row.domain or "-",
             row.how,
-            row.recorded_at.isoformat(),
+            row.recorded_at.strftime("%Y-%m-%d %H:%M"),  # as `items` shows times
         )
     app.console.print(table)
 
