@@ -181,6 +181,7 @@ async def test_report_lists_exactly_the_days_items_in_the_right_sections(
     for other in ("Item 1", "Item 9", "Item 3", "Item 4"):
         assert other not in sections["Filed"]
     assert "Item 3" in sections["Worth a look"] and "Item 4" not in sections["Worth a look"]
+    assert "| 0.500 | 0.050 |" in sections["Worth a look"]  # three decimals beside 0.55
     assert "Item 5" in sections["Duplicates merged"] and "Item 2" in sections["Duplicates merged"]
     assert "HTTP 404 for the article page" in sections["Parked errors"]
     assert "Flaky" in sections["Feeds needing attention"]

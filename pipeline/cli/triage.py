@@ -93,7 +93,7 @@ def print_triage_report(console: Console, report: TriageReport) -> None:
                 note.append(("\n" if note else "") + d.message, style="dim")
             table.add_row(
                 Text(d.title),
-                f"{d.composite:.2f} {marker} {d.threshold:.2f}",
+                f"{d.composite:.3f} {marker} {d.threshold:.2f}",
                 d.domain,
                 verb,
                 note,

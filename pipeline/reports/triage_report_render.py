@@ -174,10 +174,12 @@ def render_triage_report(
             "| --- | --- | --- | ---: | ---: |",
         ]
         for i in near[:max_rows]:
-            gap = report.threshold - (i.score or 0.0)
+            # Three decimals, as the note's frontmatter has them: at two, 0.548 read as
+            # "0.55, short by 0.00" beside a threshold of 0.55.
+            score = i.score or 0.0
             lines.append(
-                f"| {_link(i)} | {_cell(i.source)} | {i.domain or '-'} | {_fmt(i.score)} "
-                f"| {gap:.2f} |"
+                f"| {_link(i)} | {_cell(i.source)} | {i.domain or '-'} | {score:.3f} "
+                f"| {report.threshold - score:.3f} |"
             )
         lines += _more(len(near), max_rows)
 
