@@ -25,7 +25,12 @@ from signaldesk.retrieval.context_block import ContextExcerpts
 from signaldesk.retrieval.embedder import Embedder
 from signaldesk.retrieval.explanation import SearchExplanation
 from signaldesk.retrieval.records import SearchFilters, SearchMode
-from signaldesk.retrieval.search_core import Searchable, SearchCore, context_excerpts
+from signaldesk.retrieval.search_core import (
+    Searchable,
+    SearchCore,
+    SearchRequest,
+    context_excerpts,
+)
 from signaldesk.retrieval.settings import IndexSettings, SearchSettings
 from signaldesk.retrieval.store import Connection, index_base_path
 
@@ -65,7 +70,7 @@ class OneShot(SearchCore):
             self._conn,
             self._path,
             lambda conn: self.execute_in(
-                conn, query, limit, filters, mode, max_tokens, fit, explain=explain
+                conn, SearchRequest(query, limit, filters, mode, max_tokens, fit), explain=explain
             ),
         )
 

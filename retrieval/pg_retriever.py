@@ -23,7 +23,6 @@ import anyio
 import anyio.to_thread
 
 from signaldesk.postgres import PostgresError, PostgresSettings, connect, schema_version
-from signaldesk.retrieval.budget import BudgetFit
 from signaldesk.retrieval.context_block import ContextExcerpts
 from signaldesk.retrieval.embedder import Embedder, fingerprint_for
 from signaldesk.retrieval.errors import IndexUnavailableError, RetrievalError
@@ -39,10 +38,10 @@ from signaldesk.retrieval.records import (
     IndexStatus,
     NoteInfo,
     SearchFilters,
-    SearchMode,
     SearchResult,
 )
 from signaldesk.retrieval.retriever import Retriever
+from signaldesk.retrieval.search_core import SearchRequest
 from signaldesk.retrieval.settings import IndexSettings, SearchSettings
 
 __all__ = ["PgRetriever"]
@@ -229,20 +228,9 @@ class PgRetriever(Retriever):
 
     # -- the hooks of Retriever's search --------------------------------------------
 
-    async def _execute(
-        self,
-        query: str,
-        limit: int | None,
-        filters: SearchFilters | None,
-        mode: SearchMode | None,
-        max_tokens: int | None,
-        fit: BudgetFit,
-        *,
-        explain: bool,
-    ) -> SearchExplanation:
-        return await super()._execute(
-            query, limit, self._scoped(filters), mode, max_tokens, fit, explain=explain
-        )
+    async def _execute(self, request: SearchRequest, *, explain: bool) -> SearchExplanation:
+        scoped = dataclasses.replace(request, filters=self._scoped(request.filters))
+        return await super()._execute(scoped, explain=explain)
 
     def _vector_problem(self, conn: Any) -> str | None:
         embedder = self._vectors.embedder

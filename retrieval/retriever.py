@@ -38,7 +38,12 @@ from signaldesk.retrieval.records import (
     SearchPage,
     SearchResult,
 )
-from signaldesk.retrieval.search_core import Searchable, SearchCore, context_excerpts
+from signaldesk.retrieval.search_core import (
+    Searchable,
+    SearchCore,
+    SearchRequest,
+    context_excerpts,
+)
 from signaldesk.retrieval.settings import IndexSettings, SearchSettings
 from signaldesk.retrieval.status import db_bytes, read_status
 from signaldesk.retrieval.store import (
@@ -177,7 +182,8 @@ class Retriever(SearchCore):
         fit: BudgetFit = "drop",
     ) -> SearchPage:
         """Like :meth:`search`, also saying how many results the budget left out."""
-        exp = await self._execute(query, limit, filters, mode, max_tokens, fit, explain=False)
+        request = SearchRequest(query, limit, filters, mode, max_tokens, fit)
+        exp = await self._execute(request, explain=False)
         return SearchPage(results=exp.results, omitted=exp.omitted, degraded=exp.degraded)
 
     async def explain(
@@ -192,24 +198,11 @@ class Retriever(SearchCore):
     ) -> SearchExplanation:
         """Like :meth:`search`, with each candidate note's ranks and raw scores in every
         list, the MATCH expression, the weights, the effective mode and timings."""
-        return await self._execute(query, limit, filters, mode, max_tokens, fit, explain=True)
+        request = SearchRequest(query, limit, filters, mode, max_tokens, fit)
+        return await self._execute(request, explain=True)
 
-    async def _execute(
-        self,
-        query: str,
-        limit: int | None,
-        filters: SearchFilters | None,
-        mode: SearchMode | None,
-        max_tokens: int | None,
-        fit: BudgetFit,
-        *,
-        explain: bool,
-    ) -> SearchExplanation:
-        return await self._run(
-            lambda conn: self.execute_in(
-                conn, query, limit, filters, mode, max_tokens, fit, explain=explain
-            )
-        )
+    async def _execute(self, request: SearchRequest, *, explain: bool) -> SearchExplanation:
+        return await self._run(lambda conn: self.execute_in(conn, request, explain=explain))
 
     # -- context, listing, status -------------------------------------------
 

@@ -50,13 +50,26 @@ from signaldesk.retrieval.status import search_modes
 from signaldesk.retrieval.store import Connection, is_corruption_error, sqlite_module
 from signaldesk.retrieval.vector_cache import cache_token
 
-__all__ = ["DAMAGED_HINT", "SearchCore", "Searchable", "context_excerpts"]
+__all__ = ["DAMAGED_HINT", "SearchCore", "SearchRequest", "Searchable", "context_excerpts"]
 
 logger = logging.getLogger(__name__)
 
 DAMAGED_HINT = "run `signaldesk index` to rebuild it from the vault (the notes are not affected)"
 _MODES: tuple[str, ...] = get_args(SearchMode)
 T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class SearchRequest:
+    """One search as the retrievers take it: the query and its knobs (``None``: the
+    settings' value)."""
+
+    query: str
+    limit: int | None = None
+    filters: SearchFilters | None = None
+    mode: SearchMode | None = None
+    max_tokens: int | None = None
+    fit: BudgetFit = "drop"
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,23 +165,16 @@ class SearchCore:
             raise RetrievalError(f"index query failed: {exc}") from exc
 
     def execute_in(
-        self,
-        conn: Connection,
-        query: str,
-        limit: int | None,
-        filters: SearchFilters | None,
-        mode: SearchMode | None,
-        max_tokens: int | None,
-        fit: BudgetFit,
-        *,
-        explain: bool,
+        self, conn: Connection, request: SearchRequest, *, explain: bool
     ) -> SearchExplanation:
         """One search on ``conn``'s snapshot (call it inside :meth:`_snapshot`).
 
         :raises QueryError: the query is empty, or the mode unknown.
         """
         s = self._settings
-        requested: SearchMode = mode or s.mode
+        query, filters, fit = request.query, request.filters, request.fit
+        limit, max_tokens = request.limit, request.max_tokens
+        requested: SearchMode = request.mode or s.mode
         if requested not in _MODES:
             raise QueryError(
                 f"unknown search mode {requested!r}", hint="use hybrid, bm25 or vector"
