@@ -193,24 +193,28 @@ def run(vault: Path, prefix: Path, n_queries: int, rounds: int, cli_runs: int) -
             ours["cold"].append(got["cold"])
             for key in ("hybrid", "bm25", "hybrid cpu", "bm25 cpu"):
                 ours[key].extend(got[key])
-        cli: dict[str, list[tuple[float, float, float]]] = {"qmd": [], "hybrid": [], "bm25": []}
         base = [sys.executable, "-m", "signaldesk", "--vault", str(vault), "--config", str(config)]
-        for i in range(cli_runs):
-            query = queries[1 + i % (len(queries) - 1)]
-            cli["qmd"].append(_one_shot(qmd.cli(query), runs=1, env=qmd.env))
-            for mode in ("hybrid", "bm25"):
-                command = [*base, "search", query, "--json", "--limit", "10", "--mode", mode]
-                cli[mode].append(_one_shot(command, runs=1))
-        # The same commands again, a `signaldesk serve` running on the vault answering
-        # them (issue 15), qmd's between them again.
-        served: dict[str, list[tuple[float, float, float]]] = {"qmd": [], "hybrid": [], "bm25": []}
-        with serving(base, vault, queries[0]):
+
+        def cli_round() -> dict[str, list[tuple[float, float, float]]]:
+            """qmd's one-shot search and ours in both modes, alternating, per query."""
+            runs: dict[str, list[tuple[float, float, float]]] = {
+                "qmd": [],
+                "hybrid": [],
+                "bm25": [],
+            }
             for i in range(cli_runs):
                 query = queries[1 + i % (len(queries) - 1)]
-                served["qmd"].append(_one_shot(qmd.cli(query), runs=1, env=qmd.env))
+                runs["qmd"].append(_one_shot(qmd.cli(query), runs=1, env=qmd.env))
                 for mode in ("hybrid", "bm25"):
                     command = [*base, "search", query, "--json", "--limit", "10", "--mode", mode]
-                    served[mode].append(_one_shot(command, runs=1))
+                    runs[mode].append(_one_shot(command, runs=1))
+            return runs
+
+        cli = cli_round()
+        # The same commands again, a `signaldesk serve` running on the vault answering
+        # them (issue 15), qmd's between them again.
+        with serving(base, vault, queries[0]):
+            served = cli_round()
     print(f"load average at the end: {_load()}\n")
 
     print(f"{'measure':<48} {'signaldesk':>14} {'qmd keyword':>14} {'ratio':>10}")

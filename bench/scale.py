@@ -305,25 +305,27 @@ def _report_latency(
             f"[index]\nmodel = {json.dumps(model)}\n{QUIET_SCHEDULE}", encoding="utf-8"
         )
         base = [sys.executable, "-m", "signaldesk", "--vault", str(vault), "--config", str(config)]
-        for mode in ("hybrid", "bm25"):
-            command = [*base, "search", queries[1], "--json", "--limit", "10", "--mode", mode]
-            wall, cpu, rss = _one_shot(command)
-            _row(
-                f"one-shot CLI search --json, {mode}: s / CPU s / MB",
-                f"{wall:.2f} / {cpu:.2f} / {rss:.0f}",
-                f"signaldesk --vault {vault} search QUERY --json --mode {mode}",
-            )
-        # The same commands with a `signaldesk serve` running on the vault: answered by it.
-        with serving(base, vault, queries[0]):
+
+        def one_shot_rows(label: str, shown: str, digits: int) -> None:
             for mode in ("hybrid", "bm25"):
                 command = [*base, "search", queries[1], "--json", "--limit", "10", "--mode", mode]
                 wall, cpu, rss = _one_shot(command)
                 _row(
-                    f"  {mode}, a serve running (it answers): s / CPU s / MB",
-                    f"{wall:.3f} / {cpu:.3f} / {rss:.0f}",
-                    f"signaldesk --vault {vault} serve & signaldesk ... search QUERY --json "
-                    f"--mode {mode}",
+                    label.format(mode=mode),
+                    f"{wall:.{digits}f} / {cpu:.{digits}f} / {rss:.0f}",
+                    f"{shown} search QUERY --json --mode {mode}",
                 )
+
+        one_shot_rows(
+            "one-shot CLI search --json, {mode}: s / CPU s / MB", f"signaldesk --vault {vault}", 2
+        )
+        # The same commands with a `signaldesk serve` running on the vault: answered by it.
+        with serving(base, vault, queries[0]):
+            one_shot_rows(
+                "  {mode}, a serve running (it answers): s / CPU s / MB",
+                f"signaldesk --vault {vault} serve & signaldesk ...",
+                3,
+            )
     _row("load average after the one-shot runs", _load())
 
 
