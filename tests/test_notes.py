@@ -391,7 +391,7 @@ def test_key_points_and_summary_keep_inline_code_as_written() -> None:
     text = (
         "tarsafe wraps the standard `tarfile` module and its `__init__.py` exports "
         "`extract_all()`, which is **not** safe on archives you did not make.\n\n"
-        "Pass `follow_links=False` or use `tarfile` with `filter=\"data\"` on Python 3.12, "
+        'Pass `follow_links=False` or use `tarfile` with `filter="data"` on Python 3.12, '
         "which refuses *links* that leave the folder.\n\n"
         + "Upgrade every service that extracts uploaded archives with the library, "
         + "then audit the folders it wrote to, starting with `"
@@ -403,7 +403,7 @@ def test_key_points_and_summary_keep_inline_code_as_written() -> None:
     assert summary.startswith("tarsafe wraps the standard `tarfile` module and its `__init__.py`")
     assert "**" not in summary and "`extract_all()`" in summary
     points = key_points(text, limit=5)
-    assert any("`follow_links=False`" in p and "`filter=\"data\"`" in p for p in points)
+    assert any("`follow_links=False`" in p and '`filter="data"`' in p for p in points)
     assert any("refuses links" in p for p in points)  # emphasis outside code still goes
     clipped = [p for p in points if p.endswith("…")]
     assert clipped and all(p.count("`") % 2 == 0 for p in clipped)  # a cut span is closed
