@@ -85,6 +85,8 @@ def print_triage_report(console: Console, report: TriageReport) -> None:
             )
         for d in report.decisions:
             verb = _VERB.get(d.outcome, (d.outcome, d.outcome))[1 if dry else 0]
+            if d.by_person:
+                verb += " (your decision)"  # beside a composite under the line
             marker = ">" if d.composite > d.threshold else "≤"
             note = Text(
                 d.note_path or (d.origin_path if d.outcome == "stays" and d.origin_path else "")
