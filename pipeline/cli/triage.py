@@ -320,7 +320,10 @@ def _card_table(card: ScoreCard, *, explain: bool) -> Table:
 @click.option("--json", "as_json", is_flag=True, help="Print the score card as JSON.")
 @click.pass_obj
 def score(app: AppContext, target: str, explain: bool, as_json: bool) -> None:
-    """Score one PATH (note, clipping, .eml, text) or URL and explain it; nothing is written."""
+    """Score one PATH (note, clipping, .eml, text) or URL and explain it; nothing is written.
+
+    A URL's page is scored as the Web Clipper note it would make (so "clipped by you").
+    """
     workspace = app.workspace()
     config = workspace.config
 
