@@ -15,6 +15,7 @@ from pathlib import Path, PurePosixPath
 
 from signaldesk.retrieval.ignore import VaultFilter, iter_vault_notes
 from signaldesk.retrieval.store import Connection
+from signaldesk.vault import printable_path
 
 __all__ = [
     "Known",
@@ -99,9 +100,9 @@ def plan_vault(vault: Path, known: dict[str, Known], *, force: bool) -> ScanPlan
             seen.update(kept)
             plan.unchanged += sum(1 for p in kept if not known[p][2])
         what = "folder" if place.endswith("/") or not place else "file"
+        kept_said = f"; its {len(kept)} indexed note(s) are kept as they are" if kept else ""
         plan.errors.append(
-            f"{place or '.'}: {what} cannot be read ({exc.strerror or exc}); "
-            f"its {len(kept)} indexed note(s) are kept as they are"
+            f"{place or '.'}: {what} cannot be read ({exc.strerror or exc}){kept_said}"
         )
     plan.deleted = [path for path in missing if path not in seen]
     return plan
@@ -127,7 +128,10 @@ def plan_paths(
     for raw in paths:
         rel = normalise_path(vault, raw)
         if rel is None:
-            plan.errors.append(f"{raw}: not a path inside the vault")
+            plan.errors.append(f"{printable_path(str(raw))}: not a path inside the vault")
+            continue
+        if printable_path(rel) != rel:
+            plan.errors.append(f"{printable_path(rel)}: its name is not valid UTF-8: rename it")
             continue
         if rel in done:
             continue

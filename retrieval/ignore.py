@@ -16,6 +16,8 @@ rather than the folder (``drafts/``), then re-include the file.
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import logging
 import os
 import stat as _stat
@@ -27,7 +29,7 @@ from typing import Any
 import pathspec
 
 from signaldesk.retrieval.errors import RetrievalError
-from signaldesk.vault import ALWAYS_EXCLUDED
+from signaldesk.vault import ALWAYS_EXCLUDED, printable_path, utf8_name
 
 __all__ = [
     "INDEXIGNORE_FILE",
@@ -139,6 +141,13 @@ def iter_vault_notes(
     mistake "cannot read" for "deleted". Order is stable: depth-first, a folder's
     notes (by name) before its subfolders (by name).
     """
+
+    def report(where: str, exc: OSError) -> None:
+        if on_unreadable is not None:
+            on_unreadable(where, exc)
+        else:
+            _log.warning("skipping unreadable entry %s: %s", where, exc)
+
     root = os.path.realpath(vault)  # the vault folder itself may be a link
     file_excluded = vault_filter._file_excluded
     dir_excluded = vault_filter._dir_excluded
@@ -165,6 +174,14 @@ def iter_vault_notes(
         subfolders: list[tuple[str, str]] = []
         for entry in entries:
             name = entry.name
+            if not utf8_name(name):
+                # Python keeps the bytes that are not UTF-8 as surrogates, which no UTF-8
+                # text (the index, a message, a link) can hold: skipped, and said.
+                where = printable_path(rel_folder + name)
+                with contextlib.suppress(OSError):
+                    where += "/" if entry.is_dir(follow_symlinks=False) else ""
+                report(where, OSError(errno.EILSEQ, "its name is not valid UTF-8: rename it"))
+                continue
             try:
                 if entry.is_symlink():
                     _log.debug("not following link %s%s", rel_folder, name)
@@ -181,10 +198,7 @@ def iter_vault_notes(
                     continue
                 info = entry.stat(follow_symlinks=False)
             except OSError as exc:
-                if on_unreadable is not None:
-                    on_unreadable(rel_folder + name, exc)
-                else:
-                    _log.warning("skipping unreadable entry %s%s: %s", rel_folder, name, exc)
+                report(rel_folder + name, exc)
                 continue
             if _stat.S_ISREG(info.st_mode):
                 yield rel, info

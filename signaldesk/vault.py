@@ -93,6 +93,25 @@ ALWAYS_EXCLUDED: tuple[str, ...] = (
 _UMASK_LOCK = threading.Lock()
 
 
+def utf8_name(name: str) -> bool:
+    """Whether a file name (or path) is UTF-8 text: Python keeps the bytes of one that is
+    not as surrogates, which the index, a note's link or a message cannot hold."""
+    if name.isascii():
+        return True
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def printable_path(path: str) -> str:
+    """``path`` as it can be printed: bytes that are not UTF-8 shown as U+FFFD."""
+    if utf8_name(path):
+        return path
+    return path.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+
+
 def _umask() -> int:
     """The process's umask, read without changing it where the system allows."""
     try:

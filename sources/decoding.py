@@ -15,6 +15,7 @@ from pathlib import Path
 from charset_normalizer import from_bytes
 
 from signaldesk.sources.errors import SourceError
+from signaldesk.vault import printable_path, utf8_name
 
 __all__ = [
     "DEFAULT_MAX_BYTES",
@@ -212,6 +213,7 @@ def is_hidden_name(name: str) -> bool:
 def walk_files(root: Path, *, max_depth: int = 8) -> list[Path]:
     """Every regular file under ``root`` (sorted), skipping hidden names and symlinks.
 
+    A name that is not UTF-8 is skipped with a warning (see :func:`~vault.utf8_name`).
     Symlinks below ``root`` are skipped outright: a link can lead out of the folder, and a
     link into it would only duplicate a file that is read anyway. ``root`` itself may be a
     link (a person's choice in the config).
@@ -222,16 +224,29 @@ def walk_files(root: Path, *, max_depth: int = 8) -> list[Path]:
     root_depth = len(root.parts)
     for dirpath, dirnames, filenames in os.walk(root):
         here = Path(dirpath)
+        for name in [*dirnames, *filenames]:
+            if not utf8_name(name) and not is_hidden_name(name):
+                # Its path could be neither recorded nor moved: skipped, and said.
+                logger.warning(
+                    "%s: its name is not valid UTF-8: rename it; skipped",
+                    printable_path(str(here / name)),
+                )
         dirnames[:] = sorted(
             d
             for d in dirnames
             if not is_hidden_name(d)
+            and utf8_name(d)
             and not (here / d).is_symlink()
             and len(here.parts) - root_depth < max_depth
         )
         for name in sorted(filenames):
             path = here / name
-            if is_hidden_name(name) or path.is_symlink() or not path.is_file():
+            if (
+                is_hidden_name(name)
+                or not utf8_name(name)
+                or path.is_symlink()
+                or not path.is_file()
+            ):
                 continue
             found.append(path)
     return found

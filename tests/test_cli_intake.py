@@ -205,3 +205,26 @@ def test_items_shows_a_duplicate_by_its_originals_note(vault: Path) -> None:
     )
     assert original["note_path"]
     assert f"duplicate of {original['id'][:10]}: {original['note_path']}" in wide.stdout
+
+
+def test_a_drop_whose_name_is_not_utf8_is_skipped_with_one_line_and_the_rest_taken_in(
+    vault: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # A clipping or tool output named in Latin-1 was taken in under a name with "?" in
+    # it, which is no file: it could never be moved out of the inbox or found again.
+    import os
+
+    clipping_note(
+        vault / "Clippings", "fine.md", title="Fine", source="https://e.org/f", body=ADVISORY
+    )
+    folder = os.fsencode(vault / "Clippings")
+    with open(os.path.join(folder, b"caf\xe9.md"), "wb") as bad:
+        bad.write(b"---\ntitle: Cafe\nsource: https://e.org/c\n---\n\nwords\n")
+    summary = json.loads(_ok(vault, "scan", "--json").stdout)
+    assert summary["sources"]["clipper"]["new"] == 1
+    [item] = json.loads(_ok(vault, "items", "--json", "--source", "clipper").stdout)
+    assert item["title"] == "Fine"
+    said = [r.getMessage() for r in caplog.records if "not valid UTF-8" in r.getMessage()]
+    assert said == [
+        f"{vault}/Clippings/caf\ufffd.md: its name is not valid UTF-8: rename it; skipped"
+    ]

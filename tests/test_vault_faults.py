@@ -72,6 +72,44 @@ def test_an_unreadable_folder_keeps_its_notes_in_the_index() -> None:
         assert back["added"] == back["deleted"] == 0 and back["unchanged"] == 50
 
 
+# -- a name that is not UTF-8 -----------------------------------------------------------------
+
+
+def test_a_note_or_folder_whose_name_is_not_utf8_is_one_problem_line_not_a_crash(
+    vault: Path,
+) -> None:
+    # Copied from an old Windows or Latin-1 disk: bytes Python cannot decode. The whole
+    # index run died on them with a UnicodeEncodeError traceback.
+    write_note(vault, "02-areas/fine.md", section("Fine", "ordinary words"))
+    root = os.fsencode(vault)
+    with open(os.path.join(root, b"02-areas", b"caf\xe9.md"), "wb") as note:
+        note.write(b"# Cafe\n\nlatin words\n")
+    os.mkdir(os.path.join(root, b"old-\xff"))
+    with open(os.path.join(root, b"old-\xff", b"inside.md"), "wb") as note:
+        note.write(b"# Inside\n\nhidden words\n")
+    done = subprocess.run(
+        [sys.executable, "-m", "signaldesk", "--vault", str(vault), "index", "--json"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    problems = sorted(e for e in report["errors"] if "not valid UTF-8" in e)
+    assert problems == [
+        "02-areas/caf\ufffd.md: file cannot be read (its name is not valid UTF-8: rename it)",
+        "old-\ufffd/: folder cannot be read (its name is not valid UTF-8: rename it)",
+    ]
+    search = ["search", "ordinary", "--mode", "bm25", "--json"]
+    found = subprocess.run(
+        [sys.executable, "-m", "signaldesk", "--vault", str(vault), *search],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert [r["path"] for r in json.loads(found.stdout)["results"]] == ["02-areas/fine.md"]
+
+
 # -- .indexignore that is not a file --------------------------------------------------------------
 
 
