@@ -120,7 +120,9 @@ async def check_feed(url: str, *, http: HttpSettings, rss: RssSettings) -> FeedC
         result = await poll(url)
         if result.outcome == "updated":
             return FeedCheck(url=url, title=result.state.title, entries=len(result.items))
-        links = await _linked_feeds(client, url, http)
+        # Only an answer that is no feed may be a page naming one (a host that did not
+        # answer is not asked twice).
+        links = await _linked_feeds(client, url, http) if result.cause == "not a feed" else None
         for link in links or ():
             found = await poll(link)
             if found.outcome == "updated":
