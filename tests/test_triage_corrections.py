@@ -270,3 +270,40 @@ async def test_a_signal_note_shows_the_learned_shift_and_loses_it_on_undo(vault:
     meta = parse_note((vault / decision.note_path).read_text(encoding="utf-8")).frontmatter
     assert meta["learned"] == 0.0
     assert meta["learned_reason"] == "none of your corrections applies any more"
+
+
+def test_score_gives_the_card_triage_gave_a_captured_output_corrections_and_all(
+    tmp_path: Path,
+) -> None:
+    # `score` read a captured tool output as a clipping ("clipped by you", 0.43) and left
+    # the vault's corrections out, while triage had scored it 0.29.
+    import anyio
+
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    config = tmp_path / "signaldesk.toml"
+    ws = workspace(vault)
+    config.write_text(CONFIG_TOML + ledger_toml(ws), encoding="utf-8")
+    runner = CliRunner()
+    base = ["--vault", str(vault), "--config", str(config)]
+    (first,) = anyio.run(pend, ws, [advisory_item(1)])
+    assert runner.invoke(cli, [*base, "triage", "reject", first[:12]]).exit_code == 0
+    second = (
+        "OpenSSL 3.4.1 fixes CVE-2026-7781, a remote code execution vulnerability in TLS "
+        "servers. Upgrade now: the bug is reachable before the handshake completes.\n\n"
+        "1. Upgrade OpenSSL to 3.4.1 with `apt install openssl`.\n"
+        "2. Restart every service that links it, such as `systemctl restart nginx`.\n"
+    )
+    out = json.loads(runner.invoke(cli, [*base, "capture", second, "--json"]).output)
+    [item] = [
+        i
+        for i in json.loads(runner.invoke(cli, [*base, "items", "--json"]).output)
+        if i["id"] == out["new_ids"][0]
+    ]
+    scored = json.loads(runner.invoke(cli, [*base, "score", out["path"], "--json"]).output)
+    assert "clipped by you" not in scored["relevance"]["reason"]
+    assert (
+        scored["learned"]["value"] < 0
+        and "you rejected 1 similar item" in (scored["learned"]["reason"])
+    )
+    assert round(scored["composite"], 4) == round(item["score"], 4)

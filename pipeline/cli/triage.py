@@ -16,7 +16,12 @@ from rich.text import Text
 from signaldesk.items import Item
 from signaldesk.pipeline.cli._context import AppContext
 from signaldesk.pipeline.cli._output import print_json
-from signaldesk.pipeline.triage.commands import correct, list_corrections, undo
+from signaldesk.pipeline.triage.commands import (
+    correct,
+    list_corrections,
+    undo,
+    vault_corrections,
+)
 from signaldesk.pipeline.triage.corrections import Action
 from signaldesk.pipeline.triage.records import TriageProgress, TriageReport, card_to_json
 from signaldesk.pipeline.triage.run import triage as run_triage
@@ -323,6 +328,7 @@ def score(app: AppContext, target: str, explain: bool, as_json: bool) -> None:
     """Score one PATH (note, clipping, .eml, text) or URL and explain it; nothing is written.
 
     A URL's page is scored as the Web Clipper note it would make (so "clipped by you").
+    The vault's corrections count, as in triage (a "learned" row says what they add).
     """
     workspace = app.workspace()
     config = workspace.config
@@ -332,9 +338,15 @@ def score(app: AppContext, target: str, explain: bool, as_json: bool) -> None:
             item = await item_from_url(target, config.http)
         else:
             item = await anyio.to_thread.run_sync(
-                lambda: item_from_file(Path(target), workspace.vault)
+                lambda: item_from_file(
+                    Path(target),
+                    workspace.vault,
+                    drops=workspace.resolve(config.tool_output.drop_folder),
+                )
             )
-        scorer = Scorer(config.scoring, LazyEmbedder(config.index))
+        # With this vault's corrections, so the card is the one triage would make.
+        corrections = await vault_corrections(workspace)
+        scorer = Scorer(config.scoring, LazyEmbedder(config.index), corrections=corrections)
         card = await anyio.to_thread.run_sync(lambda: scorer.score(item))
         return item, card
 

@@ -14,20 +14,22 @@ from signaldesk.pipeline.ledger.corrections import (
     active_corrections,
     undo_corrections,
 )
-from signaldesk.pipeline.ledger.store import open_ledger
+from signaldesk.pipeline.ledger.store import ledger_exists, open_ledger
 from signaldesk.pipeline.triage.corrections import (
     Action,
     CommandResult,
     CorrectionError,
     apply_command,
+    scoring_corrections,
 )
 from signaldesk.pipeline.triage.decisions import lookup_entry
 from signaldesk.pipeline.triage.filing import NoteWriter
 from signaldesk.pipeline.triage.records import TriageReport
 from signaldesk.pipeline.triage.triager import Triager
 from signaldesk.retrieval.embedder import Embedder
+from signaldesk.scoring.feedback import Correction
 
-__all__ = ["correct", "list_corrections", "undo"]
+__all__ = ["correct", "list_corrections", "undo", "vault_corrections"]
 
 
 async def correct(
@@ -65,6 +67,15 @@ async def correct(
         )
         await triager.run_ledger(item_ids=[entry.id])
         return result, await triager.finish()
+
+
+async def vault_corrections(workspace: Workspace) -> list[Correction]:
+    """The corrections this vault's triage learns from, as the scorer takes them (none
+    before there is a ledger: reading does not create one)."""
+    if not ledger_exists(workspace):
+        return []
+    async with open_ledger(workspace) as ledger:
+        return await scoring_corrections(ledger)
 
 
 async def list_corrections(workspace: Workspace) -> list[tuple[CorrectionRecord, str]]:

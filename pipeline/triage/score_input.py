@@ -2,8 +2,9 @@
 
 A markdown note or clipping is read the way the Web Clipper adapter reads
 clippings, an ``.eml`` the way the newsletter adapter reads mail (any message,
-newsletter headers or not), text and JSON the way tool output is read; a URL is
-fetched with the product's HTTP client and its article extracted.
+newsletter headers or not), text and JSON, and anything in the tool-output drop folder,
+the way tool output is read; a URL is fetched with the product's HTTP client and its
+article extracted.
 """
 
 from __future__ import annotations
@@ -36,9 +37,11 @@ def is_url(target: str) -> bool:
     return target.lower().startswith(("http://", "https://"))
 
 
-def item_from_file(path: Path, vault: Path | None = None) -> Item:
+def item_from_file(path: Path, vault: Path | None = None, *, drops: Path | None = None) -> Item:
     """Read ``path`` as an item (markdown, ``.eml``, text or JSON).
 
+    :param drops: the tool-output drop folder: a file in it is read as the tool output
+        it is (a captured answer is no clipping, and intake does not score it as one).
     :raises ScoreInputError: the file is missing, too big, or not something that reads as one.
     """
     try:
@@ -53,6 +56,9 @@ def item_from_file(path: Path, vault: Path | None = None) -> Item:
     except OSError as exc:
         raise ScoreInputError(f"cannot read {path}: {exc}") from exc
     suffix = path.suffix.lower()
+    dropped = _relative(path, drops) if drops is not None else None
+    if dropped is not None and suffix != ".eml":
+        return _drop(path, dropped, data)
     if suffix in (".md", ".markdown"):
         rel = path.name
         if vault is not None:
@@ -67,8 +73,20 @@ def item_from_file(path: Path, vault: Path | None = None) -> Item:
         if item is None:
             raise ScoreInputError(f"{path} is a bounce or an auto-reply, not something to score")
         return normalise(item)
+    return _drop(path, path.name, data)
+
+
+def _relative(path: Path, folder: Path) -> str | None:
     try:
-        return normalise(parse_drop(path.name, data))
+        return path.resolve().relative_to(folder.resolve()).as_posix()
+    except ValueError:
+        return None
+
+
+def _drop(path: Path, name: str, data: bytes) -> Item:
+    """``data`` read as a tool-output drop named ``name`` (as intake reads one)."""
+    try:
+        return normalise(parse_drop(name, data))
     except SignaldeskError:
         raise
     except Exception as exc:
