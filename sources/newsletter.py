@@ -21,8 +21,10 @@ from signaldesk.items import Item
 from signaldesk.sources.decoding import read_capped, walk_files
 from signaldesk.sources.email_parse import (
     classify_message,
+    clean_subject,
     find_bodies,
     is_newsletter,
+    not_a_message,
     read_headers,
     read_message,
 )
@@ -108,7 +110,8 @@ def parse_email_detailed(
     item = Item(
         source_kind="newsletter",
         source_id=source_id,
-        title=headers.subject or "(no subject)",
+        title=clean_subject(headers.subject, list_id=headers.list_id, list_name=headers.list_name)
+        or "(no subject)",
         text=text,
         guid=identity,
         url=url,
@@ -139,6 +142,9 @@ def parse_email(data: bytes, *, location: str = "", accept_all: bool = False) ->
 
 def _result(location: str, data: bytes, settings: NewsletterSettings) -> MailResult:
     try:
+        not_mail = not_a_message(data)
+        if not_mail is not None:
+            return MailResult(location, None, not_mail, None)
         item, message_id, skipped = parse_email_detailed(
             data, location=location, accept_all=settings.accept_all
         )

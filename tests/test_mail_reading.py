@@ -1,0 +1,123 @@
+"""Mail as a person reads the notes it becomes: titles, footers, code, charsets, junk files.
+
+Found by feeding the shared mails and hand-built newsletters to ``signaldesk scan``.
+"""
+
+from __future__ import annotations
+
+import email.charset
+import json
+from email.mime.text import MIMEText
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from signaldesk.pipeline.cli import cli
+from signaldesk.sources.newsletter import parse_email
+
+
+def _list_mail(subject: str, body: str, *, list_id: str, charset: str = "utf-8") -> bytes:
+    cs = email.charset.Charset(charset)
+    cs.body_encoding = email.charset.QP
+    msg = MIMEText(body, "plain", cs)
+    msg["Subject"] = subject
+    msg["From"] = "=?iso-8859-1?q?Jo=E3o_Gon=E7alves?= <joao@example.pt>"
+    msg["Date"] = "Wed, 27 Sep 2023 06:00:00 +0000"
+    msg["Message-ID"] = "<m1@example.pt>"
+    msg["List-Id"] = list_id
+    return msg.as_bytes()
+
+
+@pytest.mark.parametrize(
+    ("subject", "list_id", "title"),
+    [
+        (
+            "[Python-pt] Reunião de sexta",
+            "Lista Python PT <python-pt.python.org>",
+            "Reunião de sexta",
+        ),
+        (
+            "Re: [sqlite-users] VACUUM after bulk delete",
+            "SQLite Users <sqlite-users.mailinglists.sqlite.org>",
+            "VACUUM after bulk delete",
+        ),
+        ("Fwd: AW: Re[2]: This Week in Rust 514", "<twir.example.org>", "This Week in Rust 514"),
+        # A tag that is not the list's own carries meaning and stays.
+        (
+            "[SECURITY] [DSA 5555-1] openssl security update",
+            "<debian-security-announce.lists.debian.org>",
+            "[SECURITY] [DSA 5555-1] openssl security update",
+        ),
+    ],
+)
+def test_title_loses_reply_markers_and_the_lists_own_tag(
+    subject: str, list_id: str, title: str
+) -> None:
+    item = parse_email(_list_mail(subject, "Some text for the body.\n", list_id=list_id))
+    assert item is not None
+    assert item.title == title
+
+
+def test_list_footer_goes_and_indented_commands_stay_code() -> None:
+    body = (
+        "Olá a todos,\n\nA próxima reunião é na sexta-feira. Código:\n\n"
+        "    $ pip install --upgrade pip\n    $ python -m venv .venv\n\nAté já,\nJoão\n\n"
+        "_______________________________________________\nPython-pt mailing list\n"
+        "Python-pt@python.org\nhttps://mail.python.org/mailman/listinfo/python-pt\n"
+    )
+    raw = _list_mail("[Python-pt] x", body, list_id="<python-pt.python.org>", charset="iso-8859-1")
+    item = parse_email(raw)
+    assert item is not None
+    assert "```\n$ pip install --upgrade pip\n$ python -m venv .venv\n```" in item.text
+    assert "A próxima reunião" in item.text  # latin-1 quoted-printable decoded
+    assert "listinfo" not in item.text
+    assert "mailing list" not in item.text
+    assert item.author == "João Gonçalves"
+
+
+def test_a_mail_laid_out_with_indents_is_not_all_code() -> None:
+    body = "    Dear reader,\n\n    this issue is about SQLite.\n\n    Regards\n"
+    item = parse_email(_list_mail("Issue 3", body, list_id="<n.example.org>"))
+    assert item is not None
+    assert "```" not in item.text
+    assert "this issue is about SQLite." in item.text
+
+
+def test_unsubscribe_lines_in_italian_and_english_are_left_out(shared_data: Path) -> None:
+    mails = shared_data / "emails" / "mails"
+    bulletin = parse_email((mails / "mail_test_2.eml").read_bytes(), accept_all=True)
+    assert bulletin is not None
+    assert "Attendibilità: 3/6" in bulletin.text
+    assert "non desideri" not in bulletin.text
+    assert "cancellazione" not in bulletin.text
+    assert not bulletin.text.endswith("---")
+    spam = parse_email((mails / "mail_test_8.eml").read_bytes(), accept_all=True)
+    assert spam is not None
+    assert "Enjoy Real-Life Flying Today" in spam.text
+    assert "do not want to receive" not in spam.text
+
+
+def test_html_part_without_charset_is_read_with_its_siblings_charset(shared_data: Path) -> None:
+    raw = (shared_data / "emails" / "mails" / "mail_test_2.eml").read_bytes()
+    item = parse_email(raw, accept_all=True)
+    assert item is not None
+    assert "Domani e martedì la rimonta" in item.text
+    assert "mercoledì e giovedì" in item.text
+    assert "\u0301" not in item.text and "\u0300" not in item.text
+
+
+def test_files_that_are_no_mail_say_so(vault: Path) -> None:
+    drop = vault / "00-inbox" / "newsletters"
+    (drop / "empty.eml").write_bytes(b"")
+    (drop / "binary.eml").write_bytes(bytes(range(256)) * 40)
+    good = _list_mail("Weekly 1", "A line of news about SQLite.\n" * 5, list_id="<w.example.org>")
+    (drop / "good.eml").write_bytes(good)
+    result = CliRunner().invoke(cli, ["--vault", str(vault), "scan", "--json"])
+    assert result.exit_code == 0, result.output
+    out = CliRunner().invoke(cli, ["--vault", str(vault), "items", "--json", "--limit", "10"])
+    items = {i["title"]: i for i in json.loads(out.stdout)}
+    assert items["Weekly 1"]["status"] in ("filed", "rejected")
+    assert items["empty.eml"]["last_error"] == "the file is empty, not an e-mail message"
+    assert items["binary.eml"]["last_error"].startswith("not an e-mail message")
+    assert "accept_all" not in items["binary.eml"]["last_error"]
