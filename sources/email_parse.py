@@ -28,6 +28,7 @@ __all__ = [
     "clean_subject",
     "decode_header_value",
     "find_bodies",
+    "forwarded_message",
     "is_newsletter",
     "normalise_message_id",
     "not_a_message",
@@ -388,6 +389,18 @@ def _declared_charsets(msg: email.message.Message) -> tuple[str, ...]:
         if charset and charset not in found:
             found.append(charset)
     return tuple(found)
+
+
+def forwarded_message(msg: email.message.Message) -> email.message.EmailMessage | None:
+    """The first message attached whole (``message/rfc822``, "forward as attachment")."""
+    for part in walk_parts(msg):
+        if part is msg or part.get_content_type() != "message/rfc822":
+            continue
+        payload = part.get_payload()
+        inner = payload[0] if isinstance(payload, list) and payload else None
+        if isinstance(inner, email.message.EmailMessage):
+            return inner
+    return None
 
 
 def find_bodies(msg: email.message.Message) -> tuple[str | None, str | None]:

@@ -7,6 +7,7 @@ so the same mailbox can be read by a mail client too. The pipeline dedupes by Me
 
 from __future__ import annotations
 
+import email.message
 import hashlib
 import logging
 import mailbox
@@ -23,12 +24,14 @@ from signaldesk.sources.email_parse import (
     classify_message,
     clean_subject,
     find_bodies,
+    forwarded_message,
     is_newsletter,
     not_a_message,
     read_headers,
     read_message,
 )
 from signaldesk.sources.errors import SourceError
+from signaldesk.sources.html_clean import strip_tags
 from signaldesk.sources.imap import credentials_from_env, fetch_raw_messages
 from signaldesk.sources.newsletter_body import (
     html_newsletter_to_markdown,
@@ -81,10 +84,24 @@ def parse_email_detailed(
     :param accept_all: take every message that is not a bounce or auto-reply, with or without
         newsletter headers (for a drop folder a person fills by hand).
     """
-    msg = read_message(data)
+    return _from_message(read_message(data), location=location, accept_all=accept_all)
+
+
+def _from_message(
+    msg: email.message.EmailMessage, *, location: str, accept_all: bool, nested: bool = False
+) -> tuple[Item | None, str | None, str | None]:
     headers = read_headers(msg)
     newsletter, reason = classify_message(msg)
     hard_no = reason.startswith(_NEVER_INGESTED)
+    inner = None if hard_no or nested else forwarded_message(msg)
+    if inner is not None and not _has_own_text(msg):
+        # Trigger: a newsletter forwarded "as attachment" (message/rfc822) with no text of
+        # its own was parked as "empty item". The attached mail is the newsletter: its
+        # subject, sender, date and Message-ID (so it dedupes with the original) are used.
+        logger.debug("%s forwards a message as an attachment; reading that", location)
+        return _from_message(
+            inner, location=location, accept_all=accept_all or newsletter, nested=True
+        )
     if not newsletter and (hard_no or not accept_all):
         logger.info("skipped %s: %s", location or headers.message_id or "message", reason)
         return None, headers.message_id, reason
@@ -121,6 +138,12 @@ def parse_email_detailed(
         extra=extra,
     )
     return item, headers.message_id, None
+
+
+def _has_own_text(msg: email.message.Message) -> bool:
+    html, plain = find_bodies(msg)
+    own = " ".join(f"{strip_tags(html) if html else ''} {plain or ''}".split())
+    return len(own) >= _MIN_HTML_TEXT
 
 
 def _synthetic_id(sender: str | None, subject: str, text: str) -> str:

@@ -194,10 +194,17 @@ def _plain_paragraphs(text: str) -> list[str]:
     ]
 
 
+_TABLE_RULE = re.compile(r"^\|(?: *:?-{3,}:? *\|)+$")  # a pipe table's header rule stays
+
+
 def _tidy(markdown: str) -> str:
     """Collapse separator debris (rows of `|`, `-`, `*`) that layout tables leave behind."""
     lines = [ln.rstrip() for ln in markdown.split("\n")]
-    lines = [ln for ln in lines if not re.fullmatch(r"\s*[|*_=~·•\-\s]{1,}\s*", ln) or ln == "---"]
+    lines = [
+        ln
+        for ln in lines
+        if not re.fullmatch(r"\s*[|*_=~·•\-\s]{1,}\s*", ln) or ln == "---" or _TABLE_RULE.match(ln)
+    ]
     text = re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).strip()
     # A rule left at either end once the footer (or the view-online line) is gone.
     return re.sub(r"\A(?:---\n+)+|(?:\n+---)+\Z", "", text).strip()

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import email.charset
 import json
+from email.mime.message import MIMEMessage
+from email.mime.multipart import MIMEMultipart
 from email.mime.text import MIMEText
 from pathlib import Path
 
@@ -121,3 +123,69 @@ def test_files_that_are_no_mail_say_so(vault: Path) -> None:
     assert items["empty.eml"]["last_error"] == "the file is empty, not an e-mail message"
     assert items["binary.eml"]["last_error"].startswith("not an e-mail message")
     assert "accept_all" not in items["binary.eml"]["last_error"]
+
+
+def _html_newsletter(subject: str, html: str, *, message_id: str) -> MIMEMultipart:
+    msg = MIMEMultipart("alternative")
+    msg["Subject"] = subject
+    msg["From"] = "This Week in Rust <twir@this-week-in-rust.org>"
+    msg["Date"] = "Wed, 27 Sep 2023 06:00:00 +0000"
+    msg["Message-ID"] = message_id
+    msg["List-Id"] = "<twir.this-week-in-rust.org>"
+    msg["List-Unsubscribe"] = "<https://twir.example/u>"
+    msg.attach(MIMEText(html, "html", "utf-8"))
+    return msg
+
+
+_TRIAGE_TABLE = (
+    '<table width="600"><tr><td><h2>Performance Triage</h2>'
+    '<table border="1"><tr><th>(instructions:u)</th><th>mean</th><th>count</th></tr>'
+    "<tr><td>Regressions</td><td>0.6%</td><td>15</td></tr>"
+    "<tr><td>Improvements</td><td>-0.7%</td><td>70</td></tr></table>"
+    '<table><tr><td><a href="https://a.example/1">Left column story</a></td>'
+    '<td><a href="https://a.example/2">Right column story</a></td></tr>'
+    "<tr><td>Read the first story of this week</td><td>Read the second story too</td></tr>"
+    "</table></td></tr></table>"
+)
+
+
+def test_a_data_table_in_a_newsletter_stays_a_table() -> None:
+    msg = _html_newsletter("TWIR", _TRIAGE_TABLE, message_id="<t@twir>")
+    item = parse_email(msg.as_bytes())
+    assert item is not None
+    assert (
+        "| (instructions:u) | mean | count |\n| --- | --- | --- |\n"
+        "| Regressions | 0.6% | 15 |\n| Improvements | -0.7% | 70 |"
+    ) in item.text
+    # A layout table (no header row) is still read as blocks, not a pipe table.
+    assert "[Left column story](https://a.example/1)\n\n[Right column story]" in item.text
+
+
+@pytest.mark.parametrize("outer_headers", [{}, {"Precedence": "bulk"}])
+def test_newsletter_forwarded_as_attachment_is_read(
+    vault: Path, outer_headers: dict[str, str]
+) -> None:
+    body = "<h1>This Week in Rust 514</h1>" + "<p>Crate of the week: async_fn_traits.</p>" * 5
+    inner = _html_newsletter("This Week in Rust 514", body, message_id="<inner-514@twir>")
+    outer = MIMEMultipart("mixed")
+    outer["Subject"] = "Fwd: This Week in Rust 514"
+    outer["From"] = "Me <me@example.net>"
+    outer["Date"] = "Thu, 28 Sep 2023 09:00:00 +0000"
+    outer["Message-ID"] = "<outer@example.net>"
+    for name, value in outer_headers.items():
+        outer[name] = value
+    outer.attach(MIMEText("", "plain", "utf-8"))
+    outer.attach(MIMEMessage(inner))
+    drop = vault / "00-inbox" / "newsletters"
+    (drop / "forwarded.eml").write_bytes(outer.as_bytes())
+    (drop / "original.eml").write_bytes(inner.as_bytes())
+    result = CliRunner().invoke(cli, ["--vault", str(vault), "scan", "--json"])
+    assert result.exit_code == 0, result.output
+    out = CliRunner().invoke(cli, ["--vault", str(vault), "items", "--json"])
+    items = json.loads(out.stdout)
+    # One newsletter, by its own sender and date; the forward is its duplicate by Message-ID.
+    assert [i["title"] for i in items] == ["This Week in Rust 514"]
+    [item] = items
+    assert item["status"] in ("filed", "rejected")
+    assert item["guid"] == "inner-514@twir"
+    assert item["published"] == "2023-09-27T06:00:00+00:00"
