@@ -33,6 +33,7 @@ from signaldesk.sources.email_parse import (
 from signaldesk.sources.errors import SourceError
 from signaldesk.sources.html_clean import strip_tags
 from signaldesk.sources.imap import credentials_from_env, fetch_raw_messages
+from signaldesk.sources.mail_forward import split_forward
 from signaldesk.sources.newsletter_body import (
     html_newsletter_to_markdown,
     plain_newsletter_to_markdown,
@@ -114,27 +115,35 @@ def _from_message(
         if len(plain_text) > len(text):
             text = plain_text
         url = url or plain_url
-    source_id = headers.list_id or headers.from_address or "unknown-sender"
+    forward = split_forward(text)
+    if forward is not None:
+        text = forward.text
     identity = headers.message_id or _synthetic_id(headers.from_address, headers.subject, text)
+    subject = (forward.subject if forward else None) or headers.subject
+    from_name = forward.from_name if forward and forward.from_address else headers.from_name
+    from_address = (forward.from_address if forward else None) or headers.from_address
+    source_id = headers.list_id or from_address or "unknown-sender"
     extra: dict[str, Any] = {
         "list_id": headers.list_id,
-        "from_address": headers.from_address,
+        "from_address": from_address,
         "unsubscribe": list(headers.unsubscribe),
         "newsletter_reason": reason,
         "tracking_pixels_removed": pixels,
         "location": location,
     }
+    if forward is not None:
+        extra["forwarded_by"] = headers.from_address
     item = Item(
         source_kind="newsletter",
         source_id=source_id,
-        title=clean_subject(headers.subject, list_id=headers.list_id, list_name=headers.list_name)
+        title=clean_subject(subject, list_id=headers.list_id, list_name=headers.list_name)
         or "(no subject)",
         text=text,
         guid=identity,
         url=url,
-        author=headers.from_name,
-        published=headers.date,
-        site_name=headers.from_name or headers.list_name or headers.from_address,
+        author=from_name,
+        published=(forward.date if forward else None) or headers.date,
+        site_name=from_name or headers.list_name or from_address,
         extra=extra,
     )
     return item, headers.message_id, None

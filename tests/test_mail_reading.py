@@ -189,3 +189,66 @@ def test_newsletter_forwarded_as_attachment_is_read(
     assert item["status"] in ("filed", "rejected")
     assert item["guid"] == "inner-514@twir"
     assert item["published"] == "2023-09-27T06:00:00+00:00"
+
+
+_FORWARD_BLOCKS = {
+    "gmail-html": (
+        "html",
+        "<div>worth reading</div><br><div class='gmail_quote'>---------- Forwarded message "
+        "---------<br>From: <b>This Week in Rust</b> &lt;twir@this-week-in-rust.org&gt;<br>"
+        "Date: Wed, Sep 27, 2023 at 6:00 AM<br>Subject: This Week in Rust 514<br>"
+        "To: &lt;me@example.net&gt;<br><br><h1>This Week in Rust 514</h1>"
+        + "<p>Crate of the week: async_fn_traits, with async function traits.</p>" * 4
+        + "</div>",
+    ),
+    "apple-plain": (
+        "plain",
+        "worth reading\n\nBegin forwarded message:\n\nFrom: This Week in Rust "
+        "<twir@this-week-in-rust.org>\nSubject: This Week in Rust 514\n"
+        "Date: September 27, 2023 at 6:00:00 AM GMT\nTo: me@example.net\n\n"
+        + "Crate of the week: async_fn_traits, with async function traits.\n\n" * 4,
+    ),
+    "outlook-plain": (
+        "plain",
+        "worth reading\n\n________________________________\nFrom: This Week in Rust "
+        "<twir@this-week-in-rust.org>\nSent: Wednesday, September 27, 2023 6:00 AM\n"
+        "To: Me <me@example.net>\nSubject: This Week in Rust 514\n\n"
+        + "Crate of the week: async_fn_traits, with async function traits.\n\n" * 4,
+    ),
+}
+
+
+@pytest.mark.parametrize("client", sorted(_FORWARD_BLOCKS))
+def test_inline_forward_is_credited_to_the_original_sender(client: str) -> None:
+    subtype, body = _FORWARD_BLOCKS[client]
+    msg = MIMEText(body, subtype, "utf-8")
+    msg["Subject"] = "Fwd: This Week in Rust 514"
+    msg["From"] = "Me Myself <me@example.net>"
+    msg["Date"] = "Thu, 28 Sep 2023 09:00:00 +0000"
+    msg["Message-ID"] = "<fwd@example.net>"
+    msg["Precedence"] = "bulk"
+    item = parse_email(msg.as_bytes())
+    assert item is not None
+    assert item.title == "This Week in Rust 514"
+    assert item.author == "This Week in Rust"
+    assert item.published is not None and item.published.date().isoformat() == "2023-09-27"
+    assert item.extra["from_address"] == "twir@this-week-in-rust.org"
+    assert item.extra["forwarded_by"] == "me@example.net"
+    assert item.text.startswith("worth reading\n\n")
+    assert "Crate of the week: async_fn_traits" in item.text
+    assert "me@example.net" not in item.text and "Subject:" not in item.text
+
+
+def test_a_forward_quoted_deep_in_a_newsletter_is_left_alone() -> None:
+    body = "Story text about SQLite and WAL files.\n\n" * 60 + (
+        "---------- Forwarded message ---------\nFrom: Someone <s@example.org>\n"
+        "Subject: Old thread\n\nquoted"
+    )
+    msg = MIMEText(body, "plain", "utf-8")
+    msg["Subject"] = "Weekly 9"
+    msg["From"] = "Weekly <w@example.org>"
+    msg["List-Id"] = "<w.example.org>"
+    item = parse_email(msg.as_bytes())
+    assert item is not None
+    assert item.title == "Weekly 9" and item.author == "Weekly"
+    assert "From: Someone" in item.text
