@@ -206,14 +206,16 @@ _FORWARD_BLOCKS = {
         "worth reading\n\nBegin forwarded message:\n\nFrom: This Week in Rust "
         "<twir@this-week-in-rust.org>\nSubject: This Week in Rust 514\n"
         "Date: September 27, 2023 at 6:00:00 AM GMT\nTo: me@example.net\n\n"
-        + "Crate of the week: async_fn_traits, with async function traits.\n\n" * 4,
+        + "Crate of the week: async_fn_traits, with async function traits.\n\n"
+        * 4,
     ),
     "outlook-plain": (
         "plain",
         "worth reading\n\n________________________________\nFrom: This Week in Rust "
         "<twir@this-week-in-rust.org>\nSent: Wednesday, September 27, 2023 6:00 AM\n"
         "To: Me <me@example.net>\nSubject: This Week in Rust 514\n\n"
-        + "Crate of the week: async_fn_traits, with async function traits.\n\n" * 4,
+        + "Crate of the week: async_fn_traits, with async function traits.\n\n"
+        * 4,
     ),
 }
 
@@ -252,3 +254,25 @@ def test_a_forward_quoted_deep_in_a_newsletter_is_left_alone() -> None:
     assert item is not None
     assert item.title == "Weekly 9" and item.author == "Weekly"
     assert "From: Someone" in item.text
+
+
+def test_notes_name_the_tool_and_say_the_sender_once(vault: Path) -> None:
+    config = vault / "signaldesk.toml"  # file everything, so both notes are written
+    config.write_text(config.read_text().replace("# threshold = 0.55", "threshold = 0.01"))
+    drop = vault / "00-inbox" / "tool-output"
+    (drop / "review.md").write_text(
+        "---\ntitle: Review of the ledger migration\ntool: claude-code\n---\n"
+        "The migration runs `ALTER TABLE` inside a transaction:\n\n"
+        "```sql\nBEGIN IMMEDIATE;\nALTER TABLE items ADD COLUMN stage TEXT;\nCOMMIT;\n```\n"
+    )
+    mail = _list_mail("Weekly 1", "A line of news about SQLite.\n" * 5, list_id="<w.example.org>")
+    (vault / "00-inbox" / "newsletters" / "w.eml").write_bytes(mail)
+    result = CliRunner().invoke(cli, ["--vault", str(vault), "scan", "--json"])
+    assert result.exit_code == 0, result.output
+    notes = {p.name: p.read_text() for p in (vault / "05-signals").rglob("*.md")}
+    [review] = [text for name, text in notes.items() if "review-of-the-ledger" in name]
+    assert "- Arrived: via tool output `claude-code` from `review.md` on " in review
+    assert "BEGIN IMMEDIATE;\nALTER TABLE items ADD COLUMN stage TEXT;" in review
+    [weekly] = [text for name, text in notes.items() if "weekly-1" in name]
+    assert "- Author: João Gonçalves\n" in weekly
+    assert "- Site:" not in weekly
