@@ -276,3 +276,17 @@ def test_notes_name_the_tool_and_say_the_sender_once(vault: Path) -> None:
     [weekly] = [text for name, text in notes.items() if "weekly-1" in name]
     assert "- Author: João Gonçalves\n" in weekly
     assert "- Site:" not in weekly
+
+
+def test_a_mail_with_no_body_is_told_once(vault: Path) -> None:
+    drop = vault / "00-inbox" / "newsletters"
+    (drop / "headers-only.eml").write_bytes(
+        b"Subject: just headers\nFrom: a@example.org\nList-Id: <x.example.org>\n"
+    )
+    first = CliRunner().invoke(cli, ["--vault", str(vault), "scan"])
+    assert first.exit_code == 0, first.output
+    assert "mail: empty: no text and no link at x.example.org (1 mail); e.g. headers-only.eml" in (
+        " ".join(first.output.split())
+    )
+    again = CliRunner().invoke(cli, ["--vault", str(vault), "scan"])
+    assert "headers-only.eml" not in again.output
