@@ -25,10 +25,13 @@ from signaldesk.sources.decoding import decode_bytes
 __all__ = [
     "MailHeaders",
     "classify_message",
+    "clean_subject",
     "decode_header_value",
     "find_bodies",
+    "forwarded_message",
     "is_newsletter",
     "normalise_message_id",
+    "not_a_message",
     "read_headers",
     "read_message",
     "walk_parts",
@@ -87,6 +90,58 @@ class MailHeaders:
     list_id: str | None
     list_name: str | None
     unsubscribe: tuple[str, ...]
+
+
+# Reply and forward markers mail clients put before a subject (English, German, French,
+# Spanish, Italian, Scandinavian, Portuguese), optionally counted: "Re[2]:", "Fwd:".
+_REPLY_PREFIX = re.compile(
+    r"^\s*(?:re|fwd?|aw|wg|tr|sv|vs|rv|enc|antw|rif)\s*(?:\[\d+\]|\(\d+\))?\s*[:\uff1a]\s*",
+    re.IGNORECASE,
+)
+_SUBJECT_TAG = re.compile(r"^\s*\[([^\[\]]{1,60})\]\s*")
+# Headers any real message has at least one of; a file with none is not mail.
+_MAIL_HEADERS = frozenset(
+    ("from", "subject", "date", "message-id", "to", "received", "mime-version", "content-type")
+)
+
+
+def not_a_message(data: bytes) -> str | None:
+    """Why ``data`` is not an e-mail message at all (empty, or no mail header), else ``None``.
+
+    Trigger: an empty ``.eml`` or a binary file saved under that name used to be reported
+    as "no newsletter headers; set accept_all = true", advice that cannot help.
+    """
+    if not data.strip():
+        return "the file is empty, not an e-mail message"
+    head = email.parser.BytesHeaderParser(policy=email.policy.compat32).parsebytes(data[:65536])
+    if not any(key.lower() in _MAIL_HEADERS for key in head):
+        return "not an e-mail message (no From, Subject, Date or other mail header)"
+    return None
+
+
+def _tag_key(text: str) -> str:
+    return re.sub(r"[\W_]+", "", text).lower()
+
+
+def clean_subject(subject: str, *, list_id: str | None, list_name: str | None) -> str:
+    """The subject without "Re:"/"Fwd:" markers and the list's own ``[tag]``.
+
+    A bracketed tag goes only when it names the list (its List-Id's first label or the
+    list's name: ``[Python-pt]`` for ``python-pt.python.org``); other tags carry meaning
+    (``[SECURITY]``) and stay. A subject that would end up empty is kept as it was.
+    """
+    keys = {_tag_key(k) for k in (list_name or "", (list_id or "").split(".")[0]) if k}
+    keys.discard("")
+    text = subject
+    while True:
+        stripped = _REPLY_PREFIX.sub("", text, count=1)
+        tag = _SUBJECT_TAG.match(stripped)
+        if tag is not None and _tag_key(tag.group(1)) in keys:
+            stripped = stripped[tag.end() :]
+        if stripped == text:
+            break
+        text = stripped
+    return text.strip() or subject
 
 
 def read_message(data: bytes) -> email.message.EmailMessage:
@@ -299,7 +354,9 @@ def is_newsletter(msg: email.message.Message) -> bool:
     return classify_message(msg)[0]
 
 
-def _part_text(part: email.message.Message, *, html: bool) -> str | None:
+def _part_text(
+    part: email.message.Message, *, html: bool, others: tuple[str, ...] = ()
+) -> str | None:
     try:
         payload = part.get_payload(decode=True)
     except (ValueError, LookupError, AssertionError):
@@ -314,7 +371,36 @@ def _part_text(part: email.message.Message, *, html: bool) -> str | None:
     if html:
         meta = _META_CHARSET.search(payload[:4096])
         hints = (meta.group(1).decode("ascii", "replace"),) if meta else ()
-    return decode_bytes(payload, declared, hints=hints)[0]
+    # Trigger: mail_test_2's HTML part declares no charset while its text part says
+    # iso-8859-1; guessed alone, "martedì" came out as "marted" + a combining accent
+    # (cp1258). The same mailer wrote both parts, so the sibling's label is the better hint.
+    return decode_bytes(payload, declared, hints=(*hints, *others))[0]
+
+
+def _declared_charsets(msg: email.message.Message) -> tuple[str, ...]:
+    found: list[str] = []
+    for part in walk_parts(msg):
+        if part.get_content_maintype() != "text":
+            continue
+        try:
+            charset = part.get_content_charset()
+        except (ValueError, LookupError):
+            continue
+        if charset and charset not in found:
+            found.append(charset)
+    return tuple(found)
+
+
+def forwarded_message(msg: email.message.Message) -> email.message.EmailMessage | None:
+    """The first message attached whole (``message/rfc822``, "forward as attachment")."""
+    for part in walk_parts(msg):
+        if part is msg or part.get_content_type() != "message/rfc822":
+            continue
+        payload = part.get_payload()
+        inner = payload[0] if isinstance(payload, list) and payload else None
+        if isinstance(inner, email.message.EmailMessage):
+            return inner
+    return None
 
 
 def find_bodies(msg: email.message.Message) -> tuple[str | None, str | None]:
@@ -325,6 +411,7 @@ def find_bodies(msg: email.message.Message) -> tuple[str | None, str | None]:
     """
     html: str | None = None
     plain: str | None = None
+    others = _declared_charsets(msg)
     stack: list[tuple[email.message.Message, int]] = [(msg, 0)]
     seen = 0
     while stack and (html is None or plain is None) and seen < _MAX_PARTS:
@@ -343,7 +430,7 @@ def find_bodies(msg: email.message.Message) -> tuple[str | None, str | None]:
         if disposition == "attachment":
             continue
         if content_type == "text/html" and html is None:
-            html = _part_text(part, html=True)
+            html = _part_text(part, html=True, others=others)
         elif content_type == "text/plain" and plain is None:
-            plain = _part_text(part, html=False)
+            plain = _part_text(part, html=False, others=others)
     return html, plain

@@ -10,9 +10,9 @@ A :class:`HtmlProfile` holds what differs between kinds of source:
 
 - :data:`FEED` (feed content and article pages): data tables stay pipe tables, every
   image is kept, links are kept as they are;
-- :data:`MAIL` (newsletters): mail HTML is nested layout tables, so every table is
-  unwrapped into plain blocks, only images with alt text are kept, and tracking
-  parameters are stripped from links.
+- :data:`MAIL` (newsletters): mail HTML is nested layout tables, so a table is
+  unwrapped into plain blocks unless it is data with a ``<th>`` header row, only images
+  with alt text are kept, and tracking parameters are stripped from links.
 
 What both keep: headings (also the ``<font size="4">`` lines blogs use for them),
 paragraphs, lists, quotes, code blocks line by line (``<br>`` inside ``<pre>`` too),
@@ -50,19 +50,21 @@ class HtmlProfile:
 
     :param tables: ``detect``: tables of data (two or more columns, no table inside,
         no headings, lists or code in a cell) become pipe tables, others are unwrapped;
-        ``unwrap``: every table is read as plain blocks (mail layout).
+        ``headed``: only such tables whose first row is ``<th>`` header cells (mail: its
+        layout tables never have them, the results table of a newsletter does); ``unwrap``:
+        every table is read as plain blocks.
     :param images: ``all`` non-pixel images, or only those ``with_alt`` text.
     :param strip_tracking: remove click-tracking query parameters from links.
     """
 
     name: str
-    tables: Literal["detect", "unwrap"]
+    tables: Literal["detect", "headed", "unwrap"]
     images: Literal["all", "with_alt"]
     strip_tracking: bool
 
 
 FEED = HtmlProfile("feed", tables="detect", images="all", strip_tracking=False)
-MAIL = HtmlProfile("mail", tables="unwrap", images="with_alt", strip_tracking=True)
+MAIL = HtmlProfile("mail", tables="headed", images="with_alt", strip_tracking=True)
 
 _HEADINGS = {"h1": 1, "h2": 2, "h3": 3, "h4": 4, "h5": 5, "h6": 6}
 _BLOCKS = frozenset(
@@ -308,7 +310,11 @@ class _Renderer:
         rows = [[c for c in tr if _tag(c) in {"td", "th"}] for tr in _direct_rows(el)]
         caption = [self.blocks(c) for c in el if _tag(c) == "caption"]
         out = [b for blocks in caption for b in blocks]
-        if self.profile.tables == "detect" and _is_data_table(el, rows):
+        # Trigger (mail): a newsletter's benchmark table came out one cell per paragraph.
+        wanted = self.profile.tables == "detect" or (
+            self.profile.tables == "headed" and _has_header_row(rows)
+        )
+        if wanted and _is_data_table(el, rows):
             cells = [
                 [_one_line(self.inline_children(c)).replace("|", "\\|") for c in row]
                 for row in rows
@@ -459,6 +465,10 @@ def _direct_rows(table: HtmlElement) -> list[HtmlElement]:
         elif tag in {"thead", "tbody", "tfoot"}:
             rows += [tr for tr in child if _tag(tr) == "tr"]
     return rows
+
+
+def _has_header_row(rows: list[list[HtmlElement]]) -> bool:
+    return bool(rows) and len(rows[0]) >= 2 and all(_tag(c) == "th" for c in rows[0])
 
 
 def _is_data_table(table: HtmlElement, rows: list[list[HtmlElement]]) -> bool:

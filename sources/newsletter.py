@@ -7,6 +7,7 @@ so the same mailbox can be read by a mail client too. The pipeline dedupes by Me
 
 from __future__ import annotations
 
+import email.message
 import hashlib
 import logging
 import mailbox
@@ -21,13 +22,18 @@ from signaldesk.items import Item
 from signaldesk.sources.decoding import read_capped, walk_files
 from signaldesk.sources.email_parse import (
     classify_message,
+    clean_subject,
     find_bodies,
+    forwarded_message,
     is_newsletter,
+    not_a_message,
     read_headers,
     read_message,
 )
 from signaldesk.sources.errors import SourceError
+from signaldesk.sources.html_clean import strip_tags
 from signaldesk.sources.imap import credentials_from_env, fetch_raw_messages
+from signaldesk.sources.mail_forward import split_forward
 from signaldesk.sources.newsletter_body import (
     html_newsletter_to_markdown,
     plain_newsletter_to_markdown,
@@ -79,10 +85,24 @@ def parse_email_detailed(
     :param accept_all: take every message that is not a bounce or auto-reply, with or without
         newsletter headers (for a drop folder a person fills by hand).
     """
-    msg = read_message(data)
+    return _from_message(read_message(data), location=location, accept_all=accept_all)
+
+
+def _from_message(
+    msg: email.message.EmailMessage, *, location: str, accept_all: bool, nested: bool = False
+) -> tuple[Item | None, str | None, str | None]:
     headers = read_headers(msg)
     newsletter, reason = classify_message(msg)
     hard_no = reason.startswith(_NEVER_INGESTED)
+    inner = None if hard_no or nested else forwarded_message(msg)
+    if inner is not None and not _has_own_text(msg):
+        # Trigger: a newsletter forwarded "as attachment" (message/rfc822) with no text of
+        # its own was parked as "empty item". The attached mail is the newsletter: its
+        # subject, sender, date and Message-ID (so it dedupes with the original) are used.
+        logger.debug("%s forwards a message as an attachment; reading that", location)
+        return _from_message(
+            inner, location=location, accept_all=accept_all or newsletter, nested=True
+        )
     if not newsletter and (hard_no or not accept_all):
         logger.info("skipped %s: %s", location or headers.message_id or "message", reason)
         return None, headers.message_id, reason
@@ -95,29 +115,44 @@ def parse_email_detailed(
         if len(plain_text) > len(text):
             text = plain_text
         url = url or plain_url
-    source_id = headers.list_id or headers.from_address or "unknown-sender"
+    forward = split_forward(text)
+    if forward is not None:
+        text = forward.text
     identity = headers.message_id or _synthetic_id(headers.from_address, headers.subject, text)
+    subject = (forward.subject if forward else None) or headers.subject
+    from_name = forward.from_name if forward and forward.from_address else headers.from_name
+    from_address = (forward.from_address if forward else None) or headers.from_address
+    source_id = headers.list_id or from_address or "unknown-sender"
     extra: dict[str, Any] = {
         "list_id": headers.list_id,
-        "from_address": headers.from_address,
+        "from_address": from_address,
         "unsubscribe": list(headers.unsubscribe),
         "newsletter_reason": reason,
         "tracking_pixels_removed": pixels,
         "location": location,
     }
+    if forward is not None:
+        extra["forwarded_by"] = headers.from_address
     item = Item(
         source_kind="newsletter",
         source_id=source_id,
-        title=headers.subject or "(no subject)",
+        title=clean_subject(subject, list_id=headers.list_id, list_name=headers.list_name)
+        or "(no subject)",
         text=text,
         guid=identity,
         url=url,
-        author=headers.from_name,
-        published=headers.date,
-        site_name=headers.from_name or headers.list_name or headers.from_address,
+        author=from_name,
+        published=(forward.date if forward else None) or headers.date,
+        site_name=from_name or headers.list_name or from_address,
         extra=extra,
     )
     return item, headers.message_id, None
+
+
+def _has_own_text(msg: email.message.Message) -> bool:
+    html, plain = find_bodies(msg)
+    own = " ".join(f"{strip_tags(html) if html else ''} {plain or ''}".split())
+    return len(own) >= _MIN_HTML_TEXT
 
 
 def _synthetic_id(sender: str | None, subject: str, text: str) -> str:
@@ -139,6 +174,9 @@ def parse_email(data: bytes, *, location: str = "", accept_all: bool = False) ->
 
 def _result(location: str, data: bytes, settings: NewsletterSettings) -> MailResult:
     try:
+        not_mail = not_a_message(data)
+        if not_mail is not None:
+            return MailResult(location, None, not_mail, None)
         item, message_id, skipped = parse_email_detailed(
             data, location=location, accept_all=settings.accept_all
         )

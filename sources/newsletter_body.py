@@ -7,6 +7,7 @@ Italian, Russian and Chinese), so the patterns below are multilingual on purpose
 from __future__ import annotations
 
 import re
+import textwrap
 
 import lxml.html
 
@@ -42,11 +43,14 @@ _FOOTER = re.compile(
     r"unsubscribe|opt[- ]out|manage (?:your )?(?:e-?mail )?(?:preferences|subscriptions?)"
     r"|update (?:your )?(?:subscription |e-?mail )?preferences|e-?mail preferences"
     r"|you(?:'re| are)? (?:receiv(?:ed|ing)|getting) this|you (?:signed|subscribed) up"
-    r"|this (?:e-?mail|message|newsletter) was sent to|no longer wish to receive"
+    r"|this (?:e-?mail|message|newsletter) was sent to"
+    r"|(?:do not|don't|no longer) (?:want|wish) to receive"
+    r"|mailman/listinfo/|/mailman3?/lists/"
     r"|why did I get this|sent to .{1,80} because"
     r"|d[ée]sinscri|d[ée]sabonne|vous recevez ce|ne (?:plus|souhaitez plus) recevoir"
     r"|dar(?:se)? de baja|cancelar (?:la |su )?suscripci[oó]n|desuscrib|para no recibir"
     r"|abmelden|abbestellen|disiscri|cancella(?:re)? (?:l'|la )?iscrizione"
+    r"|non (?:desideri|desidera|vuoi|vuole) più ricevere"
     r"|отписаться|отказаться от (?:рассылки|подписки)|не хотите получать|вы получили это письмо"
     r"|退订|取消订阅|您收到此邮件",
     re.IGNORECASE,
@@ -149,7 +153,7 @@ def html_newsletter_to_markdown(html: str) -> tuple[str, str | None, int]:
 def plain_newsletter_to_markdown(text: str) -> tuple[str, str | None]:
     """A text/plain newsletter -> ``(markdown, view_online_url)``, tracking stripped from URLs."""
     text = text.replace("\r\n", "\n").replace("\r", "\n")
-    paragraphs = [p.strip() for p in re.split(r"\n\s*\n", text) if p.strip()]
+    paragraphs = _plain_paragraphs(text)
     url: str | None = None
     kept: list[str] = []
     for paragraph in paragraphs:
@@ -164,8 +168,43 @@ def plain_newsletter_to_markdown(text: str) -> tuple[str, str | None]:
     return _tidy(body), url
 
 
+_INDENTED = re.compile(r"^(?: {4}|\t)")
+
+
+def _plain_paragraphs(text: str) -> list[str]:
+    """Paragraphs of a text/plain mail; indented ones (commands, code) as fenced blocks.
+
+    Trigger: a list post with ``    $ pip install ...`` lines came out as one prose line
+    (the first line's indentation stripped, the rest a lazy continuation): the code was
+    lost as code. A mail whose paragraphs are mostly indented is laid out that way, not
+    code, and stays prose.
+    """
+    raw = [p.rstrip() for p in re.split(r"\n[ \t]*\n", text) if p.strip()]
+    raw = [p.lstrip("\n") for p in raw]
+
+    def indented(paragraph: str) -> bool:
+        return all(_INDENTED.match(ln) for ln in paragraph.split("\n") if ln.strip())
+
+    code = [indented(p) for p in raw]
+    if sum(code) * 2 >= len(raw):
+        return [p.strip() for p in raw]
+    return [
+        "```\n" + textwrap.dedent(p.expandtabs(4)) + "\n```" if is_code else p.strip()
+        for p, is_code in zip(raw, code, strict=True)
+    ]
+
+
+_TABLE_RULE = re.compile(r"^\|(?: *:?-{3,}:? *\|)+$")  # a pipe table's header rule stays
+
+
 def _tidy(markdown: str) -> str:
     """Collapse separator debris (rows of `|`, `-`, `*`) that layout tables leave behind."""
     lines = [ln.rstrip() for ln in markdown.split("\n")]
-    lines = [ln for ln in lines if not re.fullmatch(r"\s*[|*_=~·•\-\s]{1,}\s*", ln) or ln == "---"]
-    return re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).strip()
+    lines = [
+        ln
+        for ln in lines
+        if not re.fullmatch(r"\s*[|*_=~·•\-\s]{1,}\s*", ln) or ln == "---" or _TABLE_RULE.match(ln)
+    ]
+    text = re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).strip()
+    # A rule left at either end once the footer (or the view-online line) is gone.
+    return re.sub(r"\A(?:---\n+)+|(?:\n+---)+\Z", "", text).strip()

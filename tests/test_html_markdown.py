@@ -95,9 +95,12 @@ def test_nested_tables_are_not_duplicated() -> None:
 
 
 def test_data_tables_stay_tables_in_feeds_and_unwrap_in_mail() -> None:
-    html = "<table><tr><th>a</th><th>b</th></tr><tr><td>1</td><td>2 | 3</td></tr></table>"
+    html = "<table><tr><td>a</td><td>b</td></tr><tr><td>1</td><td>2 | 3</td></tr></table>"
     assert html_to_markdown(html, profile=FEED) == "| a | b |\n| --- | --- |\n| 1 | 2 \\| 3 |"
     assert html_to_markdown(html, profile=MAIL) == "a\n\nb\n\n1\n\n2 | 3"
+    # In mail only a header row of <th> cells marks a table as data (layout tables have none).
+    headed = html.replace("<td>a</td><td>b</td>", "<th>a</th><th>b</th>")
+    assert html_to_markdown(headed, profile=MAIL) == "| a | b |\n| --- | --- |\n| 1 | 2 \\| 3 |"
 
 
 @pytest.mark.parametrize("profile", [FEED, MAIL], ids=lambda p: p.name)

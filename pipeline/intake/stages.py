@@ -498,6 +498,14 @@ async def _settle_batch(ctx: ScanContext, batch: Sequence[Work]) -> None:
         if not item.text and not item.url:
             await ctx.ledger.park(work.id, "empty item: no text and no link", now=ctx.now())
             ctx.stats.tally(item.source_kind).parked += 1
+            # Counted as parked, so said too (a mail with headers and no body was silent).
+            where = item.extra.get("location") or item.extra.get("drop_file") or item.title
+            ctx.stats.problem(
+                _WHAT.get(item.source_kind, "item"),
+                item.source_id,
+                "empty: no text and no link",
+                str(where),
+            )
             continue
         ready.append((work.id, item))
     try:

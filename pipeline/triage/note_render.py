@@ -395,12 +395,18 @@ def render_body(
         lines.append(f"- Link: <{item.url}>")
     if item.author:
         lines.append(f"- Author: {_one_line(item.author)}")
-    if item.site_name:
+    # A mail's site is its sender's name, most often the author again: said once.
+    if item.site_name and not (item.source_kind == "newsletter" and item.site_name == item.author):
         lines.append(f"- Site: {_one_line(item.site_name)}")
     if item.published:
         lines.append(f"- Published: {_date_text(item.published)}")
     how = _SOURCE_KIND_LABEL.get(item.source_kind, item.source_kind)
     where = f" `{_one_line(item.source_id)}`" if item.source_id else ""
+    if item.source_kind == "tool_output":
+        # Every tool output has the same source id; the tool and the file say where from.
+        tool, drop = item.extra.get("tool"), item.extra.get("drop_file")
+        named = [f"`{_one_line(str(v))}`" for v in (tool, drop) if v]
+        where = f" {' from '.join(named)}" if named else ""
     when = f" on {arrived.date().isoformat()}" if arrived else ""
     lines.append(f"- Arrived: via {how}{where}{when}")
     if item.origin_path:
