@@ -454,3 +454,17 @@ def test_summary_takes_prose_not_a_flattened_code_block() -> None:
     section = body.split("## Summary", 1)[1].split("## Key points", 1)[0]
     assert "readers never wait for the writer" in section
     assert "PRAGMA" not in section and "```" not in section
+
+
+def test_a_link_whose_text_holds_two_sentences_is_not_cut_into_broken_markdown() -> None:
+    text = (
+        "The release is out and brings the new planner to every installation we ship. "
+        "[Read the notes. They list every change in the planner](https://e.org/notes) "
+        "before you upgrade the servers that run the nightly jobs."
+    )
+    points = key_points(text, limit=5)
+    assert points
+    assert not any("[" in p or "](" in p for p in points), points
+    assert "They list every change in the planner before you upgrade the servers" in " ".join(
+        points
+    )

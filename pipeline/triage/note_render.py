@@ -179,7 +179,8 @@ def _prose_units(text: str) -> list[str]:
 
     def flush() -> None:
         if paragraph:
-            joined = " ".join(paragraph)
+            # Links become their text before the split: "[One. Two](u)" is not two units.
+            joined = _MD_LINK.sub(r"\1", " ".join(paragraph))
             units.extend(s.strip() for s in _SENTENCE_END.split(joined) if s.strip())
             paragraph.clear()
 
