@@ -468,3 +468,34 @@ def test_a_link_whose_text_holds_two_sentences_is_not_cut_into_broken_markdown()
     assert "They list every change in the planner before you upgrade the servers" in " ".join(
         points
     )
+
+
+def test_the_content_does_not_open_with_the_title_again() -> None:
+    title = "Path traversal in tarsafe 3.2; upgrade to 3.2.4"
+    page = (
+        "# Path traversal in tarsafe 3.2\n\ntarsafe wraps `tarfile`.\n\n## Am I affected?\n\nYes."
+    )
+    body = render_body(Item(source_kind="rss", source_id="f", title=title, text=page))
+    content = body.split("## Content")[1].split("## Source")[0]
+    assert content.strip().startswith("tarsafe wraps `tarfile`.")
+    assert "#### Am I affected?" in content  # the other headings stay, demoted
+    # A text drop's first line became its title: not said twice.
+    drop = render_body(
+        Item(
+            source_kind="tool_output",
+            source_id="t",
+            title="Why it flakes",
+            text="Why it flakes\nThe thread.",
+        )
+    )
+    assert drop.split("## Content")[1].split("## Source")[0].strip() == "The thread."
+    # A heading that is only the start of a longer title is a section: kept.
+    kept = render_body(
+        Item(
+            source_kind="rss",
+            source_id="f",
+            title="SQLite WAL mode in practice: checkpoints and long readers",
+            text="# SQLite\n\nwords",
+        )
+    )
+    assert "### SQLite" in kept

@@ -331,6 +331,33 @@ def _first_paragraph(text: str) -> str:
     return " ".join(paragraph)
 
 
+def _heading_key(text: str) -> str:
+    plain = _MD_NOISE.sub("", _HEADING.sub("", text.strip()))
+    return " ".join(plain.casefold().split()).rstrip(" .:;!?")
+
+
+def _without_leading_title(markdown: str, title: str) -> str:
+    """``markdown`` without its first line when that line is the note's title again.
+
+    Pages open with their own title as a heading, a text drop with its first line (which
+    became the title): under the note's ``# title`` that read twice. A heading that is
+    most of the title counts too ("Path traversal in tarsafe 3.2" under "Path traversal
+    in tarsafe 3.2 ...; upgrade to 3.2.4").
+    """
+    lines = markdown.splitlines()
+    first = next((i for i, line in enumerate(lines) if line.strip()), None)
+    if first is None or _FENCE.match(lines[first]):
+        return markdown
+    line, wanted = _heading_key(lines[first]), _heading_key(title)
+    heading = bool(_HEADING.match(lines[first].strip()))
+    same = line == wanted or (
+        heading and len(line) >= 0.5 * len(wanted) and wanted.startswith(line)
+    )
+    if not line or not same:
+        return markdown
+    return "\n".join(lines[first + 1 :]).lstrip("\n")
+
+
 def _demote_headings(markdown: str) -> str:
     """Push the content's headings two levels down, so they nest under "## Content"."""
     out: list[str] = []
@@ -385,7 +412,8 @@ def render_body(
     )
     summary = _clip(summary, summary_chars) if summary else "_No summary available._"
     points = key_points(item.text, limit=key_point_count, summary=summary)
-    content, left = _excerpt(_demote_headings(item.text), content_chars)
+    text = _without_leading_title(item.text, title)
+    content, left = _excerpt(_demote_headings(text), content_chars)
     lines = [f"# {title}", "", "## Summary", "", summary, "", "## Key points", ""]
     lines += [f"- {p}" for p in points] or ["_Nothing stood out: see the content below._"]
     lines += ["", "## Content", "", content or "_The source gave no text._"]
