@@ -499,3 +499,14 @@ def test_the_content_does_not_open_with_the_title_again() -> None:
         )
     )
     assert "### SQLite" in kept
+
+
+def test_a_sentence_is_not_cut_inside_a_code_span() -> None:
+    text = (
+        "Three stages wrote to the ledger from their own tasks and failed under load. "
+        "All writes now go through one `Ledger.transaction()` context manager that holds "
+        "an `anyio.Lock` across `BEGIN IMMEDIATE ... COMMIT`. Readers keep their own "
+        "connections and read during a write."
+    )
+    points = key_points(text, limit=5)
+    assert any(p.endswith("across `BEGIN IMMEDIATE ... COMMIT`.") for p in points), points

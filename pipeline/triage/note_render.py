@@ -153,6 +153,7 @@ _MD_NOISE = re.compile(r"(?<!\\)(\*\*|__|`|\*(?=\S)|(?<=[^\s\\])\*)")
 _MD_ESCAPE = re.compile(r"\\([\\`*_{}\[\]()#+\-.!<>|~])")
 # An inline code span, kept as written: its marks are code (`__init__`, `a*b`), not emphasis.
 _CODE_SPAN = re.compile(r"(`+)(?!`)(.+?)(?<!`)\1(?!`)")
+_HIDDEN_SPAN = re.compile("\x00(\\d+)\x00")
 # A line inside a paragraph that reads as a title, not a sentence: bold all through,
 # italic all through without closing punctuation (a caption: "*Code with too much
 # nesting*" above a code block), or a short first line with no closing punctuation and a
@@ -181,7 +182,7 @@ def _prose_units(text: str) -> list[str]:
         if paragraph:
             # Links become their text before the split: "[One. Two](u)" is not two units.
             joined = _MD_LINK.sub(r"\1", " ".join(paragraph))
-            units.extend(s.strip() for s in _SENTENCE_END.split(joined) if s.strip())
+            units.extend(s.strip() for s in _sentences(joined) if s.strip())
             paragraph.clear()
 
     lines = text.splitlines()
@@ -224,6 +225,20 @@ def _prose_units(text: str) -> list[str]:
         if width >= 25 and sum(c.isalpha() for c in plain) >= 10:
             cleaned.append(plain)
     return cleaned
+
+
+def _sentences(paragraph: str) -> list[str]:
+    """``paragraph`` cut into sentences, never inside a code span (`BEGIN ... COMMIT`)."""
+    spans: list[str] = []
+
+    def hide(span: re.Match[str]) -> str:
+        spans.append(span.group(0))
+        return f"\x00{len(spans) - 1}\x00"
+
+    hidden = _CODE_SPAN.sub(hide, paragraph)
+    return [
+        _HIDDEN_SPAN.sub(lambda m: spans[int(m.group(1))], s) for s in _SENTENCE_END.split(hidden)
+    ]
 
 
 def _plain(unit: str) -> str:
