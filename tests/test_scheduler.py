@@ -27,7 +27,12 @@ from signaldesk.pipeline.service.job_state import (
     load_state,
     state_path,
 )
-from signaldesk.pipeline.service.jobs import JobServices, report_day
+from signaldesk.pipeline.service.jobs import (
+    JobServices,
+    captains_log_job,
+    report_day,
+    report_job,
+)
 from signaldesk.pipeline.service.scheduler import JOB_NAMES, JobSpec, _last_scheduled, serve
 from signaldesk.pipeline.service.watcher import (
     VaultListing,
@@ -418,3 +423,61 @@ def test_ctrl_c_right_after_the_ready_line_stops_serve_cleanly(vault: Path) -> N
         assert proc.returncode == 0, rest
         assert "stopped cleanly" in rest
         assert "ERROR" not in rest and "raised an exception" not in rest, rest
+
+
+# -- the daily jobs: the day they write is the day of the run they answer -----------------
+
+
+def _daily_services(ws: Workspace, clock: datetime) -> JobServices:
+    return JobServices(
+        workspace=ws,
+        embedder=LazyEmbedder(ws.config.index),
+        tz=UTC,
+        trigger=lambda _name: None,
+        watcher=VaultWatcher(ws.vault, 1.0),
+        clock=lambda: clock,
+    )
+
+
+def _daily_config(vault: Path, schedule: dict[str, object], covers: str = "same_day") -> Workspace:
+    (vault / "signaldesk.toml").write_text(
+        render_default_config(
+            {
+                "vault": {"path": str(vault)},
+                "schedule": {"timezone": "UTC", **schedule},
+                "captains_log": {"covers": covers},
+            }
+        )
+    )
+    return resolve_workspace(vault=vault)
+
+
+async def test_an_evening_report_caught_up_after_midnight_is_the_missed_days(vault: Path) -> None:
+    # Due at 21:00 on the 30th, serve was stopped then and starts at 08:00 on the 1st:
+    # the report caught up is the 30th's (the 1st's is due tonight), not a morning's worth
+    # of the 1st under the 1st's name while the 30th's is never written.
+    ws = _daily_config(vault, {"report_time": "21:00", "report_day": "same_day"})
+    summary = await report_job(_daily_services(ws, datetime(2026, 12, 1, 8, 0, tzinfo=UTC)))
+    assert summary.startswith("06-daily/2026-11-30-triage.md created"), summary
+    assert not (vault / "06-daily" / "2026-12-01-triage.md").exists()
+    # On time (or late the same evening) it is that day's.
+    summary = await report_job(_daily_services(ws, datetime(2026, 12, 1, 21, 0, 5, tzinfo=UTC)))
+    assert summary.startswith("06-daily/2026-12-01-triage.md created"), summary
+
+
+async def test_a_morning_report_caught_up_before_its_time_is_the_missed_mornings(
+    vault: Path,
+) -> None:
+    # Default: at 07:00 the report on the day before. Started at 06:00 on the 2nd after
+    # missing 07:00 on the 1st: the missed run was the report on the 30th.
+    ws = _daily_config(vault, {"report_time": "07:00", "report_day": "previous_day"})
+    summary = await report_job(_daily_services(ws, datetime(2026, 12, 2, 6, 0, tzinfo=UTC)))
+    assert summary.startswith("06-daily/2026-11-30-triage.md created"), summary
+
+
+async def test_a_late_captains_log_is_the_day_of_its_scheduled_run(vault: Path) -> None:
+    # A log that covers the day before it is dated ("previous_day"), due at 23:30, run
+    # past midnight (within the misfire grace): the log dated the 30th, covering the 29th.
+    ws = _daily_config(vault, {"log_time": "23:30"}, covers="previous_day")
+    summary = await captains_log_job(_daily_services(ws, datetime(2026, 12, 1, 0, 20, tzinfo=UTC)))
+    assert summary.startswith("06-daily/2026-11-30-captains-log.md created"), summary

@@ -68,8 +68,14 @@ class JobServices:
     intake_lock: anyio.Lock = field(default_factory=anyio.Lock)
     stopping: Callable[[], bool] = field(default=lambda: False)
 
-    def today(self) -> date:
-        return self.clock().astimezone(self.tz).date()
+    def scheduled_day(self, at: str) -> date:
+        """The date of the latest daily ``at`` (HH:MM local) at or before now: the run a
+        daily job answers, also when it starts late past midnight (within the misfire
+        grace) or catches up at start a run missed while serve was stopped."""
+        local = self.clock().astimezone(self.tz)
+        hour, minute = (int(part) for part in at.split(":"))
+        passed = (local.hour, local.minute) >= (hour, minute)
+        return local.date() if passed else local.date() - timedelta(days=1)
 
 
 JobFunc = Callable[[JobServices], Awaitable[str]]
@@ -191,7 +197,8 @@ def report_day(today: date, which: str) -> date:
 async def report_job(services: JobServices) -> str:
     """Write the daily triage report."""
     workspace = services.workspace
-    day = report_day(services.today(), workspace.config.schedule.report_day)
+    schedule = workspace.config.schedule
+    day = report_day(services.scheduled_day(schedule.report_time), schedule.report_day)
     report, note = await write_triage_report(workspace, day, tz=services.tz)
     if note.outcome in ("created", "updated"):
         services.trigger("index")
@@ -203,7 +210,8 @@ async def captains_log_job(services: JobServices) -> str:
     """Write the daily captain's log (each morning: yesterday's, when a log covers its own day)."""
     workspace = services.workspace
     covers_own_day = workspace.config.captains_log.covers == "same_day"
-    day = services.today() - timedelta(days=1) if covers_own_day else services.today()
+    run_day = services.scheduled_day(workspace.config.schedule.log_time)
+    day = run_day - timedelta(days=1) if covers_own_day else run_day
     log, note = await anyio.to_thread.run_sync(
         lambda: write_captains_log(
             workspace.vault, workspace.config.captains_log, day, tz=services.tz
