@@ -160,3 +160,29 @@ def test_signals_and_the_log_follow_a_configured_layout(vault: Path, repo: Path)
     assert (
         "[[Signals/security/advisory|OpenSSL advisory]] · security · 0.77" in note.path.read_text()
     )
+
+
+def test_a_signal_filed_near_midnight_counts_on_the_configured_zones_day(vault: Path) -> None:
+    # 03:30 UTC on 2 December is 19:30 on 1 December in Los Angeles: the log of the 1st
+    # (as the triage report of the 1st, which counts arrivals in that zone) lists it, the
+    # log of the 2nd does not. Written with an offset, and as signaldesk's note writer
+    # stamps it (this machine's local time, no offset).
+    from zoneinfo import ZoneInfo
+
+    la = ZoneInfo("America/Los_Angeles")
+    instant = datetime(2026, 12, 2, 3, 30, tzinfo=UTC)
+    stamps = {
+        "aware": "'2026-12-02T03:30:00+00:00'",
+        "naive": repr(instant.astimezone().replace(tzinfo=None).isoformat(timespec="seconds")),
+    }
+    folder = vault / "05-signals" / "security"
+    for name, stamp in stamps.items():
+        (folder / f"{name}.md").write_text(
+            f"---\ntitle: {name}\ntype: signal\ndomain: security\n"
+            f"created: {stamp}\ncomposite: 0.7\n---\nbody\n"
+        )
+    settings = CaptainsLogSettings(covers="same_day")
+    first = gather(vault, settings, date(2026, 12, 1), tz=la)  # a Tuesday
+    assert sorted(s.title for s in first.signals) == ["aware", "naive"]
+    second = gather(vault, settings, date(2026, 12, 2), tz=la)
+    assert second.signals == []

@@ -135,16 +135,43 @@ def gather(
     return log
 
 
+def _created_day(value: object, tz: tzinfo) -> str:
+    """The day, in ``tz``, of a note's ``created`` (``""`` when it names none).
+
+    A date is taken as it is; a time with an offset is converted; a time without one is
+    this machine's local time (what signaldesk's note writer stamps), so a signal filed
+    near midnight counts on the same day as in the triage report, which counts arrivals
+    in the configured zone.
+    """
+    if isinstance(value, datetime):
+        moment = value
+    elif isinstance(value, date):
+        return value.isoformat()
+    else:
+        text = str(value or "").strip()
+        try:
+            moment = datetime.fromisoformat(text)
+        except ValueError:
+            return text[:10]
+        if len(text) <= 10:  # a bare date: no time, no zone to convert
+            return moment.date().isoformat()
+    if moment.tzinfo is None:
+        moment = moment.astimezone()  # naive: this machine's local time
+    return moment.astimezone(tz).date().isoformat()
+
+
 def _gather_notes(vault: Path, log: CaptainsLog, top_signals: int) -> None:
     start_ts, end_ts = log.period.start.timestamp(), log.period.end.timestamp()
     days = {d.isoformat() for d in log.period.days}
+    zone = log.period.start.tzinfo
+    assert zone is not None
     signals: list[SignalEntry] = []
     for rel, stat in iter_vault_notes(vault, VaultFilter(vault)):
         if rel.endswith(_GENERATED_SUFFIXES):
             continue
         parsed = parse_note((vault / rel).read_text(encoding="utf-8", errors="replace"))
         meta = parsed.frontmatter
-        created = str(meta.get("created", ""))[:10]
+        created = _created_day(meta.get("created"), zone)
         # A signal is a note of type signal wherever it lives (the signals folder is
         # configurable, and a person may move a note).
         if meta.get("type") == SIGNAL_TYPE:
