@@ -132,3 +132,21 @@ def test_log_verb_writes_the_captains_log(vault: Path) -> None:
 def test_every_verb_has_help(verb: str) -> None:
     result = CliRunner().invoke(cli, [verb, "--help"])
     assert result.exit_code == 0 and "Usage" in result.output
+
+
+def test_status_shows_times_in_the_configured_zone(vault: Path) -> None:
+    # [schedule] timezone is the zone of report_time and log_time: a server (or a
+    # container) on UTC must show the next report at the 07:00 the person configured.
+    (vault / "signaldesk.toml").write_text(
+        render_default_config({"schedule": {"timezone": "Pacific/Auckland"}})
+    )
+    started = datetime(2026, 11, 29, 18, 0, tzinfo=UTC)  # 07:00 on the 30th in Auckland
+    state = ServeState(pid=4242, started_at=started, ready=True)
+    state.jobs["report"] = JobState(
+        "report", last_started=started, outcome="ok", next_run=started.replace(day=30), runs=1
+    )
+    save_state(state_path(vault), state)
+    with ServeLock(vault).held():
+        out = _ok(vault, "status").output
+    assert "since 11-30 07:00" in out
+    assert "12-01 07:00" in out  # the next run

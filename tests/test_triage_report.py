@@ -310,3 +310,14 @@ async def test_parked_errors_are_grouped_and_failing_article_pages_are_reported(
     assert "could not be fetched for 3 of the day's entries, from 2 hosts" in feeds
     assert "timed out at a.example (2 pages)" in feeds
     assert "timed out at b.example (1 page)" in feeds
+
+
+@pytest.mark.anyio
+async def test_feed_times_are_shown_in_the_reports_zone(workspace: Workspace) -> None:
+    # The report counts its day in the configured zone; its times are in that zone too
+    # (20:00 UTC on the 27th is 09:00 on the 28th in Auckland), not in the machine's.
+    from zoneinfo import ZoneInfo
+
+    _report, note = await write_triage_report(workspace, DAY, tz=ZoneInfo("Pacific/Auckland"))
+    feeds = _sections(note.path.read_text())["Feeds needing attention"]
+    assert "| backoff | 2 | HTTP 503 | 2026-11-28 09:00 |" in feeds

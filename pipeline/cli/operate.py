@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
-from datetime import date, datetime
+from datetime import date, datetime, tzinfo
 from pathlib import Path
 from typing import Any
 
@@ -43,11 +43,12 @@ from signaldesk.pipeline.wording import plural
 __all__ = ["COMMANDS", "demo", "log", "report", "serve", "status"]
 
 
-def _when(value: datetime | None) -> str:
+def _when(value: datetime | None, tz: tzinfo) -> str:
+    """A time in the configured zone: the one report_time and log_time are set in."""
     if value is None:
         return "-"
-    local = value.astimezone()
-    today = datetime.now().astimezone().date()
+    local = value.astimezone(tz)
+    today = datetime.now(tz).date()
     return local.strftime("%H:%M:%S" if local.date() == today else "%m-%d %H:%M")
 
 
@@ -112,6 +113,7 @@ def _status_json(status: ServiceStatus) -> dict[str, Any]:
 def status(app: AppContext, as_json: bool) -> None:
     """Show the scheduler's jobs, feeds in backoff or disabled, the ledger and the index."""
     workspace = app.workspace()
+    tz = resolve_timezone(workspace.config.schedule.timezone)
     snapshot = anyio.run(lambda: gather_status(workspace))
     if as_json:
         print_json(_status_json(snapshot))
@@ -120,17 +122,17 @@ def status(app: AppContext, as_json: bool) -> None:
     state = snapshot.state
     if snapshot.running and state is not None:
         console.print(
-            f"[green]serve is running[/] (pid {state.pid}, since {_when(state.started_at)})",
+            f"[green]serve is running[/] (pid {state.pid}, since {_when(state.started_at, tz)})",
             highlight=False,
         )
     elif state is not None and state.stopped_at is not None:
         console.print(
-            f"[yellow]serve is not running[/] (last stopped {_when(state.stopped_at)})",
+            f"[yellow]serve is not running[/] (last stopped {_when(state.stopped_at, tz)})",
             highlight=False,
         )
     elif state is not None:
         console.print(
-            f"[red]serve is not running[/]: the one started {_when(state.started_at)} "
+            f"[red]serve is not running[/]: the one started {_when(state.started_at, tz)} "
             "ended without stopping cleanly (see its log)",
             highlight=False,
         )
@@ -150,9 +152,9 @@ def status(app: AppContext, as_json: bool) -> None:
             took = f" {job.duration:.1f}s" if job.duration is not None else ""
             table.add_row(
                 job.name,
-                _when(job.last_started),
+                _when(job.last_started, tz),
                 Text(outcome, style=colours.get(outcome, "cyan")) + took,
-                _when(job.next_run) if snapshot.running else "-",
+                _when(job.next_run, tz) if snapshot.running else "-",
                 f"{job.runs}/{job.failures}",
                 Text(job.error or job.summary or job.description),
             )
@@ -173,7 +175,7 @@ def status(app: AppContext, as_json: bool) -> None:
                 f.state,
                 str(f.error_count),
                 Text(f.last_error or ""),
-                _when(f.next_check_at) if f.state == "backoff" else "-",
+                _when(f.next_check_at, tz) if f.state == "backoff" else "-",
             )
         console.print(feeds)
     if snapshot.items:
@@ -185,7 +187,7 @@ def status(app: AppContext, as_json: bool) -> None:
         if index.exists:
             console.print(
                 f"index: {index.notes} notes, {index.chunks} chunks, "
-                f"last indexed {_when(index.last_indexed)}"
+                f"last indexed {_when(index.last_indexed, tz)}"
                 + (f"; degraded: {'; '.join(index.degraded)}" if index.degraded else ""),
                 markup=False,
                 highlight=False,

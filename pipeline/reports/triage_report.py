@@ -259,7 +259,7 @@ async def write_triage_report(
     else:
         report = await gather_triage_report(workspace, ledger, day, tz=tz)
     settings = workspace.config.report
-    body = render_triage_report(report, charts=settings.charts, max_rows=settings.max_rows)
+    body = render_triage_report(report, charts=settings.charts, max_rows=settings.max_rows, tz=tz)
     frontmatter = {
         "title": f"Triage report {day.isoformat()}",
         "type": "daily",

@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Iterable
+from datetime import tzinfo
 
 from signaldesk.pipeline.intake.summary import ProblemGroup, problem_lines
 from signaldesk.pipeline.reports.triage_report_model import (
@@ -110,9 +111,17 @@ def _charts(report: TriageReportNote) -> list[str]:
 
 
 def render_triage_report(
-    report: TriageReportNote, *, charts: bool = True, max_rows: int = 100
+    report: TriageReportNote,
+    *,
+    charts: bool = True,
+    max_rows: int = 100,
+    tz: tzinfo | None = None,
 ) -> str:
-    """The report as markdown: a summary line, then one H2 section per question."""
+    """The report as markdown: a summary line, then one H2 section per question.
+
+    :param tz: the zone times are shown in, the one the report's day is counted in
+        (default: this machine's).
+    """
     filed, near = report.filed, report.near_misses
     rejected = report.with_status("rejected")
     day = report.day.isoformat()
@@ -234,7 +243,7 @@ def render_triage_report(
         for f in report.feed_issues[:max_rows]:
             name = f"[{_cell(f.title or f.url)}]({f.url})"
             when = (
-                f.next_check_at.astimezone().strftime("%Y-%m-%d %H:%M")
+                f.next_check_at.astimezone(tz).strftime("%Y-%m-%d %H:%M")
                 if f.next_check_at and f.state == "backoff"
                 else "-"
             )
