@@ -186,3 +186,21 @@ def test_a_signal_filed_near_midnight_counts_on_the_configured_zones_day(vault: 
     assert sorted(s.title for s in first.signals) == ["aware", "naive"]
     second = gather(vault, settings, date(2026, 12, 2), tz=la)
     assert second.signals == []
+
+
+def test_links_open_notes_whose_names_a_wiki_link_cannot_carry(vault: Path) -> None:
+    from tests.test_triage_report import _obsidian_targets
+
+    (vault / "00-inbox" / "C# notes.md").write_text(
+        "---\ncreated: 2026-12-01\n---\n- [ ] port the parser\nWe decided to drop .NET 6.\n"
+    )
+    (vault / "05-signals" / "security" / "advisory ^1.md").write_text(
+        "---\ntitle: Advisory [[draft]]\ntype: signal\ndomain: security\n"
+        "created: 2026-12-01T09:00:00Z\ncomposite: 0.8\n---\nbody\n"
+    )
+    text = render(gather(vault, CaptainsLogSettings(), date(2026, 12, 1), tz=UTC))
+    lines = [line for line in text.splitlines() if "notes" in line or "Advisory" in line]
+    assert len(lines) == 3, text
+    for line in lines:
+        targets = _obsidian_targets(vault, line)
+        assert len(targets) == 1 and targets[0].is_file(), (line, targets)

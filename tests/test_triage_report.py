@@ -321,3 +321,36 @@ async def test_feed_times_are_shown_in_the_reports_zone(workspace: Workspace) ->
     _report, note = await write_triage_report(workspace, DAY, tz=ZoneInfo("Pacific/Auckland"))
     feeds = _sections(note.path.read_text())["Feeds needing attention"]
     assert "| backoff | 2 | HTTP 503 | 2026-11-28 09:00 |" in feeds
+
+
+def _obsidian_targets(vault: Path, cell: str) -> list[Path]:
+    """The notes the links in ``cell`` open, resolved as Obsidian does; what is left of
+    the cell must hold no stray link brackets."""
+    from urllib.parse import unquote
+
+    cell = cell.replace("\\|", "|")
+    found: list[Path] = []
+    for wiki in re.findall(r"\[\[(.*?)\]\]", cell):
+        # The target ends at the label's bar, a heading's # or a block's ^.
+        found.append(vault / (re.split(r"[|#^]", wiki, maxsplit=1)[0] + ".md"))
+    for href in re.findall(r"\[[^\[\]]*\]\(([^()\s]+)\)", cell):
+        found.append(vault / unquote(href))
+    rest = re.sub(r"\[\[.*?\]\]|\[[^\[\]]*\]\([^()\s]+\)", "", cell)
+    assert "[[" not in rest and "]]" not in rest, cell
+    return found
+
+
+@pytest.mark.anyio
+async def test_every_waiting_notes_link_opens_that_note(workspace: Workspace) -> None:
+    inbox = workspace.vault / "00-inbox"
+    (inbox / "C# tips.md").write_text("# C# tips\n")
+    (inbox / "plan ^2.md").write_text("# Plan\n")
+    (inbox / "odd.md").write_text('---\ntitle: "A | B with [[brackets]]"\n---\nText\n')
+    _report, note = await write_triage_report(workspace, DAY, tz=UTC)
+    rows = [r for r in _sections(note.path.read_text())["Waiting"].splitlines() if "00-inbox/" in r]
+    assert len(rows) == 4
+    for row in rows:
+        cell = row.split(" | ")[0].removeprefix("| ")
+        targets = _obsidian_targets(workspace.vault, cell)
+        assert len(targets) == 1 and targets[0].is_file(), (row, targets)
+    assert any("A \\| B with (brackets)" in r for r in rows)

@@ -23,6 +23,7 @@ from signaldesk.pipeline.reports.gitlog import (
     find_repositories,
     is_repository,
 )
+from signaldesk.pipeline.reports.note_links import note_link
 from signaldesk.pipeline.settings import CaptainsLogSettings
 from signaldesk.pipeline.wording import plural
 from signaldesk.retrieval.ignore import VaultFilter, iter_vault_notes
@@ -194,7 +195,7 @@ def _gather_notes(vault: Path, log: CaptainsLog, top_signals: int) -> None:
             elif (
                 _DECISION.search(line) and len(line.strip()) > 12 and not _NUMBERED_STEP.match(line)
             ):
-                log.decisions.append(f"{line.strip(' -*#>')} ([[{rel[:-3]}]])")
+                log.decisions.append(f"{line.strip(' -*#>')} ({note_link(rel)})")
     signals.sort(key=lambda s: (-s.composite, s.path))
     log.signals = signals[:top_signals]
 
@@ -242,12 +243,12 @@ def render(log: CaptainsLog) -> str:
     lines += [f"- {d}" for d in log.decisions] or ["Nothing recorded."]
     lines += ["", "## Open loops", ""]
     lines += [f"- [ ] {t.tag}: {t.text} (`{t.repo}/{t.path}`)" for t in log.todos]
-    lines += [f"- [ ] {u.text} ([[{u.path[:-3]}]])" for u in log.unchecked]
+    lines += [f"- [ ] {u.text} ({note_link(u.path)})" for u in log.unchecked]
     if not log.todos and not log.unchecked:
         lines.append("None.")
     lines += ["", "## Top signals", ""]
     lines += [
-        f"- [[{s.path[:-3]}|{s.title}]] · {s.domain} · {s.composite:.2f}" for s in log.signals
+        f"- {note_link(s.path, s.title)} · {s.domain} · {s.composite:.2f}" for s in log.signals
     ] or ["No signals filed."]
     if log.errors:
         lines += ["", "## Problems", ""] + [f"- {e}" for e in log.errors]

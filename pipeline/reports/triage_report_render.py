@@ -10,6 +10,7 @@ from collections.abc import Iterable
 from datetime import tzinfo
 
 from signaldesk.pipeline.intake.summary import ProblemGroup, problem_lines
+from signaldesk.pipeline.reports.note_links import note_link
 from signaldesk.pipeline.reports.triage_report_model import (
     DIMENSIONS,
     CorrectionNote,
@@ -35,8 +36,7 @@ def _link(item: ReportItem) -> str:
 
 def _note_link(title: str, note_path: str | None, url: str | None) -> str:
     if note_path:
-        target = note_path[:-3] if note_path.endswith(".md") else note_path
-        return f"[[{target}\\|{_cell(title)}]]"
+        return note_link(note_path, title, in_table=True)
     if url:
         return f"[{_cell(title).replace(']', ')')}]({url.replace(')', '%29')})"
     return _cell(title)
@@ -209,11 +209,11 @@ def render_triage_report(
     if report.waiting_notes:
         lines += ["| note | status | composite |", "| --- | --- | ---: |"]
         for w in report.waiting_notes[:max_rows]:
-            target = w.path[:-3] if w.path.endswith(".md") else w.path
             status = {"rejected": "below threshold", None: "not triaged"}.get(
                 w.status, w.status or ""
             )
-            lines.append(f"| [[{target}\\|{_cell(w.title)}]] | {status} | {_fmt(w.score)} |")
+            link = note_link(w.path, w.title, in_table=True)
+            lines.append(f"| {link} | {status} | {_fmt(w.score)} |")
         lines += _more(len(report.waiting_notes), max_rows)
     if report.pending_total:
         lines += ["", f"{report.pending_total} item(s) in the ledger wait for triage:", ""]
