@@ -150,3 +150,31 @@ def test_status_shows_times_in_the_configured_zone(vault: Path) -> None:
         out = _ok(vault, "status").output
     assert "since 11-30 07:00" in out
     assert "12-01 07:00" in out  # the next run
+
+
+def _bad_zone_config(vault: Path) -> None:
+    (vault / "signaldesk.toml").write_text(
+        render_default_config({"schedule": {"timezone": "Mars/Olympus"}})
+    )
+
+
+def test_doctor_fails_on_a_time_zone_that_serve_report_and_log_refuse(vault: Path) -> None:
+    _bad_zone_config(vault)
+    assert _run(vault, "report").exit_code == 1
+    result = _run(vault, "doctor", "--json")
+    assert result.exit_code == 1
+    data = json.loads(result.stdout)
+    checks = {c["name"]: c for c in data["checks"]}
+    assert data["ok"] is False
+    assert checks["config"]["outcome"] == "fail"
+    assert "Mars/Olympus" in checks["config"]["detail"] and "timezone" in checks["config"]["fix"]
+
+
+def test_status_still_answers_with_a_bad_time_zone(vault: Path) -> None:
+    _bad_zone_config(vault)
+    result = _run(vault, "status")
+    assert result.exit_code == 0, result.output
+    assert "serve is not running" in result.output
+    warning = [line for line in result.output.splitlines() if "Mars/Olympus" in line]
+    assert len(warning) == 1 and "machine's" in warning[0]
+    assert json.loads(_ok(vault, "status", "--json").stdout)["running"] is False

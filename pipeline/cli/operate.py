@@ -35,7 +35,7 @@ from signaldesk.pipeline.reports.triage_report import (
     write_triage_report,
 )
 from signaldesk.pipeline.service.job_state import state_path
-from signaldesk.pipeline.service.scheduler import resolve_timezone
+from signaldesk.pipeline.service.scheduler import ScheduleError, resolve_timezone
 from signaldesk.pipeline.service.scheduler import serve as run_serve
 from signaldesk.pipeline.service.status import ServiceStatus, gather_status
 from signaldesk.pipeline.wording import plural
@@ -113,12 +113,21 @@ def _status_json(status: ServiceStatus) -> dict[str, Any]:
 def status(app: AppContext, as_json: bool) -> None:
     """Show the scheduler's jobs, feeds in backoff or disabled, the ledger and the index."""
     workspace = app.workspace()
-    tz = resolve_timezone(workspace.config.schedule.timezone)
     snapshot = anyio.run(lambda: gather_status(workspace))
     if as_json:
         print_json(_status_json(snapshot))
         return
     console = app.console
+    try:
+        tz = resolve_timezone(workspace.config.schedule.timezone)
+    except ScheduleError as exc:
+        # status is where a person looks when serve will not start: it still answers.
+        tz = resolve_timezone(None)
+        console.print(
+            f"[yellow]warning:[/] [schedule] timezone: {escape(exc.message)} "
+            "(serve, report and log refuse it); times below are in the machine's zone",
+            highlight=False,
+        )
     state = snapshot.state
     if snapshot.running and state is not None:
         console.print(
