@@ -178,3 +178,14 @@ def test_status_still_answers_with_a_bad_time_zone(vault: Path) -> None:
     warning = [line for line in result.output.splitlines() if "Mars/Olympus" in line]
     assert len(warning) == 1 and "machine's" in warning[0]
     assert json.loads(_ok(vault, "status", "--json").stdout)["running"] is False
+
+
+def test_status_with_an_unreadable_state_file_does_not_say_never_started(vault: Path) -> None:
+    state_path(vault).parent.mkdir(parents=True, exist_ok=True)
+    state_path(vault).write_text("{half a file", encoding="utf-8")
+    out = _ok(vault, "status").output
+    assert "never started" not in out and "serve is not running" in out
+    assert "cannot be read" in out
+    with ServeLock(vault).held():
+        out = _ok(vault, "status").output
+    assert "serve is running" in out and "not running" not in out

@@ -145,6 +145,16 @@ def status(app: AppContext, as_json: bool) -> None:
             "ended without stopping cleanly (see its log)",
             highlight=False,
         )
+    elif snapshot.running:
+        console.print(
+            "[green]serve is running[/] (its state file cannot be read yet)", highlight=False
+        )
+    elif state_path(workspace.vault).exists():
+        console.print(
+            "[yellow]serve is not running[/] (its state file cannot be read; the next "
+            "`signaldesk serve` writes a new one)",
+            highlight=False,
+        )
     else:
         console.print(
             "[yellow]serve is not running[/] (never started for this vault: `signaldesk serve`)",
