@@ -189,3 +189,31 @@ def test_status_with_an_unreadable_state_file_does_not_say_never_started(vault: 
     with ServeLock(vault).held():
         out = _ok(vault, "status").output
     assert "serve is running" in out and "not running" not in out
+
+
+@pytest.mark.parametrize("verb", ["report", "log"])
+def test_a_folder_in_the_way_of_the_note_is_one_message_not_a_traceback(
+    vault: Path, verb: str
+) -> None:
+    import os
+    import subprocess
+    import sys
+
+    _utc_config(vault)
+    name = "triage" if verb == "report" else "captains-log"
+    blocker = vault / "06-daily" / f"2026-11-27-{name}.md"
+    blocker.mkdir(parents=True)
+    (blocker / "mine.md").write_text("a person's note\n")
+    proc = subprocess.run(
+        [sys.executable, "-m", "signaldesk", "--vault", str(vault), verb, "--date", "2026-11-27"],
+        capture_output=True,
+        text=True,
+        check=False,
+        env={**os.environ, "COLUMNS": "300"},  # one line is one line, not rich's wrapping
+    )
+    assert proc.returncode == 1
+    assert "Traceback" not in proc.stderr, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert lines[0].startswith("error: ") and f"2026-11-27-{name}.md" in lines[0], lines
+    assert len(lines) <= 2 and (len(lines) == 1 or lines[1].startswith("hint: "))
+    assert (blocker / "mine.md").read_text() == "a person's note\n"
