@@ -204,3 +204,24 @@ def test_links_open_notes_whose_names_a_wiki_link_cannot_carry(vault: Path) -> N
     for line in lines:
         targets = _obsidian_targets(vault, line)
         assert len(targets) == 1 and targets[0].is_file(), (line, targets)
+
+
+def test_commit_times_are_in_the_logs_zone(vault: Path, repo: Path) -> None:
+    # Authored at 23:30 on Thursday in Los Angeles: 07:30 on Friday in UTC, the zone of
+    # a log that covers Friday; shown as Thursday it would read as outside the log's day.
+    _commit(repo, "la.py", "v = 1\n", "Late fix from LA", "2026-11-26T23:30:00-08:00")
+    log = gather(vault, CaptainsLogSettings(repos=[str(repo)]), date(2026, 11, 27), tz=UTC)
+    row = next(line for line in render(log).splitlines() if "Late fix from LA" in line)
+    assert row.startswith("| Fri 07:30 |"), row
+
+
+def test_a_configured_repository_that_is_missing_is_said_in_the_log(
+    vault: Path, repo: Path, tmp_path: Path
+) -> None:
+    # The log is read in Obsidian (and written by serve, whose warnings nobody reads):
+    # "1 repository" must not hide that the second one configured was skipped.
+    missing = tmp_path / "nope"
+    settings = CaptainsLogSettings(repos=[str(repo), str(missing)])
+    log = gather(vault, settings, date(2026, 11, 27), tz=UTC)
+    assert [e for e in log.errors if str(missing) in e and "not a git repository" in e]
+    assert "## Problems" in render(log)

@@ -6,7 +6,6 @@ notes touched in the period, and the signals filed in it. No network.
 
 from __future__ import annotations
 
-import logging
 import re
 from dataclasses import dataclass, field
 from datetime import date, datetime, time, timedelta, tzinfo
@@ -29,7 +28,6 @@ from signaldesk.pipeline.wording import plural
 from signaldesk.retrieval.ignore import VaultFilter, iter_vault_notes
 from signaldesk.signal_note import COMPOSITE_KEY, SIGNAL_TYPE, signal_scores
 
-logger = logging.getLogger(__name__)
 
 # Words that mark a commit message or a note line as a decision or a lesson.
 _DECISION = re.compile(
@@ -98,7 +96,9 @@ def period_for(day: date, covers: str, tz: tzinfo) -> Period:
     return Period(start, end)
 
 
-def _repositories(settings: CaptainsLogSettings) -> list[Path]:
+def _repositories(settings: CaptainsLogSettings, problems: list[str]) -> list[Path]:
+    """The repositories to read; each configured one that is not a repository is added
+    to ``problems`` (the log's own Problems section: serve writes it unattended)."""
     repos = [Path(p).expanduser() for p in settings.repos]
     repos += find_repositories(Path(p) for p in settings.repo_roots)
     unique: dict[Path, None] = {}
@@ -106,7 +106,7 @@ def _repositories(settings: CaptainsLogSettings) -> list[Path]:
         if is_repository(repo):
             unique.setdefault(repo.resolve(), None)
         else:
-            logger.warning("not a git repository, skipped: %s", repo)
+            problems.append(f"not a git repository, skipped: {repo} ([captains_log] repos)")
     return list(unique)
 
 
@@ -117,7 +117,7 @@ def gather(
     zone = tz or datetime.now().astimezone().tzinfo
     assert zone is not None
     log = CaptainsLog(day=day, period=period_for(day, settings.covers, zone))
-    for repo in _repositories(settings):
+    for repo in _repositories(settings, log.errors):
         try:
             commits = commits_between(repo, log.period.start, log.period.end)
             todos = added_todos(repo, commits)
@@ -215,6 +215,7 @@ def summary_line(log: CaptainsLog) -> str:
 def render(log: CaptainsLog) -> str:
     """The log as markdown, H2 sections, readable in Obsidian."""
     total = [c for commits in log.commits.values() for c in commits]
+    zone = log.period.start.tzinfo  # the log's day is counted there; its times are shown there
     first, last = log.period.days[0], log.period.days[-1]
     span = first.isoformat() if first == last else f"{first.isoformat()} to {last.isoformat()}"
     lines = [f"# Captain's log {log.day.isoformat()}", ""]
@@ -235,7 +236,7 @@ def render(log: CaptainsLog) -> str:
         for c in commits:
             subject = c.subject.replace("|", "\\|")
             lines.append(
-                f"| {c.date:%a %H:%M} | {c.author} | {subject} `{c.sha[:7]}` "
+                f"| {c.date.astimezone(zone):%a %H:%M} | {c.author} | {subject} `{c.sha[:7]}` "
                 f"| {c.files} | +{c.insertions} / -{c.deletions} |"
             )
         lines.append("")
