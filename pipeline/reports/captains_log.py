@@ -28,7 +28,6 @@ from signaldesk.pipeline.wording import plural
 from signaldesk.retrieval.ignore import VaultFilter, iter_vault_notes
 from signaldesk.signal_note import COMPOSITE_KEY, SIGNAL_TYPE, signal_scores
 
-
 # Words that mark a commit message or a note line as a decision or a lesson.
 _DECISION = re.compile(
     r"\b(decid\w*|decision|chose|choose|switch(ed|ing)? (to|from)|migrat\w+ (to|from)|"
