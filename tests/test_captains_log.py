@@ -225,3 +225,30 @@ def test_a_configured_repository_that_is_missing_is_said_in_the_log(
     log = gather(vault, settings, date(2026, 11, 27), tz=UTC)
     assert [e for e in log.errors if str(missing) in e and "not a git repository" in e]
     assert "## Problems" in render(log)
+
+
+_ARTICLE = (
+    "The league decided to move the kickoff to 1 p.m. instead of 4:25.\n"
+    "- [ ] a reader's checklist from the page\n"
+)
+
+
+def test_clipped_pages_are_not_the_persons_decisions_or_open_loops(vault: Path) -> None:
+    # A Web Clipper note (its `clippings` tag, wherever it was moved; or anything in the
+    # clipper folder) is someone else's article: "decided" in it is not a decision of
+    # the day, its checkboxes are not open loops. The person's own notes still count.
+    (vault / "00-inbox" / "read later.md").write_text(
+        "---\ntitle: Kickoff moved\nsource: https://news.example/a\ntags:\n  - clippings\n"
+        "created: 2026-12-01\n---\n" + _ARTICLE
+    )
+    (vault / "Clippings").mkdir(exist_ok=True)
+    (vault / "Clippings" / "untagged.md").write_text("---\ncreated: 2026-12-01\n---\n" + _ARTICLE)
+    (vault / "00-inbox" / "mine.md").write_text(
+        "---\ncreated: 2026-12-01\nsource: https://wiki.example/deploy\n---\n"
+        "We decided to run migrations before the workers start.\n- [ ] tell the team\n"
+    )
+    log = gather(vault, CaptainsLogSettings(), date(2026, 12, 1), tz=UTC, skip=["Clippings"])
+    assert [d.split(" (")[0] for d in log.decisions] == [
+        "We decided to run migrations before the workers start."
+    ]
+    assert [u.text for u in log.unchecked] == ["tell the team"]

@@ -217,3 +217,13 @@ def test_a_folder_in_the_way_of_the_note_is_one_message_not_a_traceback(
     assert lines[0].startswith("error: ") and f"2026-11-27-{name}.md" in lines[0], lines
     assert len(lines) <= 2 and (len(lines) == 1 or lines[1].startswith("hint: "))
     assert (blocker / "mine.md").read_text() == "a person's note\n"
+
+
+def test_log_leaves_out_what_sits_in_the_clipper_folder(vault: Path) -> None:
+    _utc_config(vault)
+    (vault / "Clippings").mkdir(exist_ok=True)
+    (vault / "Clippings" / "page.md").write_text(
+        "---\ncreated: 2026-11-27\n---\nThe board decided to adopt the new plan.\n- [ ] step\n"
+    )
+    data = json.loads(_ok(vault, "log", "--date", "2026-11-27", "--json").stdout)
+    assert data["decisions"] == [] and data["unchecked"] == []

@@ -301,13 +301,14 @@ def log(app: AppContext, day_text: str | None, as_json: bool) -> None:
     day = _parse_day(day_text, timezone, writing=not as_json)
     tz = resolve_timezone(timezone)
     settings = workspace.config.captains_log
+    skip = [workspace.config.clipper.folder]
     if as_json:
-        gathered = gather(workspace.vault, settings, day, tz=tz)
+        gathered = gather(workspace.vault, settings, day, tz=tz, skip=skip)
         data: dict[str, Any] = to_jsonable(gathered)
         data["path"] = str(log_path(workspace.vault, settings, day))
         print_json(data)
         return
-    result, note = write_captains_log(workspace.vault, settings, day, tz=tz)
+    result, note = write_captains_log(workspace.vault, settings, day, tz=tz, skip=skip)
     _print_note(app.console, note, workspace.vault)
     app.console.print(summary_line(result), highlight=False)
     for problem in result.errors:

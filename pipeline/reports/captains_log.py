@@ -7,11 +7,12 @@ notes touched in the period, and the signals filed in it. No network.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime, time, timedelta, tzinfo
 from pathlib import Path
 
-from signaldesk.frontmatter import first_heading, note_title, parse_note
+from signaldesk.frontmatter import as_tags, first_heading, note_title, parse_note
 from signaldesk.pipeline.reports.generated_notes import GeneratedNote, write_generated_note
 from signaldesk.pipeline.reports.gitlog import (
     AddedTodo,
@@ -110,9 +111,18 @@ def _repositories(settings: CaptainsLogSettings, problems: list[str]) -> list[Pa
 
 
 def gather(
-    vault: Path, settings: CaptainsLogSettings, day: date, *, tz: tzinfo | None = None
+    vault: Path,
+    settings: CaptainsLogSettings,
+    day: date,
+    *,
+    tz: tzinfo | None = None,
+    skip: Sequence[str] = (),
 ) -> CaptainsLog:
-    """Collect the log's content for ``day`` (local time unless ``tz`` is given)."""
+    """Collect the log's content for ``day`` (local time unless ``tz`` is given).
+
+    :param skip: vault-relative folders whose notes are other people's pages (the clipper
+        folder): no decisions or open loops are taken from them.
+    """
     zone = tz or datetime.now().astimezone().tzinfo
     assert zone is not None
     log = CaptainsLog(day=day, period=period_for(day, settings.covers, zone))
@@ -131,7 +141,7 @@ def gather(
             for c in commits
             if _DECISION.search(f"{c.subject}\n{c.body}")
         )
-    _gather_notes(vault, log, settings.top_signals)
+    _gather_notes(vault, log, settings.top_signals, skip)
     return log
 
 
@@ -160,7 +170,15 @@ def _created_day(value: object, tz: tzinfo) -> str:
     return moment.astimezone(tz).date().isoformat()
 
 
-def _gather_notes(vault: Path, log: CaptainsLog, top_signals: int) -> None:
+def _is_clipped_page(rel: str, meta: dict[str, object], skip: Sequence[str]) -> bool:
+    """A Web Clipper note: its ``clippings`` tag (wherever it was moved), or in a skipped
+    folder. Its sentences and checkboxes are the page author's, not the person's."""
+    if "clippings" in as_tags(meta.get("tags")):
+        return True
+    return any(rel.startswith(folder.strip("/") + "/") for folder in skip if folder.strip("/"))
+
+
+def _gather_notes(vault: Path, log: CaptainsLog, top_signals: int, skip: Sequence[str]) -> None:
     start_ts, end_ts = log.period.start.timestamp(), log.period.end.timestamp()
     days = {d.isoformat() for d in log.period.days}
     zone = log.period.start.tzinfo
@@ -186,6 +204,8 @@ def _gather_notes(vault: Path, log: CaptainsLog, top_signals: int) -> None:
                 )
             continue
         if not (start_ts <= stat.st_mtime < end_ts or created in days):
+            continue
+        if _is_clipped_page(rel, meta, skip):
             continue
         for line in parsed.body.splitlines():
             unchecked = _UNCHECKED.match(line)
@@ -261,10 +281,15 @@ def log_path(vault: Path, settings: CaptainsLogSettings, day: date) -> Path:
 
 
 def write_captains_log(
-    vault: Path, settings: CaptainsLogSettings, day: date, *, tz: tzinfo | None = None
+    vault: Path,
+    settings: CaptainsLogSettings,
+    day: date,
+    *,
+    tz: tzinfo | None = None,
+    skip: Sequence[str] = (),
 ) -> tuple[CaptainsLog, GeneratedNote]:
-    """Gather, render and write the log dated ``day``."""
-    log = gather(vault, settings, day, tz=tz)
+    """Gather, render and write the log dated ``day`` (``skip``: as :func:`gather`)."""
+    log = gather(vault, settings, day, tz=tz, skip=skip)
     path = log_path(vault, settings, day)
     frontmatter = {
         "title": f"Captain's log {day.isoformat()}",

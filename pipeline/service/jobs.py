@@ -214,7 +214,11 @@ async def captains_log_job(services: JobServices) -> str:
     day = run_day - timedelta(days=1) if covers_own_day else run_day
     log, note = await anyio.to_thread.run_sync(
         lambda: write_captains_log(
-            workspace.vault, workspace.config.captains_log, day, tz=services.tz
+            workspace.vault,
+            workspace.config.captains_log,
+            day,
+            tz=services.tz,
+            skip=[workspace.config.clipper.folder],
         )
     )
     if note.outcome in ("created", "updated"):
