@@ -354,3 +354,18 @@ async def test_every_waiting_notes_link_opens_that_note(workspace: Workspace) ->
         targets = _obsidian_targets(workspace.vault, cell)
         assert len(targets) == 1 and targets[0].is_file(), (row, targets)
     assert any("A \\| B with (brackets)" in r for r in rows)
+
+
+@pytest.mark.anyio
+async def test_worth_a_look_says_why_and_how_to_keep_one(workspace: Workspace) -> None:
+    # The person reading "worth a look" decides there: each row says what held the item
+    # back, the id `triage accept` takes, and a clipping links to its note in the inbox.
+    async with open_ledger(workspace) as ledger:
+        report = await gather_triage_report(workspace, ledger, DAY, tz=UTC)
+    [near] = report.near_misses
+    section = _sections(render_triage_report(report))["Worth a look"]
+    assert "`signaldesk triage accept ID`" in section
+    [row] = [line for line in section.splitlines() if "Item 3" in line]
+    assert "[[Clippings/item-3\\|Item 3]]" in row
+    assert f"| {near.id[:10]} |" in row
+    assert "relevance 0.50 (test)" in row

@@ -89,9 +89,19 @@ def _source_name(entry: LedgerEntry, feeds: dict[str, FeedRecord]) -> str:
     return item.source_id
 
 
+def _dimension_reasons(scores: dict[str, Any] | None) -> dict[str, str]:
+    reasons: dict[str, str] = {}
+    for name in DIMENSIONS:
+        value = (scores or {}).get(name)
+        if isinstance(value, dict) and isinstance(value.get("reason"), str) and value["reason"]:
+            reasons[name] = value["reason"]
+    return reasons
+
+
 def _report_item(
     entry: LedgerEntry, feeds: dict[str, FeedRecord], titles: dict[str, str]
 ) -> ReportItem:
+    item = entry.item
     return ReportItem(
         id=entry.id,
         title=entry.item.title,
@@ -108,6 +118,8 @@ def _report_item(
         arrived=entry.discovered_at,
         teaser=entry.item.teaser,
         page_cause=entry.item.extra.get("full_text_cause") if entry.item.teaser else None,
+        origin_path=item.origin_path if item.source_kind == "clipper" else None,
+        reasons=_dimension_reasons(entry.scores),
     )
 
 

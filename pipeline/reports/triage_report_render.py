@@ -30,8 +30,9 @@ def _cell(text: str | None) -> str:
 
 
 def _link(item: ReportItem) -> str:
-    """A wiki-link to the item's note (pipe escaped for tables), else its URL or title."""
-    return _note_link(item.title, item.note_path, item.url)
+    """A link to the item's note (its filed note, else the clipping it is), else its URL
+    or title; pipes escaped for tables."""
+    return _note_link(item.title, item.note_path or item.origin_path, item.url)
 
 
 def _note_link(title: str, note_path: str | None, url: str | None) -> str:
@@ -173,22 +174,28 @@ def render_triage_report(
     lines.append(
         f"Rejected, but within {report.near_margin:.2f} of the threshold "
         f"({floor:.2f} to {report.threshold:.2f})."
+        + (
+            " `signaldesk triage accept ID` files one (scoring learns from it); "
+            "`held back by` is its weakest score."
+            if near
+            else ""
+        )
     )
     lines.append("")
     if not near:
         lines.append("None.")
     else:
         lines += [
-            "| item | source | domain | composite | short by |",
-            "| --- | --- | --- | ---: | ---: |",
+            "| item | id | source | domain | composite | short by | held back by |",
+            "| --- | --- | --- | --- | ---: | ---: | --- |",
         ]
         for i in near[:max_rows]:
             # Three decimals, as the note's frontmatter has them: at two, 0.548 read as
             # "0.55, short by 0.00" beside a threshold of 0.55.
             score = i.score or 0.0
             lines.append(
-                f"| {_link(i)} | {_cell(i.source)} | {i.domain or '-'} | {score:.3f} "
-                f"| {report.threshold - score:.3f} |"
+                f"| {_link(i)} | {i.id[:10]} | {_cell(i.source)} | {i.domain or '-'} "
+                f"| {score:.3f} | {report.threshold - score:.3f} | {_cell(i.weakest())} |"
             )
         lines += _more(len(near), max_rows)
 
