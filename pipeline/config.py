@@ -8,6 +8,7 @@ uses it.
 
 from __future__ import annotations
 
+import difflib
 import textwrap
 import tomllib
 from collections.abc import Mapping
@@ -155,10 +156,45 @@ def load_config(path: Path | None) -> Config:
     try:
         return Config.model_validate(data)
     except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}" for err in exc.errors()
-        )
-        raise ConfigError(f"invalid setting in {path}: {problems}") from exc
+        problems = [_problem(err) for err in exc.errors()]
+        raise ConfigError(
+            f"{len(problems)} invalid setting(s) in {path}:\n" + "\n".join(problems),
+            hint="fix or delete those lines (a deleted line is back to its default); "
+            "every setting is listed with its help in the file `signaldesk init` writes",
+        ) from exc
+
+
+def _problem(err: Mapping[str, Any]) -> str:
+    """One line for one of pydantic's errors: where, what was given, what is wrong."""
+    loc = tuple(err["loc"])
+    where = ".".join(str(part) for part in loc)
+    if err["type"] == "extra_forbidden":
+        name = str(loc[-1])
+        close = difflib.get_close_matches(name, _known_names(loc[:-1]), n=1)
+        if close:
+            return f"  {where}: not a setting (did you mean {close[0]}?)"
+        # `threshold` under [triage] is a [scoring] setting: say where the closest one is.
+        homes: dict[str, list[str]] = {}
+        for section in Config.model_fields if len(loc) == 2 else ():
+            for known in _known_names((section,)):
+                homes.setdefault(known, []).append(f"{section}.{known}")
+        best = difflib.get_close_matches(name, list(homes), n=1)
+        also = f" (did you mean {' or '.join(homes[best[0]][:2])}?)" if best else ""
+        return f"  {where}: not a setting{also}"
+    given = err.get("input")
+    shown = f" = {given!r}" if isinstance(given, str | int | float | bool) else ""
+    return f"  {where}{shown}: {err['msg']}"
+
+
+def _known_names(loc: tuple[Any, ...]) -> list[str]:
+    """The setting (or section) names at ``loc`` in :class:`Config` (empty: not a model)."""
+    model: Any = Config
+    for part in loc:
+        field = model.model_fields.get(part) if isinstance(part, str) else None
+        model = field.annotation if field is not None else None
+        if not (isinstance(model, type) and issubclass(model, BaseModel)):
+            return []
+    return list(model.model_fields)
 
 
 def resolve_workspace(

@@ -34,6 +34,10 @@ _RELEASE_TITLE = re.compile(
 _ADVISORY_TITLE = re.compile(
     r"vulnerab|advisory|security\s+(?:release|update|fix|issue)|\bcve-|exploit|malicious"
     r"|\bunsound\b|out-of-bounds|bypass|injection|overflow|underflow|leak"
+    # Classes of vulnerability a title names ("Path traversal in tarsafe 3.2 ...").
+    r"|\b(?:path|directory)\s+traversal|remote\s+code\s+execution|\brce\b"
+    r"|denial[\s-]+of[\s-]+service|cross[\s-]+site|\bxss\b|\bcsrf\b|\bssrf\b"
+    r"|privilege\s+escalation|use[\s-]+after[\s-]+free|sandbox\s+escape|\bghsa-"
 )
 # Phrases of release notes that tell the reader what to change, counted in the opening.
 _RELEASE_BODY = KeywordMatcher(
@@ -154,7 +158,11 @@ def score_actionability(view: TextView) -> DimensionScore:
     }
     described = {
         "advisory_fix": "advisory naming a fix" if view.fixes else "advisory without a named fix",
-        "release_versions": f"release notes with {view.versions} version number(s)",
+        "release_versions": (
+            f"{view.versions} version number(s) to move to"
+            if advisory  # an advisory's versions are the affected and fixed releases
+            else f"release notes with {view.versions} version number(s)"
+        ),
         "code_blocks": f"{view.code_blocks} code block(s)",
         "code_lines": f"{prose.code_lines + view.code_lines} line(s) of code",
         "commands": f"{view.commands} command(s)",

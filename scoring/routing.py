@@ -4,7 +4,7 @@ Each domain (except ``other``) has weighted keyword rules and a description. The
 keyword evidence for a domain is saturated into [0, 1]; with an embedder, it is
 blended with the item's similarity to the domain description. The item's shape adds
 keyword-equivalent evidence where it says more than words (a paper's abstract is research
-whatever its topic; an advisory id is security). The best domain's blended score is the
+whatever its topic; an advisory is security). The best domain's blended score is the
 confidence; below ``route_min_confidence`` the item goes to ``other``.
 """
 
@@ -26,7 +26,7 @@ FALLBACK_DOMAIN = "other"
 _KEYWORD_SCALE = 7.0
 _CANDIDATES = 3
 # How shape evidence is named among the keywords in a route's reason.
-_SHAPE_NAMES = {"research": "shaped like a paper", "security": "advisory id"}
+_SHAPE_NAMES = {"research": "shaped like a paper", "security": "shaped like an advisory"}
 
 
 class Router:
@@ -62,7 +62,7 @@ class Router:
         :param counts: counts of :attr:`terms` in the item's fields.
         :param similarities: 0..1 similarities to :attr:`anchors`, or None (keyword-only).
         :param shape: extra keyword-equivalent evidence per domain from the item's shape
-            (a paper's abstract for ``research``, an advisory id for ``security``).
+            (a paper's abstract for ``research``, an advisory for ``security``).
         """
         title, tags, body = counts.title, counts.tags, counts.body
         share = self._share if similarities is not None else 0.0
@@ -98,7 +98,7 @@ class Router:
         detail = []
         if found:
             detail.append(f"keywords {shown_terms(found)}")
-        if share:
+        if share and round(semantic, 2) > 0:  # "similar ... (0.00)" would say the opposite
             detail.append(f"similar to its description ({semantic:.2f})")
         runner_up = f"; next {scored[1][1]} ({scored[1][0]:.2f})" if len(scored) > 1 else ""
         return RouteDecision(

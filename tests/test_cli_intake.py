@@ -145,7 +145,7 @@ def test_capture_files_and_indexes_a_note_worth_keeping(vault: Path) -> None:
     assert found["results"][0]["path"].startswith("00-inbox/tool-output/")
     # `items` shows the rejected one's score and what held it back.
     [rejected] = json.loads(_ok(vault, "items", "--status", "rejected", "--json").stdout)
-    assert rejected["reason"].startswith(f"{rejected['score']:.2f} ≤ 0.40")
+    assert rejected["reason"].startswith(f"{rejected['score']:.3f} ≤ 0.40")
     assert "weakest: " in rejected["reason"]
     assert f"{rejected['score']:.2f}" in _ok(vault, "items", "--status", "rejected").stdout
 

@@ -93,6 +93,30 @@ def test_invalid_config_is_a_clear_error(tmp_path: Path) -> None:
         load_config(path)
 
 
+def test_each_invalid_setting_is_one_line_with_what_was_given_and_a_near_name(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "c.toml"
+    path.write_text(
+        '[serach]\nlimit = 3\n[search]\nlimit = "ten"\n'
+        '[triage]\nthreshold = 0.5\nsignal_folder = "x"\nblorp = 1\n'
+    )
+    with pytest.raises(ConfigError) as caught:
+        load_config(path)
+    error = caught.value
+    lines = error.message.splitlines()
+    assert lines[0] == f"5 invalid setting(s) in {path}:"
+    assert sorted(line.strip() for line in lines[1:]) == [
+        "search.limit = 'ten': Input should be a valid integer, unable to parse string as an "
+        "integer",
+        "serach: not a setting (did you mean search?)",
+        "triage.blorp: not a setting",
+        "triage.signal_folder: not a setting (did you mean signals_folder?)",
+        "triage.threshold: not a setting (did you mean scoring.threshold?)",
+    ]
+    assert error.hint and "signaldesk init" in error.hint
+
+
 def test_init_on_an_existing_obsidian_vault_adds_only_what_signaldesk_needs(
     tmp_path: Path,
 ) -> None:

@@ -137,3 +137,21 @@ async def test_a_demo_whose_feeds_all_fail_does_not_say_done(
     DemoView(console).finish(result)
     shown = console.export_text()
     assert "Finished with problems" in shown and "Done in" not in shown
+
+
+def test_the_demo_repositorys_commits_of_today_are_in_a_log_written_just_after_midnight(
+    tmp_path: Path,
+) -> None:
+    # At 00:05 "an hour ago" is yesterday: the demo's log came out with no commits.
+    from signaldesk.pipeline.demo.tour import _make_repo
+    from signaldesk.pipeline.reports.captains_log import gather
+    from signaldesk.pipeline.settings import CaptainsLogSettings
+
+    now = datetime(2026, 12, 2, 0, 5, tzinfo=UTC)  # a Wednesday
+    repo = tmp_path / "repo"
+    _make_repo(repo, now)
+    settings = CaptainsLogSettings(repos=[str(repo)], covers="same_day")
+    log = gather(tmp_path, settings, now.date(), tz=UTC)
+    [commits] = log.commits.values()
+    assert len(commits) == 2, commits
+    assert all(now.replace(hour=0, minute=0) <= c.date <= now for c in commits)

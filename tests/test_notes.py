@@ -387,6 +387,28 @@ def test_an_italic_caption_is_not_a_key_point_but_an_italic_sentence_is() -> Non
     assert "This post about nested code first appeared in our office bathrooms." in points
 
 
+def test_key_points_and_summary_keep_inline_code_as_written() -> None:
+    text = (
+        "tarsafe wraps the standard `tarfile` module and its `__init__.py` exports "
+        "`extract_all()`, which is **not** safe on archives you did not make.\n\n"
+        'Pass `follow_links=False` or use `tarfile` with `filter="data"` on Python 3.12, '
+        "which refuses *links* that leave the folder.\n\n"
+        + "Upgrade every service that extracts uploaded archives with the library, "
+        + "then audit the folders it wrote to, starting with `"
+        + "a_very_long_identifier_" * 12
+        + "` and the rest."
+    )
+    body = render_body(Item(source_kind="rss", source_id="f", title="T", text=text))
+    summary = body.split("## Summary")[1].split("## Key points")[0].strip()
+    assert summary.startswith("tarsafe wraps the standard `tarfile` module and its `__init__.py`")
+    assert "**" not in summary and "`extract_all()`" in summary
+    points = key_points(text, limit=5)
+    assert any("`follow_links=False`" in p and '`filter="data"`' in p for p in points)
+    assert any("refuses links" in p for p in points)  # emphasis outside code still goes
+    clipped = [p for p in points if p.endswith("…")]
+    assert clipped and all(p.count("`") % 2 == 0 for p in clipped)  # a cut span is closed
+
+
 def test_key_points_handle_cjk() -> None:
     text = (
         "向量检索的召回率取决于索引参数。索引参数需要根据数据规模调整。"

@@ -96,6 +96,32 @@ def test_an_advisory_that_names_a_downgrade_names_a_fix() -> None:
     assert "advisory naming a fix" in card.actionability.reason
 
 
+TRAVERSAL = """tarsafe wraps the standard `tarfile` module to extract untrusted archives.
+Versions 3.0.0 to 3.2.3 check each member's path before earlier members are written, so an
+archive with a symbolic link and then a file through it writes outside the destination.
+
+Am I affected? You are if you call `tarsafe.extract_all()` on archives you did not create.
+
+1. Upgrade to 3.2.4: `python -m pip install --upgrade "tarsafe>=3.2.4"`.
+2. If you cannot upgrade today, pass `follow_links=False`.
+3. Look for files written outside your extraction folders.
+"""
+
+
+def test_an_advisory_named_by_its_vulnerability_class_is_an_advisory() -> None:
+    # Its title names the class and a version to move to, not an advisory id: it was read
+    # as release notes ("release notes with 10 version number(s)") and routed by a tie.
+    title = "Path traversal in tarsafe 3.2 lets crafted archives escape; upgrade to 3.2.4"
+    card = _score(title, TRAVERSAL, embed=True)
+    assert card.actionability.features["advisory"] == 1
+    assert card.actionability.reason.startswith("advisory naming a fix")
+    assert "release notes" not in card.actionability.reason
+    assert "version number(s) to move to" in card.actionability.reason
+    assert card.route.domain == "security", card.route.reason
+    assert "shaped like an advisory" in card.route.reason
+    assert "description (0.00)" not in card.route.reason  # no similarity is not "similar"
+
+
 def test_a_short_postmortem_with_numbers_is_dense() -> None:
     card = _score("Postmortem: 47 minutes of failed checkouts", POSTMORTEM)
     assert card.depth.features["measurements"] >= 4

@@ -259,11 +259,11 @@ def _detail(entry: LedgerEntry) -> str:
 
 
 def _why_rejected(scores: dict[str, Any]) -> str:
-    """``0.41 ≤ 0.55; weakest: depth 0.12 (48 words, no headings)``."""
+    """``0.412 ≤ 0.55; weakest: depth 0.12 (48 words, no headings)``."""
     composite, threshold = scores.get("composite"), scores.get("threshold")
     parts: list[str] = []
     if isinstance(composite, int | float) and isinstance(threshold, int | float):
-        parts.append(f"{composite:.2f} ≤ {threshold:.2f}")
+        parts.append(f"{composite:.3f} ≤ {threshold:.2f}")  # 0.548 is not "0.55 ≤ 0.55"
     dims = [
         (name, value)
         for name, value in scores.items()

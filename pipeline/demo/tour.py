@@ -155,24 +155,25 @@ def _git(repo: Path, *args: str, when: datetime | None = None) -> None:
     )
 
 
-_COMMITS: tuple[tuple[int, str, str, str], ...] = (
-    # (hours before now, file, content, message)
+_EVENING = timedelta(hours=4)  # yesterday's commit: 20:00 the day before
+_COMMITS: tuple[tuple[bool, str, str, str], ...] = (
+    # (made today, file, content, message)
     (
-        20,
+        False,
         "indexer/checkpoint.py",
         "def wal_pages(conn):\n"
         "    return conn.execute('PRAGMA wal_checkpoint(PASSIVE)').fetchone()\n",
         "Add WAL checkpoint monitoring to the indexer",
     ),
     (
-        3,
+        True,
         "ledger/writer.py",
         "# TODO: shield the rollback from cancellation\n"
         "async def transaction(self):\n    async with self._lock:\n        ...\n",
         "Decided to route every ledger write through one writer task",
     ),
     (
-        1,
+        True,
         "tests/test_feeds.py",
         "def test_gone_feed_is_disabled():\n    assert True\n",
         "Fix flaky feed test: wait on the status file instead of sleeping",
@@ -181,15 +182,24 @@ _COMMITS: tuple[tuple[int, str, str, str], ...] = (
 
 
 def _make_repo(repo: Path, now: datetime) -> None:
-    """A small repository with commits from yesterday and today, for the captain's log."""
+    """A small repository with commits from yesterday and today, for the captain's log.
+
+    Today's are spread over the part of today that has passed, so a demo run just after
+    midnight still has them in today's log (an hour before 00:20 is yesterday).
+    """
     repo.mkdir(parents=True, exist_ok=True)
     _git(repo, "init", "-q", "-b", "main")
-    for hours, name, content, message in _COMMITS:
+    midnight = now.replace(hour=0, minute=0, second=0, microsecond=0)
+    slots = sum(made_today for made_today, *_ in _COMMITS) + 1
+    made = 0
+    for made_today, name, content, message in _COMMITS:
         path = repo / name
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(content, encoding="utf-8")
         _git(repo, "add", name)
-        _git(repo, "commit", "-q", "-m", message, when=now - timedelta(hours=hours))
+        made += made_today
+        when = midnight + (now - midnight) * made / slots if made_today else midnight - _EVENING
+        _git(repo, "commit", "-q", "-m", message, when=when)
 
 
 def _load_marker(path: Path) -> dict[str, Any]:

@@ -151,6 +151,8 @@ _WIDE_RUN = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf
 _MD_LINK = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")
 _MD_NOISE = re.compile(r"(?<!\\)(\*\*|__|`|\*(?=\S)|(?<=[^\s\\])\*)")
 _MD_ESCAPE = re.compile(r"\\([\\`*_{}\[\]()#+\-.!<>|~])")
+# An inline code span, kept as written: its marks are code (`__init__`, `a*b`), not emphasis.
+_CODE_SPAN = re.compile(r"(`+)(?!`)(.+?)(?<!`)\1(?!`)")
 # A line inside a paragraph that reads as a title, not a sentence: bold all through,
 # italic all through without closing punctuation (a caption: "*Code with too much
 # nesting*" above a code block), or a short first line with no closing punctuation and a
@@ -215,13 +217,25 @@ def _prose_units(text: str) -> list[str]:
     flush()
     cleaned = []
     for unit in units:
-        plain = _MD_ESCAPE.sub(r"\1", _MD_NOISE.sub("", _MD_LINK.sub(r"\1", unit))).strip()
-        plain = " ".join(plain.split())
+        plain = " ".join(_plain(unit).split())
         # CJK packs a word into one or two characters: count them double.
         width = len(plain) + sum(len(run) for run in _WIDE_RUN.findall(plain))
         if width >= 25 and sum(c.isalpha() for c in plain) >= 10:
             cleaned.append(plain)
     return cleaned
+
+
+def _plain(unit: str) -> str:
+    """``unit`` without emphasis, link targets and escapes; its code spans kept whole."""
+    linked = _MD_LINK.sub(r"\1", unit)
+    out: list[str] = []
+    start = 0
+    for span in _CODE_SPAN.finditer(linked):
+        out.append(_MD_ESCAPE.sub(r"\1", _MD_NOISE.sub("", linked[start : span.start()])))
+        out.append(span.group(0))
+        start = span.end()
+    out.append(_MD_ESCAPE.sub(r"\1", _MD_NOISE.sub("", linked[start:])))
+    return "".join(out).strip()
 
 
 def _terms(sentence: str) -> list[str]:
@@ -276,7 +290,10 @@ def _clip(text: str, max_chars: int) -> str:
         return text
     cut = text[: max_chars - 1]
     space = cut.rfind(" ")
-    return (cut[:space] if space > max_chars // 2 else cut).rstrip(" ,;:") + "…"
+    cut = (cut[:space] if space > max_chars // 2 else cut).rstrip(" ,;:")
+    if len(_CODE_SPAN.sub("", cut).split("`")) % 2 == 0:
+        cut += "`"  # cut inside a code span: close it, or the mark runs into the "…"
+    return cut + "…"
 
 
 # -- body -------------------------------------------------------------------------
