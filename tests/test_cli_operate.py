@@ -227,3 +227,34 @@ def test_log_leaves_out_what_sits_in_the_clipper_folder(vault: Path) -> None:
     )
     data = json.loads(_ok(vault, "log", "--date", "2026-11-27", "--json").stdout)
     assert data["decisions"] == [] and data["unchecked"] == []
+
+
+def test_a_hand_edited_report_is_said_once(vault: Path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    _utc_config(vault)
+    _ok(vault, "report", "--date", "2026-11-27")
+    note = vault / "06-daily" / "2026-11-27-triage.md"
+    note.write_text(note.read_text() + "\nMy own remark.\n")
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "signaldesk",
+            "--vault",
+            str(vault),
+            "report",
+            "--date",
+            "2026-11-27",
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+        env={**os.environ, "COLUMNS": "300"},
+    )
+    assert proc.returncode == 0
+    said = [line for line in (proc.stdout + proc.stderr).splitlines() if "edited" in line]
+    assert said == ["06-daily/2026-11-27-triage.md: kept: edited by hand (delete it to regenerate)"]
+    assert note.read_text().endswith("My own remark.\n")

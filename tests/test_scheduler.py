@@ -481,3 +481,13 @@ async def test_a_late_captains_log_is_the_day_of_its_scheduled_run(vault: Path) 
     ws = _daily_config(vault, {"log_time": "23:30"}, covers="previous_day")
     summary = await captains_log_job(_daily_services(ws, datetime(2026, 12, 1, 0, 20, tzinfo=UTC)))
     assert summary.startswith("06-daily/2026-11-30-captains-log.md created"), summary
+
+
+async def test_a_kept_report_reads_as_such_in_status(vault: Path) -> None:
+    ws = _daily_config(vault, {"report_time": "07:00", "report_day": "previous_day"})
+    services = _daily_services(ws, datetime(2026, 12, 2, 8, 0, tzinfo=UTC))
+    await report_job(services)
+    note = vault / "06-daily" / "2026-12-01-triage.md"
+    note.write_text(note.read_text() + "\nMy own remark.\n")
+    summary = await report_job(services)
+    assert summary.startswith("06-daily/2026-12-01-triage.md kept (edited by hand):"), summary

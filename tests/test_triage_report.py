@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from signaldesk.frontmatter import parse_note
 from signaldesk.items import Item
 from signaldesk.pipeline.config import Workspace, resolve_workspace
 from signaldesk.pipeline.intake.feeds import FeedRegistry
@@ -369,3 +370,19 @@ async def test_worth_a_look_says_why_and_how_to_keep_one(workspace: Workspace) -
     assert "[[Clippings/item-3\\|Item 3]]" in row
     assert f"| {near.id[:10]} |" in row
     assert "relevance 0.50 (test)" in row
+
+
+@pytest.mark.anyio
+async def test_a_rewritten_report_keeps_when_it_was_created(workspace: Workspace) -> None:
+    _, note = await write_triage_report(workspace, DAY, tz=UTC)
+    first = parse_note(note.path.read_text()).frontmatter
+    text = note.path.read_text().replace(str(first["created"]), "2026-11-28T07:00:00+00:00")
+    note.path.write_text(text)  # as if written at 07:00 (the body, and so its hash, is as it was)
+    async with open_ledger(workspace) as ledger:
+        [late] = await ledger.record([_item(8)], now=_at(DAY, 22))
+        await ledger.settle(late, _item(8))
+    _, again = await write_triage_report(workspace, DAY, tz=UTC)
+    assert again.outcome == "updated"
+    meta = parse_note(note.path.read_text()).frontmatter
+    assert str(meta["created"]) == "2026-11-28T07:00:00+00:00"
+    assert meta.get("updated") and str(meta["updated"]) != str(meta["created"])

@@ -75,10 +75,16 @@ def _write(path: Path, frontmatter: dict[str, Any], body: str) -> GeneratedNote:
         current = parse_note(path.read_text(encoding="utf-8", errors="replace"))
         recorded = current.frontmatter.get(HASH_KEY)
         if recorded != _body_hash(current.body):
-            logger.warning("%s was edited by hand; not overwritten (delete it to regenerate)", path)
+            # Info, not a warning: every caller says so itself (the CLI's line, serve's
+            # job summary in `status`), and a second line would repeat it.
+            logger.info("%s was edited by hand; not overwritten (delete it to regenerate)", path)
             return GeneratedNote(path, "kept_edited")
         if recorded == _body_hash(body):
             return GeneratedNote(path, "unchanged")
+        created = current.frontmatter.get("created")
+        if created is not None and "created" in frontmatter:
+            # A rewrite is an update: the note keeps when it was first written.
+            frontmatter = {**frontmatter, "created": created, "updated": frontmatter["created"]}
         atomic_write_text(path, _with_hash(frontmatter, body))
         return GeneratedNote(path, "updated")
     atomic_write_text(path, _with_hash(frontmatter, body))

@@ -19,6 +19,7 @@ from signaldesk.pipeline.config import Workspace
 from signaldesk.pipeline.intake.summary import ScanStats
 from signaldesk.pipeline.ledger.index_queue import forget_indexed
 from signaldesk.pipeline.reports.captains_log import write_captains_log
+from signaldesk.pipeline.reports.generated_notes import GeneratedNote
 from signaldesk.pipeline.reports.triage_report import write_triage_report
 from signaldesk.pipeline.service.watcher import VaultWatcher
 from signaldesk.pipeline.triage.records import TriageReport
@@ -189,6 +190,11 @@ async def watch_job(services: JobServices) -> str:
     return f"{state} ({watcher.notes} notes)"
 
 
+def _said(note: GeneratedNote) -> str:
+    """What became of a daily note, in the words `status` shows."""
+    return "kept (edited by hand)" if note.outcome == "kept_edited" else note.outcome
+
+
 def report_day(today: date, which: str) -> date:
     """The day the scheduled report covers: ``previous_day`` or ``same_day``."""
     return today - timedelta(days=1) if which == "previous_day" else today
@@ -203,7 +209,7 @@ async def report_job(services: JobServices) -> str:
     if note.outcome in ("created", "updated"):
         services.trigger("index")
     rel = note.path.relative_to(workspace.vault).as_posix()
-    return f"{rel} {note.outcome}: {len(report.items)} arrived, {len(report.filed)} filed"
+    return f"{rel} {_said(note)}: {len(report.items)} arrived, {len(report.filed)} filed"
 
 
 async def captains_log_job(services: JobServices) -> str:
@@ -225,4 +231,4 @@ async def captains_log_job(services: JobServices) -> str:
         services.trigger("index")
     commits = sum(len(c) for c in log.commits.values())
     rel = note.path.relative_to(workspace.vault).as_posix()
-    return f"{rel} {note.outcome}: {commits} commits, {len(log.signals)} signals"
+    return f"{rel} {_said(note)}: {commits} commits, {len(log.signals)} signals"
