@@ -386,3 +386,17 @@ async def test_a_rewritten_report_keeps_when_it_was_created(workspace: Workspace
     meta = parse_note(note.path.read_text()).frontmatter
     assert str(meta["created"]) == "2026-11-28T07:00:00+00:00"
     assert meta.get("updated") and str(meta["updated"]) != str(meta["created"])
+
+
+@pytest.mark.anyio
+async def test_waiting_says_what_will_happen_to_each_note(workspace: Workspace) -> None:
+    # A clipping dropped since the last scan is picked up by the next one; a note a person
+    # put in the inbox is theirs to sort (nothing triages it): "not triaged" fitted neither.
+    (workspace.vault / "Clippings" / "fresh.md").write_text("---\ntitle: Fresh clip\n---\nText\n")
+    _report, note = await write_triage_report(workspace, DAY, tz=UTC)
+    rows = _sections(note.path.read_text())["Waiting"].splitlines()
+    [fresh] = [r for r in rows if "Fresh clip" in r]
+    [idea] = [r for r in rows if "An idea" in r]
+    assert "| not scanned yet (the next scan takes it) |" in fresh
+    assert "| yours to file (triage leaves it alone) |" in idea
+    assert "not triaged" not in note.path.read_text()

@@ -244,15 +244,17 @@ async def gather_triage_report(
     }
     listed, skipped = _waiting_folders(workspace)
     waiting = await anyio.to_thread.run_sync(_list_waiting, workspace.vault, listed, skipped)
+    clipper = workspace.resolve(config.clipper.folder)
     for rel, title in waiting:
         entry = clippings.get(rel)
+        if entry is not None:
+            status: str | None = entry.status
+        elif (workspace.vault / rel).is_relative_to(clipper):
+            status = "unscanned"  # dropped since the last scan, which takes it
+        else:
+            status = None  # a person's note in the inbox: nothing triages it
         report.waiting_notes.append(
-            WaitingNote(
-                rel,
-                title,
-                status=entry.status if entry else None,
-                score=entry.score if entry else None,
-            )
+            WaitingNote(rel, title, status=status, score=entry.score if entry else None)
         )
     report.corrections = await _day_corrections(ledger, day, zone)
     return report

@@ -80,6 +80,8 @@ class WaitingNote:
 
     path: str
     title: str
+    # The clipping's ledger status; "unscanned": in the clipper folder, not seen yet;
+    # None: a person's note in the inbox.
     status: str | None = None
     score: float | None = None
 

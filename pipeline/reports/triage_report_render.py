@@ -43,6 +43,14 @@ def _note_link(title: str, note_path: str | None, url: str | None) -> str:
     return _cell(title)
 
 
+# What a waiting note's ledger status means for it (other statuses are shown as they are).
+_WAITING_STATUS: dict[str | None, str] = {
+    "rejected": "below threshold",
+    "unscanned": "not scanned yet (the next scan takes it)",
+    None: "yours to file (triage leaves it alone)",
+}
+
+
 def _fmt(value: float | None) -> str:
     return "-" if value is None else f"{value:.2f}"
 
@@ -216,9 +224,7 @@ def render_triage_report(
     if report.waiting_notes:
         lines += ["| note | status | composite |", "| --- | --- | ---: |"]
         for w in report.waiting_notes[:max_rows]:
-            status = {"rejected": "below threshold", None: "not triaged"}.get(
-                w.status, w.status or ""
-            )
+            status = _WAITING_STATUS.get(w.status, w.status or "")
             link = note_link(w.path, w.title, in_table=True)
             lines.append(f"| {link} | {status} | {_fmt(w.score)} |")
         lines += _more(len(report.waiting_notes), max_rows)
