@@ -491,3 +491,49 @@ async def test_a_kept_report_reads_as_such_in_status(vault: Path) -> None:
     note.write_text(note.read_text() + "\nMy own remark.\n")
     summary = await report_job(services)
     assert summary.startswith("06-daily/2026-12-01-triage.md kept (edited by hand):"), summary
+
+
+async def test_serve_writes_every_report_missed_while_it_was_stopped(vault: Path) -> None:
+    # Stopped for a long weekend: at start, each morning report it missed is written
+    # (the oldest first), not only the last one.
+    from signaldesk.pipeline.service.job_state import JobState, ServeState, save_state
+    from signaldesk.pipeline.service.scheduler import build_specs
+
+    ws = _daily_config(vault, {"report_time": "00:00", "report_day": "previous_day"})
+    today = datetime.now(UTC).date()
+    midnight = datetime(today.year, today.month, today.day, tzinfo=UTC)
+    last = midnight - timedelta(days=3) + timedelta(seconds=30)  # its run 3 days ago went well
+    save_state(
+        state_path(vault),
+        ServeState(
+            pid=1,
+            started_at=last,
+            stopped_at=last,
+            clean_exit=True,
+            jobs={
+                "report": JobState(
+                    "report", last_started=last, outcome="ok", runs=1, last_success=last
+                )
+            },
+        ),
+    )
+    specs = [s for s in build_specs(ws.config.schedule, UTC) if s.name == "report"]
+    stop = anyio.Event()
+    async with anyio.create_task_group() as tg:
+
+        async def run() -> None:
+            await serve(ws, stop=stop, handle_signals=False, specs=specs)
+
+        tg.start_soon(run)
+
+        def reported() -> bool:
+            state = load_state(state_path(vault))
+            return state is not None and state.jobs["report"].runs >= 2
+
+        await _wait_for(reported)
+        stop.set()
+    written = sorted(p.name for p in (vault / "06-daily").glob("*-triage.md"))
+    owed = [(today - timedelta(days=n)).isoformat() + "-triage.md" for n in (3, 2, 1)]
+    assert written == owed
+    summary = load_state(state_path(vault)).jobs["report"].summary  # type: ignore[union-attr]
+    assert summary is not None and "2 missed before it" in summary, summary

@@ -7,6 +7,7 @@ vault ask for an index run afterwards through ``trigger``.
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -68,6 +69,9 @@ class JobServices:
     # sweeps at once would score (and try to file) the same item twice.
     intake_lock: anyio.Lock = field(default_factory=anyio.Lock)
     stopping: Callable[[], bool] = field(default=lambda: False)
+    # Per daily job, the days of runs missed while serve was stopped before the latest
+    # one (which the catch-up run answers): that run writes these first, oldest first.
+    owed: dict[str, list[date]] = field(default_factory=dict)
 
     def scheduled_day(self, at: str) -> date:
         """The date of the latest daily ``at`` (HH:MM local) at or before now: the run a
@@ -200,35 +204,53 @@ def report_day(today: date, which: str) -> date:
     return today - timedelta(days=1) if which == "previous_day" else today
 
 
+def _run_days(services: JobServices, name: str, at: str) -> list[date]:
+    """The days of the runs this one answers: those owed from before start, then its own."""
+    return [*services.owed.pop(name, []), services.scheduled_day(at)]
+
+
+def _with_owed(summary: str, days: list[date]) -> str:
+    owed = len(days) - 1
+    return summary + (f" (and {owed} missed before it, written too)" if owed else "")
+
+
 async def report_job(services: JobServices) -> str:
-    """Write the daily triage report."""
+    """Write the daily triage report (and any missed while serve was stopped)."""
     workspace = services.workspace
     schedule = workspace.config.schedule
-    day = report_day(services.scheduled_day(schedule.report_time), schedule.report_day)
-    report, note = await write_triage_report(workspace, day, tz=services.tz)
-    if note.outcome in ("created", "updated"):
-        services.trigger("index")
-    rel = note.path.relative_to(workspace.vault).as_posix()
-    return f"{rel} {_said(note)}: {len(report.items)} arrived, {len(report.filed)} filed"
+    days = _run_days(services, "report", schedule.report_time)
+    summary = ""
+    for run_day in days:
+        day = report_day(run_day, schedule.report_day)
+        report, note = await write_triage_report(workspace, day, tz=services.tz)
+        if note.outcome in ("created", "updated"):
+            services.trigger("index")
+        rel = note.path.relative_to(workspace.vault).as_posix()
+        summary = f"{rel} {_said(note)}: {len(report.items)} arrived, {len(report.filed)} filed"
+    return _with_owed(summary, days)
 
 
 async def captains_log_job(services: JobServices) -> str:
-    """Write the daily captain's log (each morning: yesterday's, when a log covers its own day)."""
+    """Write the daily captain's log (each morning: yesterday's, when a log covers its own
+    day), and any missed while serve was stopped."""
     workspace = services.workspace
     covers_own_day = workspace.config.captains_log.covers == "same_day"
-    run_day = services.scheduled_day(workspace.config.schedule.log_time)
-    day = run_day - timedelta(days=1) if covers_own_day else run_day
-    log, note = await anyio.to_thread.run_sync(
-        lambda: write_captains_log(
+    days = _run_days(services, "captains_log", workspace.config.schedule.log_time)
+    summary = ""
+    for run_day in days:
+        day = run_day - timedelta(days=1) if covers_own_day else run_day
+        write = functools.partial(
+            write_captains_log,
             workspace.vault,
             workspace.config.captains_log,
             day,
             tz=services.tz,
             skip=[workspace.config.clipper.folder],
         )
-    )
-    if note.outcome in ("created", "updated"):
-        services.trigger("index")
-    commits = sum(len(c) for c in log.commits.values())
-    rel = note.path.relative_to(workspace.vault).as_posix()
-    return f"{rel} {_said(note)}: {commits} commits, {len(log.signals)} signals"
+        log, note = await anyio.to_thread.run_sync(write)
+        if note.outcome in ("created", "updated"):
+            services.trigger("index")
+        commits = sum(len(c) for c in log.commits.values())
+        rel = note.path.relative_to(workspace.vault).as_posix()
+        summary = f"{rel} {_said(note)}: {commits} commits, {len(log.signals)} signals"
+    return _with_owed(summary, days)
