@@ -252,3 +252,11 @@ def test_clipped_pages_are_not_the_persons_decisions_or_open_loops(vault: Path) 
         "We decided to run migrations before the workers start."
     ]
     assert [u.text for u in log.unchecked] == ["tell the team"]
+
+
+def test_a_log_without_repositories_says_how_to_add_them(vault: Path, repo: Path) -> None:
+    text = render(gather(vault, CaptainsLogSettings(), date(2026, 11, 28), tz=UTC))
+    assert "no repositories are configured" in text and "[captains_log] repos" in text
+    # Configured, with nothing that day: that is what it says.
+    quiet = render(gather(vault, CaptainsLogSettings(repos=[str(repo)]), date(2026, 12, 5), tz=UTC))
+    assert "No commits in the configured repositories." in quiet

@@ -81,6 +81,7 @@ class CaptainsLog:
     unchecked: list[NoteLine] = field(default_factory=list)
     signals: list[SignalEntry] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
+    repositories: int = 0  # how many were read (configured and found)
 
 
 def period_for(day: date, covers: str, tz: tzinfo) -> Period:
@@ -126,7 +127,9 @@ def gather(
     zone = tz or datetime.now().astimezone().tzinfo
     assert zone is not None
     log = CaptainsLog(day=day, period=period_for(day, settings.covers, zone))
-    for repo in _repositories(settings, log.errors):
+    repos = _repositories(settings, log.errors)
+    log.repositories = len(repos)
+    for repo in repos:
         try:
             commits = commits_between(repo, log.period.start, log.period.end)
             todos = added_todos(repo, commits)
@@ -246,7 +249,12 @@ def render(log: CaptainsLog) -> str:
         f"{plural(len(log.todos) + len(log.unchecked), 'open loop')}."
     )
     lines += ["", "## Commits", ""]
-    if not log.commits:
+    if not log.repositories and not log.errors:
+        lines.append(
+            "No commits: no repositories are configured (`[captains_log] repos`, or "
+            "`repo_roots` to find them under a folder, in signaldesk.toml)."
+        )
+    elif not log.commits:
         lines.append("No commits in the configured repositories.")
     for repo, commits in sorted(log.commits.items()):
         ins, dels = sum(c.insertions for c in commits), sum(c.deletions for c in commits)
