@@ -260,3 +260,9 @@ def test_a_log_without_repositories_says_how_to_add_them(vault: Path, repo: Path
     # Configured, with nothing that day: that is what it says.
     quiet = render(gather(vault, CaptainsLogSettings(repos=[str(repo)]), date(2026, 12, 5), tz=UTC))
     assert "No commits in the configured repositories." in quiet
+
+
+def test_sections_are_one_blank_line_apart(vault: Path, repo: Path) -> None:
+    # Two blank lines after the commit tables showed as a gap in reading view.
+    text = render(gather(vault, CaptainsLogSettings(repos=[str(repo)]), date(2026, 11, 27), tz=UTC))
+    assert "### engine" in text and "\n\n\n" not in text

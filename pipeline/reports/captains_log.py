@@ -267,6 +267,8 @@ def render(log: CaptainsLog) -> str:
                 f"| {c.files} | +{c.insertions} / -{c.deletions} |"
             )
         lines.append("")
+    if lines[-1] == "":
+        lines.pop()  # the section break below is blank line enough
     lines += ["", "## Decisions and learnings", ""]
     lines += [f"- {d}" for d in log.decisions] or ["Nothing recorded."]
     lines += ["", "## Open loops", ""]
