@@ -400,3 +400,23 @@ async def test_waiting_says_what_will_happen_to_each_note(workspace: Workspace) 
     assert "| not scanned yet (the next scan takes it) |" in fresh
     assert "| yours to file (triage leaves it alone) |" in idea
     assert "not triaged" not in note.path.read_text()
+
+
+@pytest.mark.anyio
+async def test_a_duplicate_clipping_waiting_says_what_it_duplicates(workspace: Workspace) -> None:
+    (workspace.vault / "Clippings" / "again.md").write_text("---\ntitle: Again\n---\nText\n")
+    again = Item(
+        source_kind="clipper",
+        source_id="Clippings",
+        title="Again",
+        text="other words " * 20,
+        guid="clipper:Clippings/again.md",
+        url="https://site.example/post/2",
+        origin_path="Clippings/again.md",
+    )
+    async with open_ledger(workspace) as ledger:
+        [item_id] = await ledger.record([again], now=_at(DAY, 14))
+        assert (await ledger.settle(item_id, again)).status == "duplicate"
+    _report, note = await write_triage_report(workspace, DAY, tz=UTC)
+    [row] = [r for r in _sections(note.path.read_text())["Waiting"].splitlines() if "Again" in r]
+    assert "| duplicate of Item 2 |" in row, row

@@ -84,6 +84,7 @@ class WaitingNote:
     # None: a person's note in the inbox.
     status: str | None = None
     score: float | None = None
+    duplicate_of: str | None = None  # the title of the item a duplicate clipping repeats
 
 
 @dataclass(frozen=True, slots=True)

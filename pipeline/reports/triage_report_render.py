@@ -224,7 +224,10 @@ def render_triage_report(
     if report.waiting_notes:
         lines += ["| note | status | composite |", "| --- | --- | ---: |"]
         for w in report.waiting_notes[:max_rows]:
-            status = _WAITING_STATUS.get(w.status, w.status or "")
+            if w.status == "duplicate" and w.duplicate_of:
+                status = f"duplicate of {_cell(w.duplicate_of)}"
+            else:
+                status = _WAITING_STATUS.get(w.status, w.status or "")
             link = note_link(w.path, w.title, in_table=True)
             lines.append(f"| {link} | {status} | {_fmt(w.score)} |")
         lines += _more(len(report.waiting_notes), max_rows)
