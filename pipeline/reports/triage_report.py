@@ -253,17 +253,17 @@ async def gather_triage_report(
             status = "unscanned"  # dropped since the last scan, which takes it
         else:
             status = None  # a person's note in the inbox: nothing triages it
-        original = None
+        repeats: str | None = None
         if entry is not None and entry.duplicate_of:
             first = await ledger.get(entry.duplicate_of)
-            original = first.item.title if first is not None else None
+            repeats = first.item.title if first is not None else None
         report.waiting_notes.append(
             WaitingNote(
                 rel,
                 title,
                 status=status,
                 score=entry.score if entry else None,
-                duplicate_of=original,
+                duplicate_of=repeats,
             )
         )
     report.corrections = await _day_corrections(ledger, day, zone)
