@@ -140,7 +140,7 @@ class RelevanceModel:
             detail = []
             if best[2]:
                 detail.append(f"keywords {shown_terms(best[2])}")
-            if semantic:
+            if semantic and round(best[4], 2) > 0:  # "similarity 0.00" says the opposite
                 detail.append(f"similarity {best[4]:.2f}")
             parts.append(f"topic {topic} ({'; '.join(detail) or 'weak'})")
             if second[1] >= 0 and second[0] >= 0.2:

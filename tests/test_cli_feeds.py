@@ -37,6 +37,55 @@ def _ok(vault: Path, *args: str) -> Result:
     return result
 
 
+def test_adding_a_sites_page_subscribes_to_the_feed_it_links_to(vault: Path) -> None:
+    from tests.feedserver import FeedServer, Reply
+    from tests.intake_data import rss_document
+
+    def page(head: str) -> Reply:
+        body = f"<html><head>{head}</head><body>A blog</body></html>".encode()
+        return Reply(body=body, content_type="text/html; charset=utf-8")
+
+    with FeedServer() as server:
+        server.route("/feed.xml", Reply(body=rss_document("The blog", server.url("/"), [])))
+        # WordPress puts a JSON alternate that is no feed on every page, before the feed.
+        wordpress = (
+            '<link rel="alternate" type="application/json" href="/wp-json/wp/v2/pages/2">'
+            '<base href="/blog/"><link rel="alternate" type="application/rss+xml" '
+            'title="The blog &raquo; Feed" href="../feed.xml">'
+        )
+        server.route("/blog/", page(wordpress))
+        server.route("/gone", page('<link rel="alternate" type="application/atom+xml" href="x">'))
+        added = _ok(vault, "feeds", "add", server.url("/blog/")).stdout
+        assert added.startswith(f"subscribed to {server.url('/feed.xml')}, found on ")
+        assert "The blog" in added
+        failed = _run(vault, "feeds", "add", server.url("/gone"))
+        assert isinstance(failed.exception, FeedRegistryError)
+        assert "feed links cannot be read either: " + server.url("/x") in str(failed.exception)
+    [feed] = json.loads(_ok(vault, "feeds", "list", "--json").stdout)
+    assert (feed["url"], feed["title"]) == (server.url("/feed.xml"), "The blog")
+
+
+def test_feed_links_are_read_from_the_head_resolved_and_only_feeds() -> None:
+    from signaldesk.sources.feed_discovery import feed_links
+
+    html = (
+        b'<html><head><link rel="stylesheet" href="/a.css">'
+        b'<link rel="alternate" type="application/atom+xml" href="https://x.example/atom">'
+        b'<link rel="alternate" type="application/feed+json" href="feed.json">'
+        b'<link rel="alternate" type="application/json" title="JSON Feed" href="/j.json">'
+        b'<link rel="alternate" hreflang="de" href="/de/">'
+        b'<link rel="alternate" type="application/rss+xml" href="javascript:alert(1)">'
+        b'<link rel="alternate" type="application/atom+xml" href="https://x.example/atom">'
+        b"</head><body><p>unclosed <b>markup"
+    )
+    assert feed_links(html, "https://x.example/posts/") == [
+        "https://x.example/atom",
+        "https://x.example/posts/feed.json",
+        "https://x.example/j.json",
+    ]
+    assert feed_links(b"\xff\xfe<<<not html", "https://x.example/") == []
+
+
 def test_add_list_remove(vault: Path) -> None:
     _ok(
         vault,
@@ -133,7 +182,7 @@ def test_add_checks_the_feed_once(vault: Path) -> None:
         )
         for url, reason in (
             (server.url("/missing.xml"), "HTTP 404"),
-            (server.url("/page"), "HTML page"),
+            (server.url("/page"), "a web page that links to no RSS, Atom or JSON feed"),
             (dead, "refused"),
         ):
             result = _run(vault, "feeds", "add", url)

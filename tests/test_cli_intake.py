@@ -184,3 +184,24 @@ def test_triage_reads_the_mail_waiting_in_the_drop_folder(vault: Path) -> None:
     assert "accept_all" in parked["last_error"]
     out = _ok(vault, "scan", "--source", "newsletter").stdout
     assert "no newsletter headers" not in out  # told once, not at every scan
+
+
+def test_items_shows_a_duplicate_by_its_originals_note(vault: Path) -> None:
+    (vault / "signaldesk.toml").write_text(CONFIG_TOML, encoding="utf-8")
+    for name in ("first.md", "again.md"):  # the same page clipped twice
+        clipping_note(
+            vault / "Clippings",
+            name,
+            title="Hardening OpenSSH",
+            source="https://example.com/ssh",
+            body=ADVISORY,
+        )
+        _ok(vault, "scan")
+    [original] = json.loads(_ok(vault, "items", "--json", "--status", "filed").stdout)
+    [dupe] = json.loads(_ok(vault, "items", "--json", "--status", "duplicate").stdout)
+    assert dupe["duplicate_of"] == original["id"]
+    wide = CliRunner().invoke(
+        cli, ["--vault", str(vault), "items", "--status", "duplicate"], env={"COLUMNS": "250"}
+    )
+    assert original["note_path"]
+    assert f"duplicate of {original['id'][:10]}: {original['note_path']}" in wide.stdout

@@ -181,3 +181,16 @@ def test_the_fallback_route_states_its_own_confidence() -> None:
     route = card.route
     assert route.domain == "other"
     assert route.reason.startswith(f"other ({route.confidence:.2f}): no domain reached")
+
+
+def test_a_reason_does_not_call_a_topic_similar_at_0_00() -> None:
+    # A keyword alone ("index" in a news item about air quality) puts the item in a topic
+    # its text is not like: "similarity 0.00" read as a reason for the topic.
+    text = (
+        "An oxygen bar in the city offers fresh air for Rs 300 a session, the post claims. "
+        "We checked the claim with the owners and the index of air quality. "
+    ) * 5
+    card = _score("Fact check: an oxygen bar", text, embed=True)
+    assert card.relevance.reason.startswith("topic data (keywords index")
+    assert "similarity" not in card.relevance.reason
+    assert card.relevance.features["best_topic_similarity"] < 0.005

@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import dataclasses
+import io
 import json
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from rich.console import Console
 
 from signaldesk.frontmatter import parse_note
 from signaldesk.items import Item
 from signaldesk.pipeline.cli import cli
+from signaldesk.pipeline.cli.triage import print_triage_report
 from signaldesk.pipeline.ledger.corrections import active_corrections
 from signaldesk.pipeline.ledger.store import open_ledger
 from signaldesk.pipeline.triage.commands import correct, list_corrections, undo
@@ -115,6 +118,10 @@ async def test_accept_files_a_rejected_item_by_the_persons_decision(vault: Path)
     assert report is not None
     (decision,) = report.decisions
     assert decision.decision == "filed" and decision.outcome == "created"
+    assert decision.by_person  # the CLI says so beside the composite under the line
+    buffer = io.StringIO()
+    print_triage_report(Console(file=buffer, width=200), report)
+    assert "≤ 0.40" in buffer.getvalue() and "filed (your decision)" in buffer.getvalue()
     async with open_ledger(ws) as ledger:
         entry = await ledger.get(thin)
     assert entry is not None and entry.status == "filed"

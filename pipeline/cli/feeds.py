@@ -89,7 +89,8 @@ def add(
     """Subscribe to the feed at URL (polled on the next `signaldesk scan`).
 
     The feed is fetched once first: a 404, an HTML page or a host that does not answer
-    is refused with the reason (`--no-check` subscribes without asking).
+    is refused with the reason (`--no-check` subscribes without asking). A site's web
+    page subscribes to the feed it links to (its first readable RSS, Atom or JSON link).
     """
     workspace = app.workspace()
     checked = None
@@ -99,7 +100,7 @@ def add(
     record = _with_registry(
         workspace,
         lambda r: r.add(
-            url,
+            checked.url if checked else url,
             title=title or (checked.title if checked else None),
             full_text=not no_full_text,
             prior=prior,
@@ -107,6 +108,8 @@ def add(
         ),
     )
     found = f" ({checked.title or 'untitled'}, {checked.entries} entries now)" if checked else ""
+    if checked and checked.page:
+        found = f", found on {checked.page}{found}"
     app.console.print(f"subscribed to {record.url}{found}", markup=False, highlight=False)
 
 

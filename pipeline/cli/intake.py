@@ -217,12 +217,20 @@ def items(
     """List items in the ledger, newest first."""
     workspace = app.workspace()
 
-    async def _read() -> list[LedgerEntry]:
+    async def _read() -> tuple[list[LedgerEntry], dict[str, LedgerEntry]]:
         async with open_ledger(workspace) as ledger:
             # One more than shown: whether the list was cut, for the table's title.
-            return await ledger.entries(status=status, source_kind=source_kind, limit=limit + 1)
+            found = await ledger.entries(status=status, source_kind=source_kind, limit=limit + 1)
+            # A duplicate is shown by its original's note: an id alone opens nothing.
+            originals = {}
+            for entry in found[:limit]:
+                if entry.duplicate_of and entry.duplicate_of not in originals:
+                    original = await ledger.get(entry.duplicate_of)
+                    if original is not None:
+                        originals[entry.duplicate_of] = original
+            return found, originals
 
-    entries = anyio.run(_read)
+    entries, originals = anyio.run(_read)
     more = len(entries) > limit
     entries = entries[:limit]
     if as_json:
@@ -240,13 +248,14 @@ def items(
             e.item.source_kind,
             Text(e.item.title),
             e.discovered_at.strftime("%Y-%m-%d %H:%M"),
-            Text(_detail(e)),
+            Text(_detail(e, originals.get(e.duplicate_of or ""))),
         )
     app.console.print(table)
 
 
-def _detail(entry: LedgerEntry) -> str:
-    """The note, or why the item is where it is (a rejected item says what held it back)."""
+def _detail(entry: LedgerEntry, original: LedgerEntry | None = None) -> str:
+    """The note, or why the item is where it is (a rejected item says what held it back,
+    a duplicate names its original's note, else its title)."""
     if entry.note_path:
         return entry.note_path
     if entry.status == "rejected" and entry.scores:
@@ -254,7 +263,8 @@ def _detail(entry: LedgerEntry) -> str:
     if entry.last_error:
         return entry.last_error
     if entry.duplicate_of:
-        return f"duplicate of {entry.duplicate_of[:10]}"
+        shown = original.note_path or original.title if original is not None else ""
+        return f"duplicate of {entry.duplicate_of[:10]}" + (f": {shown}" if shown else "")
     return entry.item.url or ""
 
 

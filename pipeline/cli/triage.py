@@ -85,6 +85,8 @@ def print_triage_report(console: Console, report: TriageReport) -> None:
             )
         for d in report.decisions:
             verb = _VERB.get(d.outcome, (d.outcome, d.outcome))[1 if dry else 0]
+            if d.by_person:
+                verb += " (your decision)"  # beside a composite under the line
             marker = ">" if d.composite > d.threshold else "≤"
             note = Text(
                 d.note_path or (d.origin_path if d.outcome == "stays" and d.origin_path else "")
@@ -318,7 +320,10 @@ def _card_table(card: ScoreCard, *, explain: bool) -> Table:
 @click.option("--json", "as_json", is_flag=True, help="Print the score card as JSON.")
 @click.pass_obj
 def score(app: AppContext, target: str, explain: bool, as_json: bool) -> None:
-    """Score one PATH (note, clipping, .eml, text) or URL and explain it; nothing is written."""
+    """Score one PATH (note, clipping, .eml, text) or URL and explain it; nothing is written.
+
+    A URL's page is scored as the Web Clipper note it would make (so "clipped by you").
+    """
     workspace = app.workspace()
     config = workspace.config
 

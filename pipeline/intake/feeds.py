@@ -15,14 +15,17 @@ from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urlsplit
 
+import httpx
+
 from signaldesk.pipeline.errors import FeedRegistryError
 from signaldesk.pipeline.ledger.base import ItemLedger
 from signaldesk.pipeline.ledger.records import utcnow
 from signaldesk.pipeline.ledger.sql import LedgerTx
-from signaldesk.sources.errors import OpmlError
-from signaldesk.sources.http import build_client
+from signaldesk.sources.errors import FetchError, OpmlError
+from signaldesk.sources.feed_discovery import feed_links
+from signaldesk.sources.http import build_client, fetch
 from signaldesk.sources.opml import OpmlFeed, export_opml, parse_opml
-from signaldesk.sources.rss import FeedState, poll_feed
+from signaldesk.sources.rss import FeedState, PollResult, poll_feed
 from signaldesk.sources.settings import HttpSettings, RssSettings
 
 __all__ = [
@@ -83,31 +86,71 @@ def validate_feed_url(url: str) -> str:
 
 @dataclass(frozen=True, slots=True)
 class FeedCheck:
-    """What one fetch of a feed found: its title and how many entries it holds."""
+    """What one fetch of a feed found: its title and how many entries it holds.
+
+    :param url: the feed's URL: the one given, or the one its page links to.
+    :param page: the web page given in its place, whose feed link was followed.
+    """
 
     url: str
     title: str | None
     entries: int
+    page: str | None = None
 
 
 async def check_feed(url: str, *, http: HttpSettings, rss: RssSettings) -> FeedCheck:
     """Fetch ``url`` once and read it as a feed (what `feeds add` does before subscribing).
 
+    A web page that is no feed is searched for the feeds it links to
+    (:func:`~sources.feed_discovery.feed_links`): the first that reads as a feed is
+    the one checked, so the blog's own address subscribes to its feed.
+
     :raises FeedRegistryError: not an http(s) URL, or the answer is not a feed: a 404,
-        an HTML page, a host that refuses or does not answer, ... (the message says which).
+        an HTML page without a feed link, a host that refuses or does not answer, ...
+        (the message says which).
     """
     url = validate_feed_url(url)
     async with build_client(http) as client:
-        result = await poll_feed(
-            client, FeedState(url=url), http=http, rss=rss, now=utcnow(), force=True
-        )
-    if result.outcome != "updated":
-        raise FeedRegistryError(
-            f"not subscribed: {url} is not a readable feed ({result.error or result.outcome})",
-            hint="check the URL (the feed's own, not the site's page), or add it anyway "
-            "with --no-check",
-        )
-    return FeedCheck(url=url, title=result.state.title, entries=len(result.items))
+
+        async def poll(target: str) -> PollResult:
+            return await poll_feed(
+                client, FeedState(url=target), http=http, rss=rss, now=utcnow(), force=True
+            )
+
+        result = await poll(url)
+        if result.outcome == "updated":
+            return FeedCheck(url=url, title=result.state.title, entries=len(result.items))
+        links = await _linked_feeds(client, url, http)
+        for link in links or ():
+            found = await poll(link)
+            if found.outcome == "updated":
+                return FeedCheck(link, found.state.title, len(found.items), page=url)
+    if links is None:
+        why = result.error or result.outcome
+    elif links:
+        why = f"a web page whose feed links cannot be read either: {', '.join(links)}"
+    else:
+        why = "a web page that links to no RSS, Atom or JSON feed"
+    raise FeedRegistryError(
+        f"not subscribed: {url} is not a readable feed ({why})",
+        hint="check the URL (the feed's own, or a page that links to it), or add it anyway "
+        "with --no-check",
+    )
+
+
+async def _linked_feeds(
+    client: httpx.AsyncClient, url: str, http: HttpSettings
+) -> list[str] | None:
+    """The feeds the web page at ``url`` links to; ``None`` when it is no web page."""
+    try:
+        page = await fetch(client, url, settings=http, headers={"Accept": "text/html"})
+    except FetchError:
+        return None
+    kind = (page.content_type or "").lower()
+    head = page.body[:4096].lower()
+    if not 200 <= page.status < 300 or ("html" not in kind and b"<html" not in head):
+        return None
+    return feed_links(page.body, page.url)
 
 
 def _to_db(name: str, value: Any) -> Any:

@@ -36,20 +36,18 @@ worker's items is serialised across workers by a transaction advisory lock.
 
 from __future__ import annotations
 
-import json
 import logging
 import secrets
 from collections.abc import AsyncIterator, Collection, Iterable, Sequence
 from contextlib import asynccontextmanager
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.to_thread
 
-from signaldesk.items import Item, SourceKind
+from signaldesk.items import Item
 from signaldesk.pipeline.errors import LedgerError
-from signaldesk.pipeline.ledger.dedupe import canonical_url
 from signaldesk.pipeline.ledger.pg_queries import PostgresReading
 from signaldesk.pipeline.ledger.pg_schema import (
     COMPONENT,
@@ -65,10 +63,6 @@ from signaldesk.pipeline.ledger.records import (
     LedgerEntry,
     entry_from_row,
     iso_utc,
-    item_to_json,
-    location_identity,
-    stored_item,
-    stored_text,
     utcnow,
 )
 from signaldesk.pipeline.ledger.schema import RESUMABLE_STATUSES, SETTLED_STATUSES
@@ -79,6 +73,7 @@ from signaldesk.pipeline.ledger.settling import (
     plan_settle,
 )
 from signaldesk.pipeline.ledger.sql import LedgerTx, Row
+from signaldesk.pipeline.ledger.writes import LedgerWrites
 from signaldesk.postgres import PostgresSettings, connect, connect_async, migrate
 
 if TYPE_CHECKING:
@@ -114,7 +109,7 @@ def _migrate(settings: PostgresSettings) -> None:
         logger.info("ledger (PostgreSQL) migrated to schema version %d", len(MIGRATIONS))
 
 
-class PostgresLedger(PostgresReading):
+class PostgresLedger(PostgresReading, LedgerWrites):
     """The item ledger and feed table in PostgreSQL over one connection (use :meth:`open`).
 
     One connection per worker, like the SQLite ledger's single writer: its statements
@@ -123,6 +118,8 @@ class PostgresLedger(PostgresReading):
     """
 
     shared = True
+    # Triage and parking are done with an item: its claim goes with them.
+    RELEASE_CLAIM = ", claimed_by = NULL"
 
     def __init__(
         self, conn: psycopg.AsyncConnection[Any], settings: PostgresSettings, token: int
@@ -234,6 +231,10 @@ class PostgresLedger(PostgresReading):
         rows = await self._rows(pg_sql(sql), params)
         return rows[0] if rows else None
 
+    def among(self, values: Sequence[Any]) -> tuple[str, Any]:
+        """One of ``values``: an array parameter."""
+        return "= ANY(?)", list(values)
+
     # -- claims -------------------------------------------------------------------------
 
     async def claim_feeds(self, urls: Sequence[str], *, due: datetime | None) -> set[str]:
@@ -336,132 +337,6 @@ class PostgresLedger(PostgresReading):
         new = {str(row[0]) for row in inserted}
         return [item_id for item_id in rows if item_id in new]
 
-    async def record(
-        self,
-        items: Iterable[Item],
-        *,
-        status: ItemStatus = "discovered",
-        now: datetime | None = None,
-    ) -> list[str]:
-        async with self.write() as tx:
-            return await self.insert_items(tx, items, status=status, now=now or utcnow())
-
-    async def park_location(
-        self,
-        kind: SourceKind,
-        source_id: str,
-        location: str,
-        reason: str,
-        *,
-        now: datetime | None = None,
-    ) -> tuple[str, bool]:
-        item_id = location_identity(kind, source_id, location)
-        placeholder = Item(
-            source_kind=kind, source_id=source_id, title=location, text="", origin_path=location
-        )
-        stamp = iso_utc(now or utcnow())
-        async with self.write() as tx:
-            if await tx.execute(
-                "INSERT INTO items (id, source_kind, source_id, title, status, last_error, "
-                "attempts, payload, discovered_at, updated_at, settled_at) "
-                "VALUES (?, ?, ?, ?, 'parked', ?, 1, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING",
-                (
-                    item_id,
-                    kind,
-                    source_id,
-                    location,
-                    stored_text(reason),
-                    item_to_json(placeholder),
-                    stamp,
-                    stamp,
-                    stamp,
-                ),
-            ):
-                return item_id, True
-            await tx.execute(
-                "UPDATE items SET last_error = ?, updated_at = ? WHERE id = ? AND status = "
-                "'parked' AND last_error IS DISTINCT FROM ?",
-                (stored_text(reason), stamp, item_id, stored_text(reason)),
-            )
-            return item_id, False
-
-    async def clear_parked_locations(
-        self, kind: SourceKind, source_id: str, locations: Sequence[str]
-    ) -> None:
-        if not locations:
-            return
-        async with self.write() as tx:
-            await tx.execute(
-                "DELETE FROM items WHERE id = ANY(?) AND status = 'parked'",
-                ([location_identity(kind, source_id, loc) for loc in locations],),
-            )
-
-    async def advance(
-        self,
-        item_id: str,
-        status: ItemStatus,
-        *,
-        item: Item | None = None,
-        now: datetime | None = None,
-    ) -> None:
-        stamp = iso_utc(now or utcnow())
-        async with self.write() as tx:
-            if item is None:
-                await tx.execute(
-                    "UPDATE items SET status = ?, updated_at = ? WHERE id = ?",
-                    (status, stamp, item_id),
-                )
-                return
-            item = stored_item(item)
-            await tx.execute(
-                "UPDATE items SET status = ?, payload = ?, title = ?, url = ?, "
-                "canonical_url = ?, updated_at = ? WHERE id = ?",
-                (
-                    status,
-                    item_to_json(item),
-                    item.title,
-                    item.url,
-                    canonical_url(item.url),
-                    stamp,
-                    item_id,
-                ),
-            )
-
-    async def replace_payload(
-        self, item_id: str, item: Item, *, status: ItemStatus, now: datetime | None = None
-    ) -> bool:
-        async with self.write() as tx:
-            return bool(
-                await tx.execute(
-                    "UPDATE items SET payload = ?, updated_at = ? WHERE id = ? AND status = ?",
-                    (item_to_json(stored_item(item)), iso_utc(now or utcnow()), item_id, status),
-                )
-            )
-
-    async def record_failure(self, item_id: str, error: str, *, now: datetime | None = None) -> int:
-        async with self.write() as tx:
-            row = await tx.fetch_one(
-                "UPDATE items SET attempts = attempts + 1, last_error = ?, updated_at = ? "
-                "WHERE id = ? RETURNING attempts",
-                (stored_text(error), iso_utc(now or utcnow()), item_id),
-            )
-        return int(row[0]) if row else 0
-
-    async def park(self, item_id: str, reason: str, *, now: datetime | None = None) -> None:
-        stamp = iso_utc(now or utcnow())
-        async with self.write() as tx:
-            await tx.execute(
-                "UPDATE items SET status = 'parked', last_error = ?, attempts = attempts + 1, "
-                "updated_at = ?, settled_at = ?, claimed_by = NULL WHERE id = ?",
-                (stored_text(reason), stamp, stamp, item_id),
-            )
-
-    async def settle(
-        self, item_id: str, item: Item, *, now: datetime | None = None
-    ) -> DedupeVerdict:
-        [verdict] = await self.settle_many([(item_id, item)], now=now)
-        return verdict
-
     async def settle_many(
         self, batch: Sequence[tuple[str, Item]], *, now: datetime | None = None
     ) -> list[DedupeVerdict]:
@@ -511,54 +386,6 @@ class PostgresLedger(PostgresReading):
                 plan.new_bands,
             )
         return plan.verdicts
-
-    async def record_triage(
-        self,
-        item_id: str,
-        status: Literal["filed", "rejected", "pending"],
-        *,
-        score: float | None = None,
-        scores: dict[str, Any] | None = None,
-        domain: str | None = None,
-        note_path: str | None = None,
-        index_paths: Sequence[str] = (),
-        now: datetime | None = None,
-    ) -> None:
-        """As the SQLite ledger's; the item's claim is let go (triage is done with it)."""
-        stamp = iso_utc(now or utcnow())
-        async with self.write() as tx:
-            await tx.executemany(
-                "INSERT INTO index_queue (path, item_id, queued_at) VALUES (?, ?, ?) "
-                "ON CONFLICT (path) DO UPDATE SET item_id = excluded.item_id, "
-                "queued_at = excluded.queued_at",
-                [(path, item_id, stamp) for path in dict.fromkeys(index_paths)],
-            )
-            await tx.execute(
-                "UPDATE items SET status = ?, score = ?, scores = ?, domain = ?, note_path = ?, "
-                "updated_at = ?, claimed_by = NULL WHERE id = ?",
-                (
-                    status,
-                    score,
-                    json.dumps(scores) if scores is not None else None,
-                    domain,
-                    note_path,
-                    stamp,
-                    item_id,
-                ),
-            )
-
-    async def clear_index_queue(
-        self, started: datetime, paths: Sequence[str] | None = None
-    ) -> None:
-        stamp = iso_utc(started)
-        async with self.write() as tx:
-            if paths is None:
-                await tx.execute("DELETE FROM index_queue WHERE queued_at <= ?", (stamp,))
-            else:
-                await tx.execute(
-                    "DELETE FROM index_queue WHERE path = ANY(?) AND queued_at <= ?",
-                    (list(paths), stamp),
-                )
 
 
 async def _register(conn: psycopg.AsyncConnection[Any]) -> int:

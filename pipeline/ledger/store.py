@@ -23,17 +23,16 @@ from collections.abc import AsyncIterator, Iterable, Sequence
 from contextlib import asynccontextmanager
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import aiosqlite
 import anyio
 import anyio.to_thread
 
-from signaldesk.items import Item, SourceKind
+from signaldesk.items import Item
 from signaldesk.pipeline.config import Workspace
 from signaldesk.pipeline.errors import LedgerError
 from signaldesk.pipeline.ledger.base import ItemLedger
-from signaldesk.pipeline.ledger.dedupe import canonical_url
 from signaldesk.pipeline.ledger.faults import first_sqlite_error, ledger_error
 from signaldesk.pipeline.ledger.queries import LedgerReading
 from signaldesk.pipeline.ledger.records import (
@@ -47,9 +46,6 @@ from signaldesk.pipeline.ledger.records import (
     item_from_json,
     item_identity,
     item_to_json,
-    location_identity,
-    stored_item,
-    stored_text,
     utcnow,
 )
 from signaldesk.pipeline.ledger.schema import (
@@ -64,6 +60,7 @@ from signaldesk.pipeline.ledger.settling import (
     plan_settle,
 )
 from signaldesk.pipeline.ledger.sql import LedgerTx, Row, SqliteTx
+from signaldesk.pipeline.ledger.writes import LedgerWrites
 from signaldesk.retrieval.store import split_statements
 
 __all__ = [
@@ -154,7 +151,7 @@ async def _enter_wal(conn: aiosqlite.Connection) -> None:
             await anyio.sleep(0.005)
 
 
-class Ledger(LedgerReading):
+class Ledger(LedgerReading, LedgerWrites):
     """The item ledger and feed table over one aiosqlite connection (use :meth:`open`)."""
 
     def __init__(self, conn: aiosqlite.Connection, path: Path) -> None:
@@ -251,6 +248,10 @@ class Ledger(LedgerReading):
         """The first row of a read-only query (portable SQL), if any."""
         return await SqliteTx(self._conn).fetch_one(sql, params)
 
+    def among(self, values: Sequence[Any]) -> tuple[str, Any]:
+        """One of ``values``: a JSON array read by ``json_each`` (one parameter)."""
+        return "IN (SELECT value FROM json_each(?))", json.dumps(list(values))
+
     async def claim_feeds(self, urls: Sequence[str], *, due: datetime | None) -> set[str]:
         """The feeds of ``urls`` this worker may poll now: all of them (one process)."""
         return set(urls)
@@ -294,118 +295,6 @@ class Ledger(LedgerReading):
         )
         return new
 
-    async def record(
-        self,
-        items: Iterable[Item],
-        *,
-        status: ItemStatus = "discovered",
-        now: datetime | None = None,
-    ) -> list[str]:
-        """Record newly seen items (already known ones are left alone); returns new ids."""
-        async with self.write() as tx:
-            return await self.insert_items(tx, items, status=status, now=now or utcnow())
-
-    async def park_location(
-        self,
-        kind: SourceKind,
-        source_id: str,
-        location: str,
-        reason: str,
-        *,
-        now: datetime | None = None,
-    ) -> tuple[str, bool]:
-        """Park something that could not even be read as an item (a broken clipping or
-        mail), keyed by where it is. Returns its id and whether it was new."""
-        item_id = location_identity(kind, source_id, location)
-        placeholder = Item(
-            source_kind=kind, source_id=source_id, title=location, text="", origin_path=location
-        )
-        stamp = iso_utc(now or utcnow())
-        async with self.transaction() as conn:
-            cursor = await conn.execute(
-                "INSERT OR IGNORE INTO items (id, source_kind, source_id, title, status, "
-                "last_error, "
-                "attempts, payload, discovered_at, updated_at, settled_at) "
-                "VALUES (?, ?, ?, ?, 'parked', ?, 1, ?, ?, ?, ?)",
-                (
-                    item_id,
-                    kind,
-                    source_id,
-                    location,
-                    stored_text(reason),
-                    item_to_json(placeholder),
-                    stamp,
-                    stamp,
-                    stamp,
-                ),
-            )
-            if cursor.rowcount:
-                return item_id, True
-            await conn.execute(
-                "UPDATE items SET last_error = ?, updated_at = ? WHERE id = ? AND status = "
-                "'parked' "
-                "AND last_error IS NOT ?",
-                (stored_text(reason), stamp, item_id, stored_text(reason)),
-            )
-            return item_id, False
-
-    async def clear_parked_locations(
-        self, kind: SourceKind, source_id: str, locations: Sequence[str]
-    ) -> None:
-        """Forget parked-by-location rows for ``locations`` (they read fine now)."""
-        if not locations:
-            return
-        async with self.transaction() as conn:
-            await conn.executemany(
-                "DELETE FROM items WHERE id = ? AND status = 'parked'",
-                [(location_identity(kind, source_id, loc),) for loc in locations],
-            )
-
-    async def advance(
-        self,
-        item_id: str,
-        status: ItemStatus,
-        *,
-        item: Item | None = None,
-        now: datetime | None = None,
-    ) -> None:
-        """Move an in-flight item to ``status``, replacing its payload when given."""
-        stamp = iso_utc(now or utcnow())
-        async with self.transaction() as conn:
-            if item is None:
-                await conn.execute(
-                    "UPDATE items SET status = ?, updated_at = ? WHERE id = ?",
-                    (status, stamp, item_id),
-                )
-            else:
-                item = stored_item(item)
-                await conn.execute(
-                    "UPDATE items SET status = ?, payload = ?, title = ?, url = ?, canonical_url "
-                    "= ?, "
-                    "updated_at = ? WHERE id = ?",
-                    (
-                        status,
-                        item_to_json(item),
-                        item.title,
-                        item.url,
-                        canonical_url(item.url),
-                        stamp,
-                        item_id,
-                    ),
-                )
-
-    async def replace_payload(
-        self, item_id: str, item: Item, *, status: ItemStatus, now: datetime | None = None
-    ) -> bool:
-        """Store a new payload for an item that is still in ``status`` (a teaser whose page
-        arrived later); returns whether it was. Its status and scores are left alone."""
-        async with self.transaction() as conn:
-            cursor = await conn.execute(
-                "UPDATE items SET payload = ?, updated_at = ? WHERE id = ? AND status = ?",
-                (item_to_json(stored_item(item)), iso_utc(now or utcnow()), item_id, status),
-            )
-            return bool(cursor.rowcount)
-
     async def teasers_due(
         self, *, now: datetime, max_attempts: int, limit: int
     ) -> list[LedgerEntry]:
@@ -421,37 +310,6 @@ class Ledger(LedgerReading):
             (iso_utc(now), max_attempts, limit),
         ) as cursor:
             return [entry_from_row(row) async for row in cursor]
-
-    async def record_failure(self, item_id: str, error: str, *, now: datetime | None = None) -> int:
-        """Count a failed attempt (the item stays where it is); returns the attempt count."""
-        async with self.transaction() as conn:
-            await conn.execute(
-                "UPDATE items SET attempts = attempts + 1, last_error = ?, updated_at = ? WHERE "
-                "id = ?",
-                (stored_text(error), iso_utc(now or utcnow()), item_id),
-            )
-            async with conn.execute(
-                "SELECT attempts FROM items WHERE id = ?", (item_id,)
-            ) as cursor:
-                row = await cursor.fetchone()
-        return int(row[0]) if row else 0
-
-    async def park(self, item_id: str, reason: str, *, now: datetime | None = None) -> None:
-        """Park an item for good with the reason (a permanent error)."""
-        stamp = iso_utc(now or utcnow())
-        async with self.transaction() as conn:
-            await conn.execute(
-                "UPDATE items SET status = 'parked', last_error = ?, attempts = attempts + 1, "
-                "updated_at = ?, settled_at = ? WHERE id = ?",
-                (stored_text(reason), stamp, stamp, item_id),
-            )
-
-    async def settle(
-        self, item_id: str, item: Item, *, now: datetime | None = None
-    ) -> DedupeVerdict:
-        """Normalise-and-dedupe one item (see :meth:`settle_many`)."""
-        [verdict] = await self.settle_many([(item_id, item)], now=now)
-        return verdict
 
     async def settle_many(
         self, batch: Sequence[tuple[str, Item]], *, now: datetime | None = None
@@ -517,47 +375,6 @@ class Ledger(LedgerReading):
                 )
         return plan.verdicts
 
-    async def record_triage(
-        self,
-        item_id: str,
-        status: Literal["filed", "rejected", "pending"],
-        *,
-        score: float | None = None,
-        scores: dict[str, Any] | None = None,
-        domain: str | None = None,
-        note_path: str | None = None,
-        index_paths: Sequence[str] = (),
-        now: datetime | None = None,
-    ) -> None:
-        """Record triage's outcome for an item (the seam for scoring and routing).
-
-        :param index_paths: vault paths the index must look at for this item (its note,
-            where a moved clipping was), queued in the same transaction (see
-            :meth:`index_queue`).
-        """
-        stamp = iso_utc(now or utcnow())
-        async with self.transaction() as conn:
-            if index_paths:
-                await conn.executemany(
-                    "INSERT INTO index_queue (path, item_id, queued_at) VALUES (?, ?, ?) "
-                    "ON CONFLICT (path) DO UPDATE SET item_id = excluded.item_id, "
-                    "queued_at = excluded.queued_at",
-                    [(path, item_id, stamp) for path in dict.fromkeys(index_paths)],
-                )
-            await conn.execute(
-                "UPDATE items SET status = ?, score = ?, scores = ?, domain = ?, note_path = ?, "
-                "updated_at = ? WHERE id = ?",
-                (
-                    status,
-                    score,
-                    json.dumps(scores) if scores is not None else None,
-                    domain,
-                    note_path,
-                    stamp,
-                    item_id,
-                ),
-            )
-
     async def full_text_arrived(self) -> list[str]:
         """Items filed or rejected on a teaser whose stored item now has the full text."""
         rows = await self._conn.execute_fetchall(
@@ -573,24 +390,6 @@ class Ledger(LedgerReading):
             "SELECT path FROM index_queue ORDER BY queued_at, path"
         )
         return [str(row[0]) for row in rows]
-
-    async def clear_index_queue(
-        self, started: datetime, paths: Sequence[str] | None = None
-    ) -> None:
-        """Forget queued paths an index run that began at ``started`` has looked at.
-
-        :param paths: the paths that run was given (``None``: it looked at the whole
-            vault). A path queued again after ``started`` stays queued.
-        """
-        stamp = iso_utc(started)
-        async with self.transaction() as conn:
-            if paths is None:
-                await conn.execute("DELETE FROM index_queue WHERE queued_at <= ?", (stamp,))
-            else:
-                await conn.executemany(
-                    "DELETE FROM index_queue WHERE path = ? AND queued_at <= ?",
-                    [(path, stamp) for path in paths],
-                )
 
 
 def ledger_path(workspace: Workspace) -> Path:

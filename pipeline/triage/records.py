@@ -32,6 +32,8 @@ class TriageDecision:
     :param outcome: what happened in the vault (see :data:`pipeline.triage.filing.NoteOutcome`;
         ``stays``: below threshold, nothing written; ``failed``: see ``message``).
     :param note_path: the item's note, vault-relative, when it has one.
+    :param by_person: ``decision`` is the person's own (``triage accept``), not the
+        threshold's: a note filed below the line.
     """
 
     item_id: str
@@ -45,6 +47,7 @@ class TriageDecision:
     note_path: str | None
     origin_path: str | None = None
     message: str | None = None
+    by_person: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -447,6 +447,7 @@ class Triager:
             note_path=note_path if has_note or result.outcome in WRITTEN_OUTCOMES else None,
             origin_path=job.item.origin_path,
             message=message,
+            by_person=card.by_person,
         )
 
     async def finish(self) -> TriageReport:
