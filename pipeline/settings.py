@@ -226,8 +226,8 @@ class ScheduleSettings(SettingsModel):
     catch_up: bool = Field(
         True,
         description=(
-            "On start, write a daily report or log whose scheduled time passed while "
-            "serve was not running."
+            "On start, write the daily reports and logs whose scheduled time passed while "
+            "serve was not running (each missed day, up to a week back)."
         ),
     )
     search_socket: bool = Field(

@@ -160,3 +160,109 @@ def test_signals_and_the_log_follow_a_configured_layout(vault: Path, repo: Path)
     assert (
         "[[Signals/security/advisory|OpenSSL advisory]] · security · 0.77" in note.path.read_text()
     )
+
+
+def test_a_signal_filed_near_midnight_counts_on_the_configured_zones_day(vault: Path) -> None:
+    # 03:30 UTC on 2 December is 19:30 on 1 December in Los Angeles: the log of the 1st
+    # (as the triage report of the 1st, which counts arrivals in that zone) lists it, the
+    # log of the 2nd does not. Written with an offset, and as signaldesk's note writer
+    # stamps it (this machine's local time, no offset).
+    from zoneinfo import ZoneInfo
+
+    la = ZoneInfo("America/Los_Angeles")
+    instant = datetime(2026, 12, 2, 3, 30, tzinfo=UTC)
+    stamps = {
+        "aware": "'2026-12-02T03:30:00+00:00'",
+        "naive": repr(instant.astimezone().replace(tzinfo=None).isoformat(timespec="seconds")),
+    }
+    folder = vault / "05-signals" / "security"
+    for name, stamp in stamps.items():
+        (folder / f"{name}.md").write_text(
+            f"---\ntitle: {name}\ntype: signal\ndomain: security\n"
+            f"created: {stamp}\ncomposite: 0.7\n---\nbody\n"
+        )
+    settings = CaptainsLogSettings(covers="same_day")
+    first = gather(vault, settings, date(2026, 12, 1), tz=la)  # a Tuesday
+    assert sorted(s.title for s in first.signals) == ["aware", "naive"]
+    second = gather(vault, settings, date(2026, 12, 2), tz=la)
+    assert second.signals == []
+
+
+def test_links_open_notes_whose_names_a_wiki_link_cannot_carry(vault: Path) -> None:
+    from tests.test_triage_report import _obsidian_targets
+
+    (vault / "00-inbox" / "C# notes.md").write_text(
+        "---\ncreated: 2026-12-01\n---\n- [ ] port the parser\nWe decided to drop .NET 6.\n"
+    )
+    (vault / "05-signals" / "security" / "advisory ^1.md").write_text(
+        "---\ntitle: Advisory [[draft]]\ntype: signal\ndomain: security\n"
+        "created: 2026-12-01T09:00:00Z\ncomposite: 0.8\n---\nbody\n"
+    )
+    text = render(gather(vault, CaptainsLogSettings(), date(2026, 12, 1), tz=UTC))
+    lines = [line for line in text.splitlines() if "notes" in line or "Advisory" in line]
+    assert len(lines) == 3, text
+    for line in lines:
+        targets = _obsidian_targets(vault, line)
+        assert len(targets) == 1 and targets[0].is_file(), (line, targets)
+
+
+def test_commit_times_are_in_the_logs_zone(vault: Path, repo: Path) -> None:
+    # Authored at 23:30 on Thursday in Los Angeles: 07:30 on Friday in UTC, the zone of
+    # a log that covers Friday; shown as Thursday it would read as outside the log's day.
+    _commit(repo, "la.py", "v = 1\n", "Late fix from LA", "2026-11-26T23:30:00-08:00")
+    log = gather(vault, CaptainsLogSettings(repos=[str(repo)]), date(2026, 11, 27), tz=UTC)
+    row = next(line for line in render(log).splitlines() if "Late fix from LA" in line)
+    assert row.startswith("| Fri 07:30 |"), row
+
+
+def test_a_configured_repository_that_is_missing_is_said_in_the_log(
+    vault: Path, repo: Path, tmp_path: Path
+) -> None:
+    # The log is read in Obsidian (and written by serve, whose warnings nobody reads):
+    # "1 repository" must not hide that the second one configured was skipped.
+    missing = tmp_path / "nope"
+    settings = CaptainsLogSettings(repos=[str(repo), str(missing)])
+    log = gather(vault, settings, date(2026, 11, 27), tz=UTC)
+    assert [e for e in log.errors if str(missing) in e and "not a git repository" in e]
+    assert "## Problems" in render(log)
+
+
+_ARTICLE = (
+    "The league decided to move the kickoff to 1 p.m. instead of 4:25.\n"
+    "- [ ] a reader's checklist from the page\n"
+)
+
+
+def test_clipped_pages_are_not_the_persons_decisions_or_open_loops(vault: Path) -> None:
+    # A Web Clipper note (its `clippings` tag, wherever it was moved; or anything in the
+    # clipper folder) is someone else's article: "decided" in it is not a decision of
+    # the day, its checkboxes are not open loops. The person's own notes still count.
+    (vault / "00-inbox" / "read later.md").write_text(
+        "---\ntitle: Kickoff moved\nsource: https://news.example/a\ntags:\n  - clippings\n"
+        "created: 2026-12-01\n---\n" + _ARTICLE
+    )
+    (vault / "Clippings").mkdir(exist_ok=True)
+    (vault / "Clippings" / "untagged.md").write_text("---\ncreated: 2026-12-01\n---\n" + _ARTICLE)
+    (vault / "00-inbox" / "mine.md").write_text(
+        "---\ncreated: 2026-12-01\nsource: https://wiki.example/deploy\n---\n"
+        "We decided to run migrations before the workers start.\n- [ ] tell the team\n"
+    )
+    log = gather(vault, CaptainsLogSettings(), date(2026, 12, 1), tz=UTC, skip=["Clippings"])
+    assert [d.split(" (")[0] for d in log.decisions] == [
+        "We decided to run migrations before the workers start."
+    ]
+    assert [u.text for u in log.unchecked] == ["tell the team"]
+
+
+def test_a_log_without_repositories_says_how_to_add_them(vault: Path, repo: Path) -> None:
+    text = render(gather(vault, CaptainsLogSettings(), date(2026, 11, 28), tz=UTC))
+    assert "no repositories are configured" in text and "[captains_log] repos" in text
+    # Configured, with nothing that day: that is what it says.
+    quiet = render(gather(vault, CaptainsLogSettings(repos=[str(repo)]), date(2026, 12, 5), tz=UTC))
+    assert "No commits in the configured repositories." in quiet
+
+
+def test_sections_are_one_blank_line_apart(vault: Path, repo: Path) -> None:
+    # Two blank lines after the commit tables showed as a gap in reading view.
+    text = render(gather(vault, CaptainsLogSettings(repos=[str(repo)]), date(2026, 11, 27), tz=UTC))
+    assert "### engine" in text and "\n\n\n" not in text

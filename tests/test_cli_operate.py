@@ -132,3 +132,129 @@ def test_log_verb_writes_the_captains_log(vault: Path) -> None:
 def test_every_verb_has_help(verb: str) -> None:
     result = CliRunner().invoke(cli, [verb, "--help"])
     assert result.exit_code == 0 and "Usage" in result.output
+
+
+def test_status_shows_times_in_the_configured_zone(vault: Path) -> None:
+    # [schedule] timezone is the zone of report_time and log_time: a server (or a
+    # container) on UTC must show the next report at the 07:00 the person configured.
+    (vault / "signaldesk.toml").write_text(
+        render_default_config({"schedule": {"timezone": "Pacific/Auckland"}})
+    )
+    started = datetime(2026, 11, 29, 18, 0, tzinfo=UTC)  # 07:00 on the 30th in Auckland
+    state = ServeState(pid=4242, started_at=started, ready=True)
+    state.jobs["report"] = JobState(
+        "report", last_started=started, outcome="ok", next_run=started.replace(day=30), runs=1
+    )
+    save_state(state_path(vault), state)
+    with ServeLock(vault).held():
+        out = _ok(vault, "status").output
+    assert "since 11-30 07:00" in out
+    assert "12-01 07:00" in out  # the next run
+
+
+def _bad_zone_config(vault: Path) -> None:
+    (vault / "signaldesk.toml").write_text(
+        render_default_config({"schedule": {"timezone": "Mars/Olympus"}})
+    )
+
+
+def test_doctor_fails_on_a_time_zone_that_serve_report_and_log_refuse(vault: Path) -> None:
+    _bad_zone_config(vault)
+    assert _run(vault, "report").exit_code == 1
+    result = _run(vault, "doctor", "--json")
+    assert result.exit_code == 1
+    data = json.loads(result.stdout)
+    checks = {c["name"]: c for c in data["checks"]}
+    assert data["ok"] is False
+    assert checks["config"]["outcome"] == "fail"
+    assert "Mars/Olympus" in checks["config"]["detail"] and "timezone" in checks["config"]["fix"]
+
+
+def test_status_still_answers_with_a_bad_time_zone(vault: Path) -> None:
+    _bad_zone_config(vault)
+    result = _run(vault, "status")
+    assert result.exit_code == 0, result.output
+    assert "serve is not running" in result.output
+    warning = [line for line in result.output.splitlines() if "Mars/Olympus" in line]
+    assert len(warning) == 1 and "machine's" in warning[0]
+    assert json.loads(_ok(vault, "status", "--json").stdout)["running"] is False
+
+
+def test_status_with_an_unreadable_state_file_does_not_say_never_started(vault: Path) -> None:
+    state_path(vault).parent.mkdir(parents=True, exist_ok=True)
+    state_path(vault).write_text("{half a file", encoding="utf-8")
+    out = _ok(vault, "status").output
+    assert "never started" not in out and "serve is not running" in out
+    assert "cannot be read" in out
+    with ServeLock(vault).held():
+        out = _ok(vault, "status").output
+    assert "serve is running" in out and "not running" not in out
+
+
+@pytest.mark.parametrize("verb", ["report", "log"])
+def test_a_folder_in_the_way_of_the_note_is_one_message_not_a_traceback(
+    vault: Path, verb: str
+) -> None:
+    import os
+    import subprocess
+    import sys
+
+    _utc_config(vault)
+    name = "triage" if verb == "report" else "captains-log"
+    blocker = vault / "06-daily" / f"2026-11-27-{name}.md"
+    blocker.mkdir(parents=True)
+    (blocker / "mine.md").write_text("a person's note\n")
+    proc = subprocess.run(
+        [sys.executable, "-m", "signaldesk", "--vault", str(vault), verb, "--date", "2026-11-27"],
+        capture_output=True,
+        text=True,
+        check=False,
+        env={**os.environ, "COLUMNS": "300"},  # one line is one line, not rich's wrapping
+    )
+    assert proc.returncode == 1
+    assert "Traceback" not in proc.stderr, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert lines[0].startswith("error: ") and f"2026-11-27-{name}.md" in lines[0], lines
+    assert len(lines) <= 2 and (len(lines) == 1 or lines[1].startswith("hint: "))
+    assert (blocker / "mine.md").read_text() == "a person's note\n"
+
+
+def test_log_leaves_out_what_sits_in_the_clipper_folder(vault: Path) -> None:
+    _utc_config(vault)
+    (vault / "Clippings").mkdir(exist_ok=True)
+    (vault / "Clippings" / "page.md").write_text(
+        "---\ncreated: 2026-11-27\n---\nThe board decided to adopt the new plan.\n- [ ] step\n"
+    )
+    data = json.loads(_ok(vault, "log", "--date", "2026-11-27", "--json").stdout)
+    assert data["decisions"] == [] and data["unchecked"] == []
+
+
+def test_a_hand_edited_report_is_said_once(vault: Path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    _utc_config(vault)
+    _ok(vault, "report", "--date", "2026-11-27")
+    note = vault / "06-daily" / "2026-11-27-triage.md"
+    note.write_text(note.read_text() + "\nMy own remark.\n")
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "signaldesk",
+            "--vault",
+            str(vault),
+            "report",
+            "--date",
+            "2026-11-27",
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+        env={**os.environ, "COLUMNS": "300"},
+    )
+    assert proc.returncode == 0
+    said = [line for line in (proc.stdout + proc.stderr).splitlines() if "edited" in line]
+    assert said == ["06-daily/2026-11-27-triage.md: kept: edited by hand (delete it to regenerate)"]
+    assert note.read_text().endswith("My own remark.\n")

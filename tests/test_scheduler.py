@@ -27,7 +27,12 @@ from signaldesk.pipeline.service.job_state import (
     load_state,
     state_path,
 )
-from signaldesk.pipeline.service.jobs import JobServices, report_day
+from signaldesk.pipeline.service.jobs import (
+    JobServices,
+    captains_log_job,
+    report_day,
+    report_job,
+)
 from signaldesk.pipeline.service.scheduler import JOB_NAMES, JobSpec, _last_scheduled, serve
 from signaldesk.pipeline.service.watcher import (
     VaultListing,
@@ -418,3 +423,117 @@ def test_ctrl_c_right_after_the_ready_line_stops_serve_cleanly(vault: Path) -> N
         assert proc.returncode == 0, rest
         assert "stopped cleanly" in rest
         assert "ERROR" not in rest and "raised an exception" not in rest, rest
+
+
+# -- the daily jobs: the day they write is the day of the run they answer -----------------
+
+
+def _daily_services(ws: Workspace, clock: datetime) -> JobServices:
+    return JobServices(
+        workspace=ws,
+        embedder=LazyEmbedder(ws.config.index),
+        tz=UTC,
+        trigger=lambda _name: None,
+        watcher=VaultWatcher(ws.vault, 1.0),
+        clock=lambda: clock,
+    )
+
+
+def _daily_config(vault: Path, schedule: dict[str, object], covers: str = "same_day") -> Workspace:
+    (vault / "signaldesk.toml").write_text(
+        render_default_config(
+            {
+                "vault": {"path": str(vault)},
+                "schedule": {"timezone": "UTC", **schedule},
+                "captains_log": {"covers": covers},
+            }
+        )
+    )
+    return resolve_workspace(vault=vault)
+
+
+async def test_an_evening_report_caught_up_after_midnight_is_the_missed_days(vault: Path) -> None:
+    # Due at 21:00 on the 30th, serve was stopped then and starts at 08:00 on the 1st:
+    # the report caught up is the 30th's (the 1st's is due tonight), not a morning's worth
+    # of the 1st under the 1st's name while the 30th's is never written.
+    ws = _daily_config(vault, {"report_time": "21:00", "report_day": "same_day"})
+    summary = await report_job(_daily_services(ws, datetime(2026, 12, 1, 8, 0, tzinfo=UTC)))
+    assert summary.startswith("06-daily/2026-11-30-triage.md created"), summary
+    assert not (vault / "06-daily" / "2026-12-01-triage.md").exists()
+    # On time (or late the same evening) it is that day's.
+    summary = await report_job(_daily_services(ws, datetime(2026, 12, 1, 21, 0, 5, tzinfo=UTC)))
+    assert summary.startswith("06-daily/2026-12-01-triage.md created"), summary
+
+
+async def test_a_morning_report_caught_up_before_its_time_is_the_missed_mornings(
+    vault: Path,
+) -> None:
+    # Default: at 07:00 the report on the day before. Started at 06:00 on the 2nd after
+    # missing 07:00 on the 1st: the missed run was the report on the 30th.
+    ws = _daily_config(vault, {"report_time": "07:00", "report_day": "previous_day"})
+    summary = await report_job(_daily_services(ws, datetime(2026, 12, 2, 6, 0, tzinfo=UTC)))
+    assert summary.startswith("06-daily/2026-11-30-triage.md created"), summary
+
+
+async def test_a_late_captains_log_is_the_day_of_its_scheduled_run(vault: Path) -> None:
+    # A log that covers the day before it is dated ("previous_day"), due at 23:30, run
+    # past midnight (within the misfire grace): the log dated the 30th, covering the 29th.
+    ws = _daily_config(vault, {"log_time": "23:30"}, covers="previous_day")
+    summary = await captains_log_job(_daily_services(ws, datetime(2026, 12, 1, 0, 20, tzinfo=UTC)))
+    assert summary.startswith("06-daily/2026-11-30-captains-log.md created"), summary
+
+
+async def test_a_kept_report_reads_as_such_in_status(vault: Path) -> None:
+    ws = _daily_config(vault, {"report_time": "07:00", "report_day": "previous_day"})
+    services = _daily_services(ws, datetime(2026, 12, 2, 8, 0, tzinfo=UTC))
+    await report_job(services)
+    note = vault / "06-daily" / "2026-12-01-triage.md"
+    note.write_text(note.read_text() + "\nMy own remark.\n")
+    summary = await report_job(services)
+    assert summary.startswith("06-daily/2026-12-01-triage.md kept (edited by hand):"), summary
+
+
+async def test_serve_writes_every_report_missed_while_it_was_stopped(vault: Path) -> None:
+    # Stopped for a long weekend: at start, each morning report it missed is written
+    # (the oldest first), not only the last one.
+    from signaldesk.pipeline.service.job_state import JobState, ServeState, save_state
+    from signaldesk.pipeline.service.scheduler import build_specs
+
+    ws = _daily_config(vault, {"report_time": "00:00", "report_day": "previous_day"})
+    today = datetime.now(UTC).date()
+    midnight = datetime(today.year, today.month, today.day, tzinfo=UTC)
+    last = midnight - timedelta(days=3) + timedelta(seconds=30)  # its run 3 days ago went well
+    save_state(
+        state_path(vault),
+        ServeState(
+            pid=1,
+            started_at=last,
+            stopped_at=last,
+            clean_exit=True,
+            jobs={
+                "report": JobState(
+                    "report", last_started=last, outcome="ok", runs=1, last_success=last
+                )
+            },
+        ),
+    )
+    specs = [s for s in build_specs(ws.config.schedule, UTC) if s.name == "report"]
+    stop = anyio.Event()
+    async with anyio.create_task_group() as tg:
+
+        async def run() -> None:
+            await serve(ws, stop=stop, handle_signals=False, specs=specs)
+
+        tg.start_soon(run)
+
+        def reported() -> bool:
+            state = load_state(state_path(vault))
+            return state is not None and state.jobs["report"].runs >= 2
+
+        await _wait_for(reported)
+        stop.set()
+    written = sorted(p.name for p in (vault / "06-daily").glob("*-triage.md"))
+    owed = [(today - timedelta(days=n)).isoformat() + "-triage.md" for n in (3, 2, 1)]
+    assert written == owed
+    summary = load_state(state_path(vault)).jobs["report"].summary  # type: ignore[union-attr]
+    assert summary is not None and "2 missed before it" in summary, summary

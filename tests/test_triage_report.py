@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from signaldesk.frontmatter import parse_note
 from signaldesk.items import Item
 from signaldesk.pipeline.config import Workspace, resolve_workspace
 from signaldesk.pipeline.intake.feeds import FeedRegistry
@@ -310,3 +311,112 @@ async def test_parked_errors_are_grouped_and_failing_article_pages_are_reported(
     assert "could not be fetched for 3 of the day's entries, from 2 hosts" in feeds
     assert "timed out at a.example (2 pages)" in feeds
     assert "timed out at b.example (1 page)" in feeds
+
+
+@pytest.mark.anyio
+async def test_feed_times_are_shown_in_the_reports_zone(workspace: Workspace) -> None:
+    # The report counts its day in the configured zone; its times are in that zone too
+    # (20:00 UTC on the 27th is 09:00 on the 28th in Auckland), not in the machine's.
+    from zoneinfo import ZoneInfo
+
+    _report, note = await write_triage_report(workspace, DAY, tz=ZoneInfo("Pacific/Auckland"))
+    feeds = _sections(note.path.read_text())["Feeds needing attention"]
+    assert "| backoff | 2 | HTTP 503 | 2026-11-28 09:00 |" in feeds
+
+
+def _obsidian_targets(vault: Path, cell: str) -> list[Path]:
+    """The notes the links in ``cell`` open, resolved as Obsidian does; what is left of
+    the cell must hold no stray link brackets."""
+    from urllib.parse import unquote
+
+    cell = cell.replace("\\|", "|")
+    found: list[Path] = []
+    for wiki in re.findall(r"\[\[(.*?)\]\]", cell):
+        # The target ends at the label's bar, a heading's # or a block's ^.
+        found.append(vault / (re.split(r"[|#^]", wiki, maxsplit=1)[0] + ".md"))
+    for href in re.findall(r"\[[^\[\]]*\]\(([^()\s]+)\)", cell):
+        found.append(vault / unquote(href))
+    rest = re.sub(r"\[\[.*?\]\]|\[[^\[\]]*\]\([^()\s]+\)", "", cell)
+    assert "[[" not in rest and "]]" not in rest, cell
+    return found
+
+
+@pytest.mark.anyio
+async def test_every_waiting_notes_link_opens_that_note(workspace: Workspace) -> None:
+    inbox = workspace.vault / "00-inbox"
+    (inbox / "C# tips.md").write_text("# C# tips\n")
+    (inbox / "plan ^2.md").write_text("# Plan\n")
+    (inbox / "odd.md").write_text('---\ntitle: "A | B with [[brackets]]"\n---\nText\n')
+    _report, note = await write_triage_report(workspace, DAY, tz=UTC)
+    rows = [r for r in _sections(note.path.read_text())["Waiting"].splitlines() if "00-inbox/" in r]
+    assert len(rows) == 4
+    for row in rows:
+        cell = row.split(" | ")[0].removeprefix("| ")
+        targets = _obsidian_targets(workspace.vault, cell)
+        assert len(targets) == 1 and targets[0].is_file(), (row, targets)
+    assert any("A \\| B with (brackets)" in r for r in rows)
+
+
+@pytest.mark.anyio
+async def test_worth_a_look_says_why_and_how_to_keep_one(workspace: Workspace) -> None:
+    # The person reading "worth a look" decides there: each row says what held the item
+    # back, the id `triage accept` takes, and a clipping links to its note in the inbox.
+    async with open_ledger(workspace) as ledger:
+        report = await gather_triage_report(workspace, ledger, DAY, tz=UTC)
+    [near] = report.near_misses
+    section = _sections(render_triage_report(report))["Worth a look"]
+    assert "`signaldesk triage accept ID`" in section
+    [row] = [line for line in section.splitlines() if "Item 3" in line]
+    assert "[[Clippings/item-3\\|Item 3]]" in row
+    assert f"| {near.id[:10]} |" in row
+    assert "relevance 0.50 (test)" in row
+
+
+@pytest.mark.anyio
+async def test_a_rewritten_report_keeps_when_it_was_created(workspace: Workspace) -> None:
+    _, note = await write_triage_report(workspace, DAY, tz=UTC)
+    first = parse_note(note.path.read_text()).frontmatter
+    text = note.path.read_text().replace(str(first["created"]), "2026-11-28T07:00:00+00:00")
+    note.path.write_text(text)  # as if written at 07:00 (the body, and so its hash, is as it was)
+    async with open_ledger(workspace) as ledger:
+        [late] = await ledger.record([_item(8)], now=_at(DAY, 22))
+        await ledger.settle(late, _item(8))
+    _, again = await write_triage_report(workspace, DAY, tz=UTC)
+    assert again.outcome == "updated"
+    meta = parse_note(note.path.read_text()).frontmatter
+    assert str(meta["created"]) == "2026-11-28T07:00:00+00:00"
+    assert meta.get("updated") and str(meta["updated"]) != str(meta["created"])
+
+
+@pytest.mark.anyio
+async def test_waiting_says_what_will_happen_to_each_note(workspace: Workspace) -> None:
+    # A clipping dropped since the last scan is picked up by the next one; a note a person
+    # put in the inbox is theirs to sort (nothing triages it): "not triaged" fitted neither.
+    (workspace.vault / "Clippings" / "fresh.md").write_text("---\ntitle: Fresh clip\n---\nText\n")
+    _report, note = await write_triage_report(workspace, DAY, tz=UTC)
+    rows = _sections(note.path.read_text())["Waiting"].splitlines()
+    [fresh] = [r for r in rows if "Fresh clip" in r]
+    [idea] = [r for r in rows if "An idea" in r]
+    assert "| not scanned yet (the next scan takes it) |" in fresh
+    assert "| yours to file (triage leaves it alone) |" in idea
+    assert "not triaged" not in note.path.read_text()
+
+
+@pytest.mark.anyio
+async def test_a_duplicate_clipping_waiting_says_what_it_duplicates(workspace: Workspace) -> None:
+    (workspace.vault / "Clippings" / "again.md").write_text("---\ntitle: Again\n---\nText\n")
+    again = Item(
+        source_kind="clipper",
+        source_id="Clippings",
+        title="Again",
+        text="other words " * 20,
+        guid="clipper:Clippings/again.md",
+        url="https://site.example/post/2",
+        origin_path="Clippings/again.md",
+    )
+    async with open_ledger(workspace) as ledger:
+        [item_id] = await ledger.record([again], now=_at(DAY, 14))
+        assert (await ledger.settle(item_id, again)).status == "duplicate"
+    _report, note = await write_triage_report(workspace, DAY, tz=UTC)
+    [row] = [r for r in _sections(note.path.read_text())["Waiting"].splitlines() if "Again" in r]
+    assert "| duplicate of Item 2 |" in row, row

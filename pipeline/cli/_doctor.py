@@ -50,7 +50,7 @@ def run_checks(app: AppContext) -> list[Check]:
     try:
         workspace = app.workspace()
         source = str(workspace.config_path) if workspace.config_path else "built-in defaults"
-        checks.append(Check("config", "ok", f"valid ({source})"))
+        checks.append(_config(workspace, source))
     except SignaldeskError as exc:
         checks.append(Check("config", "fail", exc.message, exc.hint or "fix the config file"))
     settings = workspace.config.index if workspace else IndexSettings()
@@ -70,6 +70,24 @@ def run_checks(app: AppContext) -> list[Check]:
             )
         )
     return checks
+
+
+def _config(workspace: Workspace, source: str) -> Check:
+    """The config loaded; its time zone, which only serve, report and log resolve, too."""
+    # Imported here: the scheduler module loads APScheduler, which nothing else here needs.
+    from signaldesk.pipeline.service.scheduler import ScheduleError, resolve_timezone
+
+    try:
+        resolve_timezone(workspace.config.schedule.timezone)
+    except ScheduleError as exc:
+        return Check(
+            "config",
+            "fail",
+            f"[schedule] timezone: {exc.message} ({source}); serve, report and log refuse it",
+            'set [schedule] timezone to an IANA name such as "Europe/Madrid", or delete '
+            "the line for the machine's zone",
+        )
+    return Check("config", "ok", f"valid ({source})")
 
 
 def _python() -> Check:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
-from datetime import date, datetime
+from datetime import date, datetime, tzinfo
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +35,7 @@ from signaldesk.pipeline.reports.triage_report import (
     write_triage_report,
 )
 from signaldesk.pipeline.service.job_state import state_path
-from signaldesk.pipeline.service.scheduler import resolve_timezone
+from signaldesk.pipeline.service.scheduler import ScheduleError, resolve_timezone
 from signaldesk.pipeline.service.scheduler import serve as run_serve
 from signaldesk.pipeline.service.status import ServiceStatus, gather_status
 from signaldesk.pipeline.wording import plural
@@ -43,11 +43,12 @@ from signaldesk.pipeline.wording import plural
 __all__ = ["COMMANDS", "demo", "log", "report", "serve", "status"]
 
 
-def _when(value: datetime | None) -> str:
+def _when(value: datetime | None, tz: tzinfo) -> str:
+    """A time in the configured zone: the one report_time and log_time are set in."""
     if value is None:
         return "-"
-    local = value.astimezone()
-    today = datetime.now().astimezone().date()
+    local = value.astimezone(tz)
+    today = datetime.now(tz).date()
     return local.strftime("%H:%M:%S" if local.date() == today else "%m-%d %H:%M")
 
 
@@ -117,21 +118,41 @@ def status(app: AppContext, as_json: bool) -> None:
         print_json(_status_json(snapshot))
         return
     console = app.console
+    try:
+        tz = resolve_timezone(workspace.config.schedule.timezone)
+    except ScheduleError as exc:
+        # status is where a person looks when serve will not start: it still answers.
+        tz = resolve_timezone(None)
+        console.print(
+            f"[yellow]warning:[/] [schedule] timezone: {escape(exc.message)} "
+            "(serve, report and log refuse it); times below are in the machine's zone",
+            highlight=False,
+        )
     state = snapshot.state
     if snapshot.running and state is not None:
         console.print(
-            f"[green]serve is running[/] (pid {state.pid}, since {_when(state.started_at)})",
+            f"[green]serve is running[/] (pid {state.pid}, since {_when(state.started_at, tz)})",
             highlight=False,
         )
     elif state is not None and state.stopped_at is not None:
         console.print(
-            f"[yellow]serve is not running[/] (last stopped {_when(state.stopped_at)})",
+            f"[yellow]serve is not running[/] (last stopped {_when(state.stopped_at, tz)})",
             highlight=False,
         )
     elif state is not None:
         console.print(
-            f"[red]serve is not running[/]: the one started {_when(state.started_at)} "
+            f"[red]serve is not running[/]: the one started {_when(state.started_at, tz)} "
             "ended without stopping cleanly (see its log)",
+            highlight=False,
+        )
+    elif snapshot.running:
+        console.print(
+            "[green]serve is running[/] (its state file cannot be read yet)", highlight=False
+        )
+    elif state_path(workspace.vault).exists():
+        console.print(
+            "[yellow]serve is not running[/] (its state file cannot be read; the next "
+            "`signaldesk serve` writes a new one)",
             highlight=False,
         )
     else:
@@ -150,9 +171,9 @@ def status(app: AppContext, as_json: bool) -> None:
             took = f" {job.duration:.1f}s" if job.duration is not None else ""
             table.add_row(
                 job.name,
-                _when(job.last_started),
+                _when(job.last_started, tz),
                 Text(outcome, style=colours.get(outcome, "cyan")) + took,
-                _when(job.next_run) if snapshot.running else "-",
+                _when(job.next_run, tz) if snapshot.running else "-",
                 f"{job.runs}/{job.failures}",
                 Text(job.error or job.summary or job.description),
             )
@@ -173,7 +194,7 @@ def status(app: AppContext, as_json: bool) -> None:
                 f.state,
                 str(f.error_count),
                 Text(f.last_error or ""),
-                _when(f.next_check_at) if f.state == "backoff" else "-",
+                _when(f.next_check_at, tz) if f.state == "backoff" else "-",
             )
         console.print(feeds)
     if snapshot.items:
@@ -185,7 +206,7 @@ def status(app: AppContext, as_json: bool) -> None:
         if index.exists:
             console.print(
                 f"index: {index.notes} notes, {index.chunks} chunks, "
-                f"last indexed {_when(index.last_indexed)}"
+                f"last indexed {_when(index.last_indexed, tz)}"
                 + (f"; degraded: {'; '.join(index.degraded)}" if index.degraded else ""),
                 markup=False,
                 highlight=False,
@@ -280,13 +301,14 @@ def log(app: AppContext, day_text: str | None, as_json: bool) -> None:
     day = _parse_day(day_text, timezone, writing=not as_json)
     tz = resolve_timezone(timezone)
     settings = workspace.config.captains_log
+    skip = [workspace.config.clipper.folder]
     if as_json:
-        gathered = gather(workspace.vault, settings, day, tz=tz)
+        gathered = gather(workspace.vault, settings, day, tz=tz, skip=skip)
         data: dict[str, Any] = to_jsonable(gathered)
         data["path"] = str(log_path(workspace.vault, settings, day))
         print_json(data)
         return
-    result, note = write_captains_log(workspace.vault, settings, day, tz=tz)
+    result, note = write_captains_log(workspace.vault, settings, day, tz=tz, skip=skip)
     _print_note(app.console, note, workspace.vault)
     app.console.print(summary_line(result), highlight=False)
     for problem in result.errors:

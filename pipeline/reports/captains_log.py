@@ -6,13 +6,13 @@ notes touched in the period, and the signals filed in it. No network.
 
 from __future__ import annotations
 
-import logging
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime, time, timedelta, tzinfo
 from pathlib import Path
 
-from signaldesk.frontmatter import first_heading, note_title, parse_note
+from signaldesk.frontmatter import as_tags, first_heading, note_title, parse_note
 from signaldesk.pipeline.reports.generated_notes import GeneratedNote, write_generated_note
 from signaldesk.pipeline.reports.gitlog import (
     AddedTodo,
@@ -23,12 +23,11 @@ from signaldesk.pipeline.reports.gitlog import (
     find_repositories,
     is_repository,
 )
+from signaldesk.pipeline.reports.note_links import note_link
 from signaldesk.pipeline.settings import CaptainsLogSettings
 from signaldesk.pipeline.wording import plural
 from signaldesk.retrieval.ignore import VaultFilter, iter_vault_notes
 from signaldesk.signal_note import COMPOSITE_KEY, SIGNAL_TYPE, signal_scores
-
-logger = logging.getLogger(__name__)
 
 # Words that mark a commit message or a note line as a decision or a lesson.
 _DECISION = re.compile(
@@ -82,6 +81,7 @@ class CaptainsLog:
     unchecked: list[NoteLine] = field(default_factory=list)
     signals: list[SignalEntry] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
+    repositories: int = 0  # how many were read (configured and found)
 
 
 def period_for(day: date, covers: str, tz: tzinfo) -> Period:
@@ -97,7 +97,9 @@ def period_for(day: date, covers: str, tz: tzinfo) -> Period:
     return Period(start, end)
 
 
-def _repositories(settings: CaptainsLogSettings) -> list[Path]:
+def _repositories(settings: CaptainsLogSettings, problems: list[str]) -> list[Path]:
+    """The repositories to read; each configured one that is not a repository is added
+    to ``problems`` (the log's own Problems section: serve writes it unattended)."""
     repos = [Path(p).expanduser() for p in settings.repos]
     repos += find_repositories(Path(p) for p in settings.repo_roots)
     unique: dict[Path, None] = {}
@@ -105,18 +107,29 @@ def _repositories(settings: CaptainsLogSettings) -> list[Path]:
         if is_repository(repo):
             unique.setdefault(repo.resolve(), None)
         else:
-            logger.warning("not a git repository, skipped: %s", repo)
+            problems.append(f"not a git repository, skipped: {repo} ([captains_log] repos)")
     return list(unique)
 
 
 def gather(
-    vault: Path, settings: CaptainsLogSettings, day: date, *, tz: tzinfo | None = None
+    vault: Path,
+    settings: CaptainsLogSettings,
+    day: date,
+    *,
+    tz: tzinfo | None = None,
+    skip: Sequence[str] = (),
 ) -> CaptainsLog:
-    """Collect the log's content for ``day`` (local time unless ``tz`` is given)."""
+    """Collect the log's content for ``day`` (local time unless ``tz`` is given).
+
+    :param skip: vault-relative folders whose notes are other people's pages (the clipper
+        folder): no decisions or open loops are taken from them.
+    """
     zone = tz or datetime.now().astimezone().tzinfo
     assert zone is not None
     log = CaptainsLog(day=day, period=period_for(day, settings.covers, zone))
-    for repo in _repositories(settings):
+    repos = _repositories(settings, log.errors)
+    log.repositories = len(repos)
+    for repo in repos:
         try:
             commits = commits_between(repo, log.period.start, log.period.end)
             todos = added_todos(repo, commits)
@@ -131,20 +144,55 @@ def gather(
             for c in commits
             if _DECISION.search(f"{c.subject}\n{c.body}")
         )
-    _gather_notes(vault, log, settings.top_signals)
+    _gather_notes(vault, log, settings.top_signals, skip)
     return log
 
 
-def _gather_notes(vault: Path, log: CaptainsLog, top_signals: int) -> None:
+def _created_day(value: object, tz: tzinfo) -> str:
+    """The day, in ``tz``, of a note's ``created`` (``""`` when it names none).
+
+    A date is taken as it is; a time with an offset is converted; a time without one is
+    this machine's local time (what signaldesk's note writer stamps), so a signal filed
+    near midnight counts on the same day as in the triage report, which counts arrivals
+    in the configured zone.
+    """
+    if isinstance(value, datetime):
+        moment = value
+    elif isinstance(value, date):
+        return value.isoformat()
+    else:
+        text = str(value or "").strip()
+        try:
+            moment = datetime.fromisoformat(text)
+        except ValueError:
+            return text[:10]
+        if len(text) <= 10:  # a bare date: no time, no zone to convert
+            return moment.date().isoformat()
+    if moment.tzinfo is None:
+        moment = moment.astimezone()  # naive: this machine's local time
+    return moment.astimezone(tz).date().isoformat()
+
+
+def _is_clipped_page(rel: str, meta: dict[str, object], skip: Sequence[str]) -> bool:
+    """A Web Clipper note: its ``clippings`` tag (wherever it was moved), or in a skipped
+    folder. Its sentences and checkboxes are the page author's, not the person's."""
+    if "clippings" in as_tags(meta.get("tags")):
+        return True
+    return any(rel.startswith(folder.strip("/") + "/") for folder in skip if folder.strip("/"))
+
+
+def _gather_notes(vault: Path, log: CaptainsLog, top_signals: int, skip: Sequence[str]) -> None:
     start_ts, end_ts = log.period.start.timestamp(), log.period.end.timestamp()
     days = {d.isoformat() for d in log.period.days}
+    zone = log.period.start.tzinfo
+    assert zone is not None
     signals: list[SignalEntry] = []
     for rel, stat in iter_vault_notes(vault, VaultFilter(vault)):
         if rel.endswith(_GENERATED_SUFFIXES):
             continue
         parsed = parse_note((vault / rel).read_text(encoding="utf-8", errors="replace"))
         meta = parsed.frontmatter
-        created = str(meta.get("created", ""))[:10]
+        created = _created_day(meta.get("created"), zone)
         # A signal is a note of type signal wherever it lives (the signals folder is
         # configurable, and a person may move a note).
         if meta.get("type") == SIGNAL_TYPE:
@@ -160,6 +208,8 @@ def _gather_notes(vault: Path, log: CaptainsLog, top_signals: int) -> None:
             continue
         if not (start_ts <= stat.st_mtime < end_ts or created in days):
             continue
+        if _is_clipped_page(rel, meta, skip):
+            continue
         for line in parsed.body.splitlines():
             unchecked = _UNCHECKED.match(line)
             if unchecked:
@@ -167,7 +217,7 @@ def _gather_notes(vault: Path, log: CaptainsLog, top_signals: int) -> None:
             elif (
                 _DECISION.search(line) and len(line.strip()) > 12 and not _NUMBERED_STEP.match(line)
             ):
-                log.decisions.append(f"{line.strip(' -*#>')} ([[{rel[:-3]}]])")
+                log.decisions.append(f"{line.strip(' -*#>')} ({note_link(rel)})")
     signals.sort(key=lambda s: (-s.composite, s.path))
     log.signals = signals[:top_signals]
 
@@ -187,6 +237,7 @@ def summary_line(log: CaptainsLog) -> str:
 def render(log: CaptainsLog) -> str:
     """The log as markdown, H2 sections, readable in Obsidian."""
     total = [c for commits in log.commits.values() for c in commits]
+    zone = log.period.start.tzinfo  # the log's day is counted there; its times are shown there
     first, last = log.period.days[0], log.period.days[-1]
     span = first.isoformat() if first == last else f"{first.isoformat()} to {last.isoformat()}"
     lines = [f"# Captain's log {log.day.isoformat()}", ""]
@@ -198,7 +249,12 @@ def render(log: CaptainsLog) -> str:
         f"{plural(len(log.todos) + len(log.unchecked), 'open loop')}."
     )
     lines += ["", "## Commits", ""]
-    if not log.commits:
+    if not log.repositories and not log.errors:
+        lines.append(
+            "No commits: no repositories are configured (`[captains_log] repos`, or "
+            "`repo_roots` to find them under a folder, in signaldesk.toml)."
+        )
+    elif not log.commits:
         lines.append("No commits in the configured repositories.")
     for repo, commits in sorted(log.commits.items()):
         ins, dels = sum(c.insertions for c in commits), sum(c.deletions for c in commits)
@@ -207,20 +263,22 @@ def render(log: CaptainsLog) -> str:
         for c in commits:
             subject = c.subject.replace("|", "\\|")
             lines.append(
-                f"| {c.date:%a %H:%M} | {c.author} | {subject} `{c.sha[:7]}` "
+                f"| {c.date.astimezone(zone):%a %H:%M} | {c.author} | {subject} `{c.sha[:7]}` "
                 f"| {c.files} | +{c.insertions} / -{c.deletions} |"
             )
         lines.append("")
+    if lines[-1] == "":
+        lines.pop()  # the section break below is blank line enough
     lines += ["", "## Decisions and learnings", ""]
     lines += [f"- {d}" for d in log.decisions] or ["Nothing recorded."]
     lines += ["", "## Open loops", ""]
     lines += [f"- [ ] {t.tag}: {t.text} (`{t.repo}/{t.path}`)" for t in log.todos]
-    lines += [f"- [ ] {u.text} ([[{u.path[:-3]}]])" for u in log.unchecked]
+    lines += [f"- [ ] {u.text} ({note_link(u.path)})" for u in log.unchecked]
     if not log.todos and not log.unchecked:
         lines.append("None.")
     lines += ["", "## Top signals", ""]
     lines += [
-        f"- [[{s.path[:-3]}|{s.title}]] · {s.domain} · {s.composite:.2f}" for s in log.signals
+        f"- {note_link(s.path, s.title)} · {s.domain} · {s.composite:.2f}" for s in log.signals
     ] or ["No signals filed."]
     if log.errors:
         lines += ["", "## Problems", ""] + [f"- {e}" for e in log.errors]
@@ -233,10 +291,15 @@ def log_path(vault: Path, settings: CaptainsLogSettings, day: date) -> Path:
 
 
 def write_captains_log(
-    vault: Path, settings: CaptainsLogSettings, day: date, *, tz: tzinfo | None = None
+    vault: Path,
+    settings: CaptainsLogSettings,
+    day: date,
+    *,
+    tz: tzinfo | None = None,
+    skip: Sequence[str] = (),
 ) -> tuple[CaptainsLog, GeneratedNote]:
-    """Gather, render and write the log dated ``day``."""
-    log = gather(vault, settings, day, tz=tz)
+    """Gather, render and write the log dated ``day`` (``skip``: as :func:`gather`)."""
+    log = gather(vault, settings, day, tz=tz, skip=skip)
     path = log_path(vault, settings, day)
     frontmatter = {
         "title": f"Captain's log {day.isoformat()}",

@@ -89,9 +89,19 @@ def _source_name(entry: LedgerEntry, feeds: dict[str, FeedRecord]) -> str:
     return item.source_id
 
 
+def _dimension_reasons(scores: dict[str, Any] | None) -> dict[str, str]:
+    reasons: dict[str, str] = {}
+    for name in DIMENSIONS:
+        value = (scores or {}).get(name)
+        if isinstance(value, dict) and isinstance(value.get("reason"), str) and value["reason"]:
+            reasons[name] = value["reason"]
+    return reasons
+
+
 def _report_item(
     entry: LedgerEntry, feeds: dict[str, FeedRecord], titles: dict[str, str]
 ) -> ReportItem:
+    item = entry.item
     return ReportItem(
         id=entry.id,
         title=entry.item.title,
@@ -108,6 +118,8 @@ def _report_item(
         arrived=entry.discovered_at,
         teaser=entry.item.teaser,
         page_cause=entry.item.extra.get("full_text_cause") if entry.item.teaser else None,
+        origin_path=item.origin_path if item.source_kind == "clipper" else None,
+        reasons=_dimension_reasons(entry.scores),
     )
 
 
@@ -232,14 +244,26 @@ async def gather_triage_report(
     }
     listed, skipped = _waiting_folders(workspace)
     waiting = await anyio.to_thread.run_sync(_list_waiting, workspace.vault, listed, skipped)
+    clipper = workspace.resolve(config.clipper.folder)
     for rel, title in waiting:
         entry = clippings.get(rel)
+        if entry is not None:
+            status: str | None = entry.status
+        elif (workspace.vault / rel).is_relative_to(clipper):
+            status = "unscanned"  # dropped since the last scan, which takes it
+        else:
+            status = None  # a person's note in the inbox: nothing triages it
+        repeats: str | None = None
+        if entry is not None and entry.duplicate_of:
+            first = await ledger.get(entry.duplicate_of)
+            repeats = first.item.title if first is not None else None
         report.waiting_notes.append(
             WaitingNote(
                 rel,
                 title,
-                status=entry.status if entry else None,
+                status=status,
                 score=entry.score if entry else None,
+                duplicate_of=repeats,
             )
         )
     report.corrections = await _day_corrections(ledger, day, zone)
@@ -259,7 +283,7 @@ async def write_triage_report(
     else:
         report = await gather_triage_report(workspace, ledger, day, tz=tz)
     settings = workspace.config.report
-    body = render_triage_report(report, charts=settings.charts, max_rows=settings.max_rows)
+    body = render_triage_report(report, charts=settings.charts, max_rows=settings.max_rows, tz=tz)
     frontmatter = {
         "title": f"Triage report {day.isoformat()}",
         "type": "daily",

@@ -47,6 +47,17 @@ class ReportItem:
     arrived: datetime
     teaser: bool = False
     page_cause: str | None = None  # why the article page could not be had (teasers)
+    # The note a clipping is (vault-relative), linked while it has no filed note.
+    origin_path: str | None = None
+    reasons: dict[str, str] = field(default_factory=dict)  # per dimension, why that score
+
+    def weakest(self) -> str:
+        """``depth 0.12 (48 words, no headings)``: the dimension that held it back most."""
+        if not self.scores:
+            return "-"
+        name = min(self.scores, key=lambda d: (self.scores[d], DIMENSIONS.index(d)))
+        reason = self.reasons.get(name)
+        return f"{name} {self.scores[name]:.2f}" + (f" ({reason})" if reason else "")
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,8 +80,11 @@ class WaitingNote:
 
     path: str
     title: str
+    # The clipping's ledger status; "unscanned": in the clipper folder, not seen yet;
+    # None: a person's note in the inbox.
     status: str | None = None
     score: float | None = None
+    duplicate_of: str | None = None  # the title of the item a duplicate clipping repeats
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,8 +7,10 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Iterable
+from datetime import tzinfo
 
 from signaldesk.pipeline.intake.summary import ProblemGroup, problem_lines
+from signaldesk.pipeline.reports.note_links import note_link
 from signaldesk.pipeline.reports.triage_report_model import (
     DIMENSIONS,
     CorrectionNote,
@@ -28,17 +30,25 @@ def _cell(text: str | None) -> str:
 
 
 def _link(item: ReportItem) -> str:
-    """A wiki-link to the item's note (pipe escaped for tables), else its URL or title."""
-    return _note_link(item.title, item.note_path, item.url)
+    """A link to the item's note (its filed note, else the clipping it is), else its URL
+    or title; pipes escaped for tables."""
+    return _note_link(item.title, item.note_path or item.origin_path, item.url)
 
 
 def _note_link(title: str, note_path: str | None, url: str | None) -> str:
     if note_path:
-        target = note_path[:-3] if note_path.endswith(".md") else note_path
-        return f"[[{target}\\|{_cell(title)}]]"
+        return note_link(note_path, title, in_table=True)
     if url:
         return f"[{_cell(title).replace(']', ')')}]({url.replace(')', '%29')})"
     return _cell(title)
+
+
+# What a waiting note's ledger status means for it (other statuses are shown as they are).
+_WAITING_STATUS: dict[str | None, str] = {
+    "rejected": "below threshold",
+    "unscanned": "not scanned yet (the next scan takes it)",
+    None: "yours to file (triage leaves it alone)",
+}
 
 
 def _fmt(value: float | None) -> str:
@@ -110,9 +120,17 @@ def _charts(report: TriageReportNote) -> list[str]:
 
 
 def render_triage_report(
-    report: TriageReportNote, *, charts: bool = True, max_rows: int = 100
+    report: TriageReportNote,
+    *,
+    charts: bool = True,
+    max_rows: int = 100,
+    tz: tzinfo | None = None,
 ) -> str:
-    """The report as markdown: a summary line, then one H2 section per question."""
+    """The report as markdown: a summary line, then one H2 section per question.
+
+    :param tz: the zone times are shown in, the one the report's day is counted in
+        (default: this machine's).
+    """
     filed, near = report.filed, report.near_misses
     rejected = report.with_status("rejected")
     day = report.day.isoformat()
@@ -164,22 +182,28 @@ def render_triage_report(
     lines.append(
         f"Rejected, but within {report.near_margin:.2f} of the threshold "
         f"({floor:.2f} to {report.threshold:.2f})."
+        + (
+            " `signaldesk triage accept ID` files one (scoring learns from it); "
+            "`held back by` is its weakest score."
+            if near
+            else ""
+        )
     )
     lines.append("")
     if not near:
         lines.append("None.")
     else:
         lines += [
-            "| item | source | domain | composite | short by |",
-            "| --- | --- | --- | ---: | ---: |",
+            "| item | id | source | domain | composite | short by | held back by |",
+            "| --- | --- | --- | --- | ---: | ---: | --- |",
         ]
         for i in near[:max_rows]:
             # Three decimals, as the note's frontmatter has them: at two, 0.548 read as
             # "0.55, short by 0.00" beside a threshold of 0.55.
             score = i.score or 0.0
             lines.append(
-                f"| {_link(i)} | {_cell(i.source)} | {i.domain or '-'} | {score:.3f} "
-                f"| {report.threshold - score:.3f} |"
+                f"| {_link(i)} | {i.id[:10]} | {_cell(i.source)} | {i.domain or '-'} "
+                f"| {score:.3f} | {report.threshold - score:.3f} | {_cell(i.weakest())} |"
             )
         lines += _more(len(near), max_rows)
 
@@ -200,11 +224,12 @@ def render_triage_report(
     if report.waiting_notes:
         lines += ["| note | status | composite |", "| --- | --- | ---: |"]
         for w in report.waiting_notes[:max_rows]:
-            target = w.path[:-3] if w.path.endswith(".md") else w.path
-            status = {"rejected": "below threshold", None: "not triaged"}.get(
-                w.status, w.status or ""
-            )
-            lines.append(f"| [[{target}\\|{_cell(w.title)}]] | {status} | {_fmt(w.score)} |")
+            if w.status == "duplicate" and w.duplicate_of:
+                status = f"duplicate of {_cell(w.duplicate_of)}"
+            else:
+                status = _WAITING_STATUS.get(w.status, w.status or "")
+            link = note_link(w.path, w.title, in_table=True)
+            lines.append(f"| {link} | {status} | {_fmt(w.score)} |")
         lines += _more(len(report.waiting_notes), max_rows)
     if report.pending_total:
         lines += ["", f"{report.pending_total} item(s) in the ledger wait for triage:", ""]
@@ -234,7 +259,7 @@ def render_triage_report(
         for f in report.feed_issues[:max_rows]:
             name = f"[{_cell(f.title or f.url)}]({f.url})"
             when = (
-                f.next_check_at.astimezone().strftime("%Y-%m-%d %H:%M")
+                f.next_check_at.astimezone(tz).strftime("%Y-%m-%d %H:%M")
                 if f.next_check_at and f.state == "backoff"
                 else "-"
             )

@@ -7,6 +7,7 @@ vault ask for an index run afterwards through ``trigger``.
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -19,6 +20,7 @@ from signaldesk.pipeline.config import Workspace
 from signaldesk.pipeline.intake.summary import ScanStats
 from signaldesk.pipeline.ledger.index_queue import forget_indexed
 from signaldesk.pipeline.reports.captains_log import write_captains_log
+from signaldesk.pipeline.reports.generated_notes import GeneratedNote
 from signaldesk.pipeline.reports.triage_report import write_triage_report
 from signaldesk.pipeline.service.watcher import VaultWatcher
 from signaldesk.pipeline.triage.records import TriageReport
@@ -67,9 +69,18 @@ class JobServices:
     # sweeps at once would score (and try to file) the same item twice.
     intake_lock: anyio.Lock = field(default_factory=anyio.Lock)
     stopping: Callable[[], bool] = field(default=lambda: False)
+    # Per daily job, the days of runs missed while serve was stopped before the latest
+    # one (which the catch-up run answers): that run writes these first, oldest first.
+    owed: dict[str, list[date]] = field(default_factory=dict)
 
-    def today(self) -> date:
-        return self.clock().astimezone(self.tz).date()
+    def scheduled_day(self, at: str) -> date:
+        """The date of the latest daily ``at`` (HH:MM local) at or before now: the run a
+        daily job answers, also when it starts late past midnight (within the misfire
+        grace) or catches up at start a run missed while serve was stopped."""
+        local = self.clock().astimezone(self.tz)
+        hour, minute = (int(part) for part in at.split(":"))
+        passed = (local.hour, local.minute) >= (hour, minute)
+        return local.date() if passed else local.date() - timedelta(days=1)
 
 
 JobFunc = Callable[[JobServices], Awaitable[str]]
@@ -183,34 +194,63 @@ async def watch_job(services: JobServices) -> str:
     return f"{state} ({watcher.notes} notes)"
 
 
+def _said(note: GeneratedNote) -> str:
+    """What became of a daily note, in the words `status` shows."""
+    return "kept (edited by hand)" if note.outcome == "kept_edited" else note.outcome
+
+
 def report_day(today: date, which: str) -> date:
     """The day the scheduled report covers: ``previous_day`` or ``same_day``."""
     return today - timedelta(days=1) if which == "previous_day" else today
 
 
+def _run_days(services: JobServices, name: str, at: str) -> list[date]:
+    """The days of the runs this one answers: those owed from before start, then its own."""
+    return [*services.owed.pop(name, []), services.scheduled_day(at)]
+
+
+def _with_owed(summary: str, days: list[date]) -> str:
+    owed = len(days) - 1
+    return summary + (f" (and {owed} missed before it, written too)" if owed else "")
+
+
 async def report_job(services: JobServices) -> str:
-    """Write the daily triage report."""
+    """Write the daily triage report (and any missed while serve was stopped)."""
     workspace = services.workspace
-    day = report_day(services.today(), workspace.config.schedule.report_day)
-    report, note = await write_triage_report(workspace, day, tz=services.tz)
-    if note.outcome in ("created", "updated"):
-        services.trigger("index")
-    rel = note.path.relative_to(workspace.vault).as_posix()
-    return f"{rel} {note.outcome}: {len(report.items)} arrived, {len(report.filed)} filed"
+    schedule = workspace.config.schedule
+    days = _run_days(services, "report", schedule.report_time)
+    summary = ""
+    for run_day in days:
+        day = report_day(run_day, schedule.report_day)
+        report, note = await write_triage_report(workspace, day, tz=services.tz)
+        if note.outcome in ("created", "updated"):
+            services.trigger("index")
+        rel = note.path.relative_to(workspace.vault).as_posix()
+        summary = f"{rel} {_said(note)}: {len(report.items)} arrived, {len(report.filed)} filed"
+    return _with_owed(summary, days)
 
 
 async def captains_log_job(services: JobServices) -> str:
-    """Write the daily captain's log (each morning: yesterday's, when a log covers its own day)."""
+    """Write the daily captain's log (each morning: yesterday's, when a log covers its own
+    day), and any missed while serve was stopped."""
     workspace = services.workspace
     covers_own_day = workspace.config.captains_log.covers == "same_day"
-    day = services.today() - timedelta(days=1) if covers_own_day else services.today()
-    log, note = await anyio.to_thread.run_sync(
-        lambda: write_captains_log(
-            workspace.vault, workspace.config.captains_log, day, tz=services.tz
+    days = _run_days(services, "captains_log", workspace.config.schedule.log_time)
+    summary = ""
+    for run_day in days:
+        day = run_day - timedelta(days=1) if covers_own_day else run_day
+        write = functools.partial(
+            write_captains_log,
+            workspace.vault,
+            workspace.config.captains_log,
+            day,
+            tz=services.tz,
+            skip=[workspace.config.clipper.folder],
         )
-    )
-    if note.outcome in ("created", "updated"):
-        services.trigger("index")
-    commits = sum(len(c) for c in log.commits.values())
-    rel = note.path.relative_to(workspace.vault).as_posix()
-    return f"{rel} {note.outcome}: {commits} commits, {len(log.signals)} signals"
+        log, note = await anyio.to_thread.run_sync(write)
+        if note.outcome in ("created", "updated"):
+            services.trigger("index")
+        commits = sum(len(c) for c in log.commits.values())
+        rel = note.path.relative_to(workspace.vault).as_posix()
+        summary = f"{rel} {_said(note)}: {commits} commits, {len(log.signals)} signals"
+    return _with_owed(summary, days)

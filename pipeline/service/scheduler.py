@@ -31,7 +31,7 @@ import signal
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime, timedelta, tzinfo
+from datetime import date, datetime, timedelta, tzinfo
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -204,6 +204,23 @@ def _last_scheduled(trigger: BaseTrigger, now: datetime) -> datetime | None:
         last = moment
         moment = trigger.get_next_fire_time(moment, moment + timedelta(seconds=1))
     return last
+
+
+# How far back a start writes the daily notes missed while serve was stopped; older ones
+# `signaldesk report --date` / `log --date` write on request.
+_OWED_DAYS = 7
+
+
+def _owed_days(trigger: BaseTrigger, done: datetime, latest: datetime, tz: tzinfo) -> list[date]:
+    """The days (in ``tz``) of the fire times after ``done`` and before ``latest``, at most
+    :data:`_OWED_DAYS` back: the runs missed before the one a catch-up answers."""
+    days: list[date] = []
+    since = max(done, latest - timedelta(days=_OWED_DAYS))
+    moment = trigger.get_next_fire_time(None, since + timedelta(seconds=1))
+    while moment is not None and moment < latest:
+        days.append(moment.astimezone(tz).date())
+        moment = trigger.get_next_fire_time(moment, moment + timedelta(seconds=1))
+    return days
 
 
 def _now() -> datetime:
@@ -502,6 +519,8 @@ async def _serve_locked(
                 done = state.job(spec.name).last_success
                 if missed is not None and (done is None or done < missed):
                     first = now
+                    if done is not None:  # a first start owes nothing from before it
+                        services.owed[spec.name] = _owed_days(spec.trigger, done, missed, tz)
             options: dict[str, Any] = {} if first is None else {"next_run_time": first}
             scheduler.add_job(
                 runner.fire,
