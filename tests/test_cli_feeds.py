@@ -38,15 +38,18 @@ def _ok(vault: Path, *args: str) -> Result:
 
 
 def test_adding_a_sites_page_subscribes_to_the_feed_it_links_to(vault: Path) -> None:
+    from datetime import datetime
+
     from tests.feedserver import FeedServer, Reply
-    from tests.intake_data import rss_document
+    from tests.intake_data import Entry, rss_document
 
     def page(head: str) -> Reply:
         body = f"<html><head>{head}</head><body>A blog</body></html>".encode()
         return Reply(body=body, content_type="text/html; charset=utf-8")
 
     with FeedServer() as server:
-        server.route("/feed.xml", Reply(body=rss_document("The blog", server.url("/"), [])))
+        one = Entry("urn:x:1", "First post", server.url("/p/1"), "Hello.", datetime(2026, 1, 2))
+        server.route("/feed.xml", Reply(body=rss_document("The blog", server.url("/"), [one])))
         # WordPress puts a JSON alternate that is no feed on every page, before the feed.
         wordpress = (
             '<link rel="alternate" type="application/json" href="/wp-json/wp/v2/pages/2">'
@@ -57,7 +60,7 @@ def test_adding_a_sites_page_subscribes_to_the_feed_it_links_to(vault: Path) -> 
         server.route("/gone", page('<link rel="alternate" type="application/atom+xml" href="x">'))
         added = _ok(vault, "feeds", "add", server.url("/blog/")).stdout
         assert added.startswith(f"subscribed to {server.url('/feed.xml')}, found on ")
-        assert "The blog" in added
+        assert "(The blog, 1 entry now)" in added
         failed = _run(vault, "feeds", "add", server.url("/gone"))
         assert isinstance(failed.exception, FeedRegistryError)
         assert "feed links cannot be read either: " + server.url("/x") in str(failed.exception)

@@ -107,7 +107,10 @@ def add(
             category=category,
         ),
     )
-    found = f" ({checked.title or 'untitled'}, {checked.entries} entries now)" if checked else ""
+    entries = (
+        f"{checked.entries} {'entry' if checked.entries == 1 else 'entries'}" if checked else ""
+    )
+    found = f" ({checked.title or 'untitled'}, {entries} now)" if checked else ""
     if checked and checked.page:
         found = f", found on {checked.page}{found}"
     app.console.print(f"subscribed to {record.url}{found}", markup=False, highlight=False)
