@@ -228,3 +228,19 @@ def test_a_drop_whose_name_is_not_utf8_is_skipped_with_one_line_and_the_rest_tak
     assert said == [
         f"{vault}/Clippings/caf\ufffd.md: its name is not valid UTF-8: rename it; skipped"
     ]
+
+
+def test_a_clipping_left_in_the_inbox_is_searchable_after_the_scan(vault: Path) -> None:
+    (vault / "signaldesk.toml").write_text(CONFIG_TOML, encoding="utf-8")
+    clipping_note(
+        vault / "Clippings",
+        "thin.md",
+        title="Zanzibar spice notes",
+        source="https://e.org/z",
+        body="Cloves and nutmeg from the zanzibarian market, a short note.",
+    )
+    _ok(vault, "scan")
+    [item] = json.loads(_ok(vault, "items", "--json").stdout)
+    assert item["status"] == "rejected"
+    found = json.loads(_ok(vault, "search", "zanzibarian", "--mode", "bm25", "--json").stdout)
+    assert [r["path"] for r in found["results"]] == ["Clippings/thin.md"]

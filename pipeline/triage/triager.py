@@ -413,6 +413,10 @@ class Triager:
             self._index_paths.append(result.path)
         if result.previous_path:
             self._index_paths.append(result.previous_path)
+        if result.outcome == "stays" and job.item.origin_path:
+            # A clipping (or drop) below the line stays a note of the vault: searchable now,
+            # not after the next full index (`doctor` counted it "not indexed yet").
+            self._index_paths.append(job.item.origin_path)
         has_note = result.path is not None and result.outcome not in ("stays", "failed")
         if result.outcome == "missing":
             has_note = True  # it was filed once; a person removed the note
@@ -498,6 +502,8 @@ def _paths_to_index(job: _Job, result: NoteResult, has_note: bool) -> list[str]:
     origin = job.item.origin_path
     if job.item.source_kind == "clipper" and has_note and origin != result.path:
         paths.append(origin)
+    if result.outcome == "stays":
+        paths.append(origin)  # it stays a note of the vault, to be indexed as one
     return [p for p in dict.fromkeys(paths) if p]
 
 
