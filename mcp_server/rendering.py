@@ -75,8 +75,10 @@ def render_read(out: ReadNoteOutput) -> str:
 
 def render_notes(out: NoteListOutput) -> str:
     if not out.notes:
-        return "No notes match these filters."
-    lines = [f"{out.count} note(s){' (more available: raise limit)' if out.truncated else ''}:"]
+        return out.message or "No notes match these filters."
+    lines = [f"{out.count} note(s):"]
+    if out.message:
+        lines.append(f"[{out.message}]")
     for note in out.notes:
         date = note.updated or note.created or ""
         extra = ", ".join(x for x in (note.note_type, note.domain, date) if x)
@@ -86,8 +88,10 @@ def render_notes(out: NoteListOutput) -> str:
 
 def render_signals(out: SignalListOutput) -> str:
     if not out.signals:
-        return "No filed signals match these filters."
+        return out.message or "No filed signals match these filters."
     lines = [f"{out.count} signal(s), newest first:"]
+    if out.message:
+        lines.append(f"[{out.message}]")
     for sig in out.signals:
         dims = (
             f"rel {_score(sig.relevance)} act {_score(sig.actionability)} "

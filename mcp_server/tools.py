@@ -78,6 +78,9 @@ _M = TypeVar("_M", bound=BaseModel)
 
 # Signals read from the index per call, to sort by filing date and apply min_score.
 _SIGNAL_SCAN = 5000
+# The largest `limit` of list_notes and recent_signals.
+_LIST_LIMIT = 500
+_SIGNAL_LIMIT = 100
 
 
 class Toolbox:
@@ -104,6 +107,12 @@ class Toolbox:
         self.settings = settings
         self.excluded = excluded
         self.layout = layout
+
+    def _hidden(self, path: str) -> bool:
+        """Whether an indexed note must be left out of an answer: it is excluded, or it
+        was deleted since the index was last updated (the vault is the source of truth,
+        and a path that read_note cannot open sends the model round in circles)."""
+        return self.excluded(path) or not self.notes.exists(path)
 
     # -- search ------------------------------------------------------------------
 
@@ -163,11 +172,21 @@ class Toolbox:
                 tags=list(r.tags),
                 updated=r.updated,
             )
-            for rank, r in enumerate((r for r in results if not self.excluded(r.path)), start=1)
+            for rank, r in enumerate((r for r in results if not self._hidden(r.path)), start=1)
         ]
         message = None
         if not hits:
-            message = f"No notes match {query!r}. Try broader or different words, or fewer filters."
+            message = _nothing_message(
+                f"No notes match {query!r}",
+                "try broader or different words",
+                folder=folder,
+                type=type,
+                domain=domain,
+                tag=tag,
+                status=status,
+                since=since,
+                until=until,
+            )
         elif page.omitted:
             # The budget rules over MCP; say what was left out and how to get it.
             message = (
@@ -200,7 +219,7 @@ class Toolbox:
         retriever = await self.slot.get()
         # An index built before a path was added to `.indexignore` may still hold it;
         # the next index run drops it, and until then it must not be returned.
-        excerpts = (await retriever.context(topic, filters=filters)).without(self.excluded)
+        excerpts = (await retriever.context(topic, filters=filters)).without(self._hidden)
         rendered = render_context(excerpts, budget)
         out = ContextOutput(topic=topic, context=rendered.text, sources=list(rendered.sources))
         return success_result(out, lambda o: o.context, token_chars(budget))
@@ -284,7 +303,9 @@ class Toolbox:
         status: Status = None,
         since: Day = None,
         until: Day = None,
-        limit: Annotated[int, Field(ge=1, le=500, description="Most notes to list.")] = 50,
+        limit: Annotated[
+            int, Field(ge=1, le=_LIST_LIMIT, description=f"Most notes to list (1-{_LIST_LIMIT}).")
+        ] = 50,
     ) -> Annotated[CallToolResult, NoteListOutput]:
         """List indexed notes matching the filters, most recently updated first.
 
@@ -314,10 +335,24 @@ class Toolbox:
                 updated=n.updated,
             )
             for n in notes
-            if not self.excluded(n.path)
+            if not self._hidden(n.path)
         ]
         kept, truncated = _fit(entries, limit, token_chars(self.settings.list_max_tokens))
-        out = NoteListOutput(count=len(kept), notes=kept, truncated=truncated)
+        message = _more_message(
+            "notes", len(kept), limit, _LIST_LIMIT, truncated, "folder, tag, type or since"
+        )
+        if not kept:
+            message = _nothing_message(
+                "No indexed notes",
+                folder=folder,
+                tag=tag,
+                type=type,
+                domain=domain,
+                status=status,
+                since=since,
+                until=until,
+            )
+        out = NoteListOutput(count=len(kept), notes=kept, truncated=truncated, message=message)
         return success_result(out, render_notes, token_chars(self.settings.list_max_tokens))
 
     @guarded
@@ -331,7 +366,12 @@ class Toolbox:
                 ge=0.0, le=1.0, description="Only signals whose composite score is at least this."
             ),
         ] = None,
-        limit: Annotated[int, Field(ge=1, le=100, description="Most signals to return.")] = 10,
+        limit: Annotated[
+            int,
+            Field(
+                ge=1, le=_SIGNAL_LIMIT, description=f"Most signals to return (1-{_SIGNAL_LIMIT})."
+            ),
+        ] = 10,
     ) -> Annotated[CallToolResult, SignalListOutput]:
         """The latest filed signals (scored intake, under 05-signals/ by default), newest first.
 
@@ -352,7 +392,7 @@ class Toolbox:
         entries: list[SignalEntry] = []
         for n in notes:
             filed = (n.created or n.updated or "")[:10]
-            if self.excluded(n.path) or (start is not None and filed < start.isoformat()):
+            if (start is not None and filed < start.isoformat()) or self._hidden(n.path):
                 continue
             scores = signal_scores(n.frontmatter)
             composite = scores.get("composite")
@@ -377,7 +417,19 @@ class Toolbox:
             if len(entries) > limit:
                 break
         kept, truncated = _fit(entries, limit, token_chars(self.settings.list_max_tokens))
-        out = SignalListOutput(count=len(kept), signals=kept, truncated=truncated)
+        message = _more_message(
+            "signals", len(kept), limit, _SIGNAL_LIMIT, truncated, "domain, since or min_score"
+        )
+        if not kept:
+            message = _nothing_message(
+                "No filed signals", domain=domain, since=since, min_score=min_score
+            )
+            if not (domain or since or min_score is not None):
+                message = (
+                    f"No filed signals in {self.layout.signals}/ yet: `signaldesk scan` files "
+                    "them from the subscribed feeds."
+                )
+        out = SignalListOutput(count=len(kept), signals=kept, truncated=truncated, message=message)
         return success_result(out, render_signals, token_chars(self.settings.list_max_tokens))
 
     @guarded
@@ -433,6 +485,39 @@ class Toolbox:
             folders=dict(status.folders),
         )
         return success_result(out, render_status, token_chars(self.settings.list_max_tokens))
+
+
+def _nothing_message(head: str, advice: str = "", **filters: object) -> str:
+    """Why an answer is empty, naming the filters the call gave: a model drops the one
+    that is wrong sooner when it sees what it asked for (``domain='securty'``)."""
+    given = ", ".join(
+        f"{name}={value!r}" for name, value in filters.items() if value not in (None, "")
+    )
+    steps = [advice] if advice else []
+    if given:
+        head += f" with {given}"
+        steps.append("drop or change a filter")
+    return f"{head}: {', or '.join(steps)}." if steps else f"{head}."
+
+
+def _more_message(
+    noun: str, kept: int, limit: int, most: int, truncated: bool, narrow: str
+) -> str | None:
+    """How to get the entries a list answer left out (``None``: nothing was left out).
+
+    A list stops at ``limit`` or, before that, at the answer's size budget; raising
+    ``limit`` only helps in the first case, and not at all once it is ``most``.
+    """
+    if not truncated:
+        return None
+    if kept < limit:
+        return (
+            f"more {noun} matched than fit in one answer; narrow the list with {narrow} "
+            "to see the rest"
+        )
+    if limit < most:
+        return f"more {noun} matched: raise limit (at most {most}) or narrow with {narrow}"
+    return f"more {noun} matched than limit={most}; narrow the list with {narrow}"
 
 
 def _fit(entries: list[_M], limit: int, max_chars: int) -> tuple[list[_M], bool]:

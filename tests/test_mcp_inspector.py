@@ -109,8 +109,28 @@ INDEXED: tuple[Case, ...] = (
         "between 1 and",
     ),
     Case("read_note", {}, "invalid_argument", "Vault-relative path"),
+    # A wiki-link ([[03-resources/sqlite-wal]]) leaves out the suffix; a model following
+    # one sends the path that way.
+    Case(
+        "read_note", {"path": "03-resources/sqlite-wal"}, says="03-resources/sqlite-wal.md (lines"
+    ),
+    # ... or names the note alone ([[sqlite-wal]]), or in another case.
+    Case(
+        "read_note",
+        {"path": "sqlite-wal"},
+        "not_found",
+        "did you mean '03-resources/sqlite-wal.md'?",
+    ),
+    Case("read_note", {"path": "03-Resources/SQLite-WAL.md"}, "not_found", "'03-resources/sqlite"),
+    Case(
+        "read_note", {"path": "03-resources"}, "path_refused", "list_notes(folder='03-resources')"
+    ),
+    Case("read_note", {"path": "03-resources/notes.txt"}, "path_refused", "only markdown notes"),
     Case("list_notes", {"folder": "03-resources"}, says="03-resources/rust-ownership.md"),
     Case("list_notes", {"limit": 0}, "invalid_argument", "Most notes"),
+    # An empty answer names the filters it was given, so the model sees which one to drop.
+    Case("search", {"query": "sqlite", "domain": "securty"}, says="with domain='securty'"),
+    Case("list_notes", {"tag": "no-such-tag"}, says="No indexed notes with tag='no-such-tag'"),
     Case("list_notes", {"until": "soon"}, "invalid_argument", "YYYY-MM-DD"),
     Case("recent_signals", {}, says="05-signals/security/2026-11-27-openssh-advisory.md"),
     Case("recent_signals", {"min_score": 2}, "invalid_argument", "composite score"),
@@ -248,6 +268,12 @@ def check_listing(listed: dict[str, Any]) -> None:
         assert "outputSchema" in tool
         description = tool["description"]
         assert "\n " not in description and "  " not in description, repr(description)
+        limit = tool["inputSchema"]["properties"].get("limit")
+        if limit is not None:
+            # The model learns the range from the description it reads, not the bounds.
+            assert f"(1-{limit['maximum']})" in limit["description"], (tool["name"], limit)
+    # Hybrid search blends the lists' scores by default; the schema must not say RRF.
+    assert "reciprocal" not in json.dumps(tools["search"]["outputSchema"]).lower()
 
 
 async def test_read_note_refuses_a_note_excluded_while_the_server_runs(
@@ -269,6 +295,49 @@ async def test_read_note_refuses_a_note_excluded_while_the_server_runs(
             target, "tools/call", "--tool-name", "read_note", *_tool_args({"path": path})
         )
         check(Case("read_note", {"path": path}, "path_refused", ".indexignore"), after)
+
+
+async def test_deleted_notes_and_long_lists_as_the_client_sees_them(tmp_path: Path) -> None:
+    """A note deleted since the last index run is no longer offered (read_note could not
+    open it), and a list cut by its size budget says how to see the rest: raising
+    ``limit`` does not help there."""
+    inspector()
+    vault = build_vault(tmp_path)
+    (vault / "signaldesk.toml").write_text("[mcp]\nlist_max_tokens = 100\n", encoding="utf-8")
+    index_vault(vault)
+    gone = "03-resources/sqlite-wal.md"
+    async with http_server(vault, env=_env()) as server:
+        target = [server.url or "", "--transport", "http"]
+
+        async def call(tool: str, **args: Any) -> tuple[dict[str, Any], str]:
+            result = await run_inspector(
+                target, "tools/call", "--tool-name", tool, *_tool_args(args)
+            )
+            assert not result.get("isError"), result
+            return result, "\n".join(b.get("text", "") for b in result["content"])
+
+        _, text = await call("search", query="sqlite WAL checkpoints readers")
+        assert gone in text, text
+        (vault / gone).unlink()
+        for tool, args in (
+            ("search", {"query": "sqlite WAL checkpoints readers"}),
+            ("get_context", {"topic": "sqlite WAL checkpoints readers"}),
+            ("list_notes", {"folder": "03-resources"}),
+        ):
+            result, text = await call(tool, **args)
+            assert gone not in json.dumps(result, ensure_ascii=False), (tool, text)
+        assert "rust-ownership.md" in text, text
+
+        listed, text = await call("list_notes", limit=500)
+        structured = listed["structuredContent"]
+        assert structured["truncated"] and structured["count"] < 500, structured
+        assert "raise limit" not in text and "narrow the list with folder" in text, text
+        assert structured["message"] in text
+        _, text = await call("list_notes", limit=1)
+        assert "raise limit (at most 500)" in text, text
+        signals, text = await call("recent_signals", limit=100)
+        assert signals["structuredContent"]["truncated"], signals
+        assert "narrow the list with domain" in text, text
 
 
 def test_the_inspector_is_pinned() -> None:

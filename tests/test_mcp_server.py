@@ -385,6 +385,24 @@ async def test_recent_signals_from_frontmatter(indexed_vault: Path, embedder: La
     assert "[0.81] OpenSSH advisory" in text_of(result)
 
 
+async def test_an_empty_signal_list_says_why(embedder: LazyEmbedder, tmp_path: Path) -> None:
+    """No signals at all is not "no match": the answer says none were filed yet, and what
+    files them; with a filter, it names the filter."""
+    vault = build_vault(tmp_path)
+    shutil.rmtree(vault / "05-signals")
+    index_vault(vault)
+    async with connected(vault, embedder) as client:
+        none = await call(client, "recent_signals")
+        filtered = await call(client, "recent_signals", {"domain": "security", "since": "7d"})
+    assert text_of(none) == (
+        "No filed signals in 05-signals/ yet: `signaldesk scan` files them from the "
+        "subscribed feeds."
+    )
+    out = SignalListOutput.model_validate(filtered.structured_content)
+    assert out.count == 0 and out.message == text_of(filtered)
+    assert "No filed signals with domain='security', since='7d'" in text_of(filtered)
+
+
 async def test_latest_report_is_the_newest(indexed_vault: Path, embedder: LazyEmbedder) -> None:
     async with connected(indexed_vault, embedder) as client:
         result = await call(client, "latest_report")
