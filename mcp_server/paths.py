@@ -209,7 +209,11 @@ def resolve_note_path(
     try:
         info = os.stat(real)
     except OSError as exc:
-        raise NoteNotFoundError(f"no note at {relative!r}") from exc
+        # Deleted between the two looks.
+        raise NoteNotFoundError(
+            f"no note at {relative!r}",
+            hint="use `search` or `list_notes` to find the note's exact path",
+        ) from exc
     if not stat.S_ISREG(info.st_mode):
         raise _refuse(raw, "the path is not a regular file")
     if max_bytes is not None and info.st_size > max_bytes:

@@ -107,7 +107,7 @@ def render_signals(out: SignalListOutput) -> str:
 
 def render_status(out: IndexStatusOutput) -> str:
     if not out.exists:
-        return f"No index yet. {out.hint or ''}".strip()
+        return "No index yet" + (f": {out.hint}" if out.hint else ".")
     folders = ", ".join(f"{name} ({count})" for name, count in out.folders.items())
     lines = [
         f"{out.notes} notes, {out.chunks} chunks, {out.vectors} vectors",

@@ -53,6 +53,7 @@ _P = ParamSpec("_P")
 _M = TypeVar("_M", bound=BaseModel)
 
 NO_INDEX_HINT = "run `signaldesk index` to build the index, then call this tool again"
+_DOCTOR_HINT = "try again; if it keeps failing, run `signaldesk doctor`"
 # Where an error result carries its code, message and hint for programs (a `_meta` key:
 # a name prefix, a slash, a name, as the protocol asks of implementation-defined keys).
 ERROR_META_KEY = "signaldesk/error"
@@ -77,14 +78,17 @@ def _error_info(exc: BaseException) -> ErrorInfo:
         return ErrorInfo(
             code="invalid_query", message=exc.message, hint=exc.hint or "rephrase the query"
         )
+    # Every error says what to do, even when the layer that raised it did not.
     if isinstance(exc, ModelError):
-        return ErrorInfo(code="model_unavailable", message=exc.message, hint=exc.hint)
+        return ErrorInfo(
+            code="model_unavailable", message=exc.message, hint=exc.hint or _DOCTOR_HINT
+        )
     if isinstance(exc, RetrievalError | SignaldeskError):
-        return ErrorInfo(code="retrieval_error", message=exc.message, hint=exc.hint)
+        return ErrorInfo(code="retrieval_error", message=exc.message, hint=exc.hint or _DOCTOR_HINT)
     return ErrorInfo(
         code="internal_error",
         message="the server failed unexpectedly; the details are in its log",
-        hint="try again; if it keeps failing, run `signaldesk doctor`",
+        hint=_DOCTOR_HINT,
     )
 
 

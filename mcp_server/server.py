@@ -144,11 +144,12 @@ def build_server(
     if excluded is None:
         excluded = LiveVaultFilter(vault).excluded
     toolbox = Toolbox(
-        RetrieverSlot(retriever, opener=opener, unavailable=unavailable),
+        RetrieverSlot(retriever, opener=opener, unavailable=unavailable, vault=vault),
         notes=LocalNotes(vault, excluded, settings.max_note_bytes, layout),
         settings=settings,
         excluded=excluded,
         layout=layout,
+        vault=vault,
     )
     return serve_toolbox(
         toolbox,

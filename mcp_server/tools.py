@@ -11,6 +11,7 @@ Nothing a tool raises reaches the protocol layer.
 from __future__ import annotations
 
 from datetime import datetime
+from pathlib import Path
 from typing import Annotated, TypeVar
 
 import anyio
@@ -34,6 +35,7 @@ from signaldesk.mcp_server.arguments import (
 )
 from signaldesk.mcp_server.backend import RetrieverSlot
 from signaldesk.mcp_server.budget import cap_text, token_chars
+from signaldesk.mcp_server.commands import for_vault
 from signaldesk.mcp_server.errors import InvalidArgumentError, NoteNotFoundError
 from signaldesk.mcp_server.models import (
     ContextOutput,
@@ -91,6 +93,7 @@ class Toolbox:
     :param excluded: ``True`` for a vault-relative path that must never be returned
         (``.indexignore`` and the always-excluded folders).
     :param layout: where the configuration files signals and writes reports.
+    :param vault: the vault on disk (none in team mode), named in the commands hints give.
     """
 
     def __init__(
@@ -101,7 +104,9 @@ class Toolbox:
         settings: McpSettings,
         excluded: ExcludedPredicate,
         layout: SignalLayout = DEFAULT_LAYOUT,
+        vault: Path | None = None,
     ) -> None:
+        self.vault = vault
         self.slot = slot
         self.notes = notes
         self.settings = settings
@@ -221,7 +226,17 @@ class Toolbox:
         # the next index run drops it, and until then it must not be returned.
         excerpts = (await retriever.context(topic, filters=filters)).without(self._hidden)
         rendered = render_context(excerpts, budget)
-        out = ContextOutput(topic=topic, context=rendered.text, sources=list(rendered.sources))
+        text = rendered.text
+        if not rendered.sources:
+            # The block would say "no notes in the index match", even when a filter did it.
+            text = _nothing_message(
+                f"No notes match {topic!r}",
+                "try broader or different words",
+                folder=folder,
+                domain=domain,
+                tag=tag,
+            )
+        out = ContextOutput(topic=topic, context=text, sources=list(rendered.sources))
         return success_result(out, lambda o: o.context, token_chars(budget))
 
     # -- notes -------------------------------------------------------------------
@@ -425,9 +440,10 @@ class Toolbox:
                 "No filed signals", domain=domain, since=since, min_score=min_score
             )
             if not (domain or since or min_score is not None):
-                message = (
+                message = for_vault(
                     f"No filed signals in {self.layout.signals}/ yet: `signaldesk scan` files "
-                    "them from the subscribed feeds."
+                    "them from the subscribed feeds.",
+                    self.vault,
                 )
         out = SignalListOutput(count=len(kept), signals=kept, truncated=truncated, message=message)
         return success_result(out, render_signals, token_chars(self.settings.list_max_tokens))

@@ -89,9 +89,15 @@ INDEXED: tuple[Case, ...] = (
     Case("search", {"query": "wal", "limit": 500}, "invalid_argument", "(1-50)"),
     Case("search", {"query": "wal", "since": "last tuesday"}, "invalid_argument", "YYYY-MM-DD"),
     Case("search", {"query": "wal", "folder": "../outside"}, "path_refused", "vault-relative"),
+    Case(
+        "search", {"query": "wal", "since": "2999-01-01", "until": "1d"}, "invalid_argument", "swap"
+    ),
     Case("search", {"query": "wal", "max_token": 100}, "invalid_argument", "max_tokens"),
     Case("get_context", {"topic": "sqlite busy timeout"}, says="03-resources/sqlite-wal.md"),
     Case("get_context", {"topic": "wal", "max_tokens": 1}, "invalid_argument", "Budget for"),
+    Case(
+        "get_context", {"topic": "sqlite", "folder": "04-archive/none"}, says="folder='04-archive"
+    ),
     Case("read_note", {"path": "03-resources/sqlite-wal.md"}, says="Checkpoints move pages"),
     Case("read_note", {"path": "03-resources/no-such-note.md"}, "not_found", "list_notes"),
     Case("read_note", {"path": "../outside/secret.md"}, "path_refused", "vault-relative"),
@@ -141,15 +147,17 @@ INDEXED: tuple[Case, ...] = (
     Case("delete_note", {"path": "03-resources/sqlite-wal.md"}, "unknown_tool", "read_note"),
 )
 
+# The command a hint gives names the vault served (the client started the server with
+# --vault; a shell's `signaldesk index` would index another vault, or none).
 UNINDEXED: tuple[Case, ...] = (
-    Case("search", {"query": "sqlite"}, "index_unavailable", "signaldesk index"),
-    Case("get_context", {"topic": "sqlite"}, "index_unavailable", "signaldesk index"),
-    Case("list_notes", {}, "index_unavailable", "signaldesk index"),
-    Case("recent_signals", {}, "index_unavailable", "signaldesk index"),
-    Case("index_status", {}, says="signaldesk index"),
+    Case("search", {"query": "sqlite"}, "index_unavailable", "`signaldesk --vault /"),
+    Case("get_context", {"topic": "sqlite"}, "index_unavailable", "/vault index`"),
+    Case("list_notes", {}, "index_unavailable", "/vault index`"),
+    Case("recent_signals", {}, "index_unavailable", "/vault index`"),
+    Case("index_status", {}, says="No index yet: no index at "),
     # Reading needs no index; there is no report yet in this vault.
     Case("read_note", {"path": "03-resources/sqlite-wal.md"}, says="Checkpoints move pages"),
-    Case("latest_report", {}, "not_found", "signaldesk report"),
+    Case("latest_report", {}, "not_found", "/vault report` writes one"),
 )
 
 

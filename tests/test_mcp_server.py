@@ -395,8 +395,8 @@ async def test_an_empty_signal_list_says_why(embedder: LazyEmbedder, tmp_path: P
         none = await call(client, "recent_signals")
         filtered = await call(client, "recent_signals", {"domain": "security", "since": "7d"})
     assert text_of(none) == (
-        "No filed signals in 05-signals/ yet: `signaldesk scan` files them from the "
-        "subscribed feeds."
+        f"No filed signals in 05-signals/ yet: `signaldesk --vault {vault.resolve()} scan` "
+        "files them from the subscribed feeds."
     )
     out = SignalListOutput.model_validate(filtered.structured_content)
     assert out.count == 0 and out.message == text_of(filtered)
@@ -512,18 +512,20 @@ async def test_without_an_index_tools_say_what_to_do(
     server = build_server(
         None, vault=vault, settings=McpSettings(), opener=opener, unavailable=missing.value
     )
+    # The command names the vault served: a shell's own `signaldesk index` may index another.
+    command = f"`signaldesk --vault {vault.resolve()} index`"
     try:
         async with Client(server) as client:
-            assert "signaldesk index" in (client.instructions or "")
+            assert command in (client.instructions or "")
             search = await call(client, "search", {"query": "sqlite"})
             error = error_of(search)
             assert error["code"] == "index_unavailable"
-            assert "signaldesk index" in error["hint"]
-            assert "signaldesk index" in text_of(search)
+            assert command in error["hint"]
+            assert command in text_of(search)
             status = IndexStatusOutput.model_validate(
                 (await call(client, "index_status")).structured_content
             )
-            assert not status.exists and "signaldesk index" in (status.hint or "")
+            assert not status.exists and command in (status.hint or "")
             # Reading needs no index.
             read = await call(client, "read_note", {"path": "03-resources/sqlite-wal.md"})
             assert not read.is_error
@@ -613,4 +615,5 @@ async def test_no_triage_report_yet(tmp_path: Path) -> None:
     async with Client(server) as client:
         result = await call(client, "latest_report")
     error = error_of(result)
-    assert error["code"] == "not_found" and "signaldesk report" in error["hint"]
+    assert error["code"] == "not_found"
+    assert f"`signaldesk --vault {vault.resolve()} report`" in error["hint"]
