@@ -71,8 +71,8 @@ class SearchOutput(_Out):
     omitted: int = Field(
         default=0,
         description=(
-            "Results that ranked within `limit` but did not fit `max_tokens`; raise "
-            "max_tokens or lower limit to get them."
+            "Results that ranked within `limit` but did not fit `max_tokens`; a bigger "
+            "max_tokens (up to the server's cap) gets them."
         ),
     )
     message: str | None = Field(

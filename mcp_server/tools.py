@@ -194,10 +194,16 @@ class Toolbox:
             )
         elif page.omitted:
             # The budget rules over MCP; say what was left out and how to get it.
+            # Results are kept in rank order while they fit: a lower limit shows fewer,
+            # never the ones left out; only a bigger budget does, up to the server's cap.
+            most = self.settings.search_max_tokens
+            left = f"{page.omitted} more result(s) within limit={limit} did not fit max_tokens"
             message = (
-                f"{page.omitted} more result(s) within limit={limit} did not fit "
-                f"max_tokens={budget}: raise max_tokens (at most "
-                f"{self.settings.search_max_tokens}) or lower limit to see them"
+                f"{left}={budget}: raise max_tokens (at most {most}) to see them"
+                if budget < most
+                else f"{left}={budget}, the most this server returns"
+                + (f" ({max_tokens} was asked)" if max_tokens > budget else "")
+                + ": narrow the query or the filters to see others, or read_note a result whole"
             )
         out = SearchOutput(
             query=query, count=len(hits), results=hits, omitted=page.omitted, message=message

@@ -224,8 +224,21 @@ async def test_search_says_how_many_results_the_budget_left_out(
     large = SearchOutput.model_validate(roomy.structured_content)
     assert small.omitted > 0 and small.count + small.omitted <= 10
     assert small.message is not None and "max_tokens" in small.message
-    assert "raise max_tokens" in text_of(tight)
+    assert "raise max_tokens (at most 8000) to see them" in text_of(tight)
+    assert "lower limit" not in text_of(tight)  # a lower limit shows fewer, not those
     assert large.count > small.count and large.omitted == 0
+
+
+async def test_search_at_the_servers_cap_does_not_ask_for_more_budget(
+    indexed_vault: Path, embedder: LazyEmbedder
+) -> None:
+    capped = McpSettings(search_max_tokens=100)
+    async with connected(indexed_vault, embedder, capped) as client:
+        result = await call(client, "search", {"query": "notes", "limit": 10, "max_tokens": 9000})
+    out = SearchOutput.model_validate(result.structured_content)
+    assert out.omitted > 0 and out.message is not None, everything(result)
+    assert "raise max_tokens" not in out.message
+    assert "max_tokens=100, the most this server returns (9000 was asked)" in text_of(result)
 
 
 async def test_search_arguments_are_validated(indexed_vault: Path, embedder: LazyEmbedder) -> None:
