@@ -188,17 +188,24 @@ def _tool_args(args: dict[str, Any]) -> list[str]:
     return out
 
 
-async def run_inspector(target: Sequence[str], method: str, *extra: str) -> dict[str, Any]:
-    """The Inspector CLI's answer (its JSON on stdout) for one ``method`` call on ``target``."""
+async def inspector_process(
+    target: Sequence[str], method: str, *extra: str
+) -> subprocess.CompletedProcess[str]:
+    """The Inspector CLI run once, for one ``method`` call on ``target``."""
     command = [*inspector(), *target, "--method", method, *extra]
     async with _PARALLEL:
-        done = await anyio.to_thread.run_sync(
+        return await anyio.to_thread.run_sync(
             lambda: subprocess.run(
                 command, capture_output=True, text=True, env=_env(), cwd=REPO_ROOT, timeout=120
             )
         )
+
+
+async def run_inspector(target: Sequence[str], method: str, *extra: str) -> dict[str, Any]:
+    """The Inspector CLI's answer (its JSON on stdout) for one ``method`` call on ``target``."""
+    done = await inspector_process(target, method, *extra)
     # Exit 1 and a message on stderr is how the Inspector reports what it rejected.
-    assert done.returncode == 0, f"{command[3:]} -> rc {done.returncode}\n{done.stderr[-2000:]}"
+    assert done.returncode == 0, f"{done.args[3:]} -> rc {done.returncode}\n{done.stderr[-2000:]}"
     answer: dict[str, Any] = json.loads(done.stdout)
     return answer
 
@@ -282,6 +289,17 @@ def check_listing(listed: dict[str, Any]) -> None:
             assert f"(1-{limit['maximum']})" in limit["description"], (tool["name"], limit)
     # Hybrid search blends the lists' scores by default; the schema must not say RRF.
     assert "reciprocal" not in json.dumps(tools["search"]["outputSchema"]).lower()
+
+
+async def test_no_prompts_and_an_unknown_one_is_invalid_params(vaults: tuple[Path, Path]) -> None:
+    """The server has tools only; a client that asks for a prompt anyway gets the error
+    code the protocol gives an unknown name (-32602), not the SDK's code 0."""
+    indexed, _ = vaults
+    assert await run_inspector(_stdio(indexed), "prompts/list") == {"prompts": []}
+    done = await inspector_process(_stdio(indexed), "prompts/get", "--prompt-name", "summarise")
+    assert done.returncode == 1, done.stdout
+    assert "MCP error -32602: Unknown prompt: 'summarise'" in done.stderr, done.stderr
+    assert "only tools: search, get_context" in done.stderr
 
 
 async def test_read_note_refuses_a_note_excluded_while_the_server_runs(
