@@ -159,4 +159,7 @@ class ReportOutput(_Out):
     path: str
     text: str
     total_lines: int
-    truncated: bool
+    truncated: bool = Field(description="True when the report was cut to the budget.")
+    next_start_line: int | None = Field(
+        None, description="When cut: read_note(path, start_line=this) reads the rest."
+    )

@@ -121,8 +121,16 @@ def render_status(out: IndexStatusOutput) -> str:
 
 
 def render_report(out: ReportOutput) -> str:
-    more = " (cut to budget)" if out.truncated else ""
-    return f"{out.path} ({out.total_lines} lines){more}\n\n{out.text}"
+    head = f"{out.path} ({out.total_lines} lines)"
+    if out.next_start_line is not None:
+        # First, so that capping the text to the budget cannot cut it off.
+        head += (
+            f"\n[cut to budget; for the rest call read_note with path={out.path!r} and "
+            f"start_line={out.next_start_line}]"
+        )
+    elif out.truncated:
+        head += " (cut to budget)"
+    return f"{head}\n\n{out.text}"
 
 
 def render_error(err: ErrorInfo) -> str:

@@ -66,7 +66,6 @@ from signaldesk.mcp_server.rendering import (
     render_status,
 )
 from signaldesk.mcp_server.results import NO_INDEX_HINT, guarded, success_result
-from signaldesk.mcp_server.scrubbing import scrub_text
 from signaldesk.mcp_server.settings import McpSettings
 from signaldesk.retrieval.context_block import render_context
 from signaldesk.retrieval.errors import IndexUnavailableError
@@ -462,14 +461,20 @@ class Toolbox:
         note = await self.notes.latest_report()
         raw = note.text
         budget = token_chars(self.settings.report_max_tokens)
-        text = cap_text(await anyio.to_thread.run_sync(scrub_text, raw), budget)
+        # Line-preserving, so that where the text stops is a line read_note can go on from.
+        scrubbed = await anyio.to_thread.run_sync(scrub_preserving_lines, raw)
+        text = cap_text(scrubbed, budget)
+        # Compared with the scrubbed text: a redaction shorter than the secret is no cut.
+        truncated = len(text) < len(scrubbed)
         out = ReportOutput(
             path=note.relative,
             text=text,
             total_lines=len(split_lines(raw)),
-            truncated=len(text) < len(raw),
+            truncated=truncated,
+            # The last line shown may be cut short: reading goes on from it.
+            next_start_line=text.count("\n") + 1 if truncated else None,
         )
-        return success_result(out, render_report, budget + 200)
+        return success_result(out, render_report, budget + 400)
 
     # -- index -------------------------------------------------------------------
 

@@ -416,6 +416,51 @@ async def test_an_empty_signal_list_says_why(embedder: LazyEmbedder, tmp_path: P
     assert "No filed signals with domain='security', since='7d'" in text_of(filtered)
 
 
+async def test_a_report_cut_to_budget_says_where_read_note_goes_on(
+    embedder: LazyEmbedder, tmp_path: Path
+) -> None:
+    vault = build_vault(tmp_path)
+    rows = "".join(f"| feed {n} | rss | {n} | {n % 3} |\n" for n in range(80))
+    (vault / "06-daily" / "2026-11-30-triage.md").write_text(
+        f"# Triage report 2026-11-30\n\n## Arrived\n\n{rows}", encoding="utf-8"
+    )
+    index_vault(vault)
+    tight = McpSettings(report_max_tokens=100)
+    async with connected(vault, embedder, tight) as client:
+        report = await call(client, "latest_report")
+        out = ReportOutput.model_validate(report.structured_content)
+        assert out.truncated and out.next_start_line is not None, everything(report)
+        hint = f"call read_note with path={out.path!r} and start_line={out.next_start_line}]"
+        assert hint in text_of(report)
+        rest = await call(
+            client, "read_note", {"path": out.path, "start_line": out.next_start_line}
+        )
+    shown = out.text.removesuffix("...").rstrip()
+    # Nothing is skipped: the rest begins with the line the cut report ended on.
+    last = shown.split("\n")[-1]
+    assert ReadNoteOutput.model_validate(rest.structured_content).text.startswith(last)
+    assert (vault / out.path).read_text(encoding="utf-8").startswith(shown)
+
+
+async def test_a_report_with_a_redaction_is_not_cut(embedder: LazyEmbedder, tmp_path: Path) -> None:
+    # A redaction shorter than the secret made the answer look cut to budget.
+    vault = build_vault(tmp_path)
+    key = SECRETS["private_key_body"]
+    report = vault / "06-daily" / "2026-11-30-triage.md"
+    report.write_text(
+        f"# Triage 2026-11-30\n\n-----BEGIN RSA PRIVATE KEY-----\n{key}\n{key}\n"
+        "-----END RSA PRIVATE KEY-----\n\nThe end.\n",
+        encoding="utf-8",
+    )
+    index_vault(vault)
+    async with connected(vault, embedder) as client:
+        result = await call(client, "latest_report")
+    out = ReportOutput.model_validate(result.structured_content)
+    assert key not in everything(result) and "The end." in out.text
+    assert not out.truncated and out.next_start_line is None, everything(result)
+    assert "cut to budget" not in text_of(result)
+
+
 async def test_latest_report_is_the_newest(indexed_vault: Path, embedder: LazyEmbedder) -> None:
     async with connected(indexed_vault, embedder) as client:
         result = await call(client, "latest_report")
