@@ -11,12 +11,10 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable
-from pathlib import Path
 from typing import Protocol
 
 import anyio
 
-from signaldesk.mcp_server.commands import for_vault
 from signaldesk.retrieval.context_block import ContextExcerpts
 from signaldesk.retrieval.errors import IndexUnavailableError
 from signaldesk.retrieval.records import (
@@ -80,7 +78,6 @@ class RetrieverSlot:
     :param retriever: an open retriever, or ``None`` when the index was missing.
     :param opener: opens (and warms up) a retriever; used when ``retriever`` is ``None``.
     :param unavailable: the error to report while there is no retriever.
-    :param vault: the vault on disk, named in the commands its hints give.
     """
 
     def __init__(
@@ -89,10 +86,8 @@ class RetrieverSlot:
         *,
         opener: RetrieverOpener | None = None,
         unavailable: IndexUnavailableError | None = None,
-        vault: Path | None = None,
     ) -> None:
         self._retriever = retriever
-        self._vault = vault
         self._opener = opener
         self._unavailable = unavailable
         self._lock = anyio.Lock()
@@ -120,10 +115,7 @@ class RetrieverSlot:
             known = self._unavailable
             raise IndexUnavailableError(
                 known.message if known else "there is no index yet",
-                hint=for_vault(
-                    known.hint if known and known.hint else "run `signaldesk index` to build it",
-                    self._vault,
-                ),
+                hint=known.hint if known else "run `signaldesk index` to build it",
             )
         return self._retriever
 

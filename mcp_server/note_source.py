@@ -10,7 +10,6 @@ from typing import Protocol
 
 import anyio.to_thread
 
-from signaldesk.mcp_server.commands import for_vault
 from signaldesk.mcp_server.errors import NoteNotFoundError
 from signaldesk.mcp_server.notes import find_latest_report, read_note_text, similar_notes
 from signaldesk.mcp_server.paths import ExcludedPredicate, resolve_note_path
@@ -76,12 +75,7 @@ class LocalNotes:
         return (self.vault / relative).is_file()
 
     async def latest_report(self) -> SourceNote:
-        try:
-            relative = await anyio.to_thread.run_sync(
-                functools.partial(find_latest_report, self.vault, self.excluded, layout=self.layout)
-            )
-        except NoteNotFoundError as exc:
-            raise NoteNotFoundError(
-                exc.message, hint=for_vault(exc.hint or "", self.vault)
-            ) from exc
+        relative = await anyio.to_thread.run_sync(
+            functools.partial(find_latest_report, self.vault, self.excluded, layout=self.layout)
+        )
         return await self.read(relative)

@@ -167,7 +167,7 @@ def build_server(
     if excluded is None:
         excluded = LiveVaultFilter(vault).excluded
     toolbox = Toolbox(
-        RetrieverSlot(retriever, opener=opener, unavailable=unavailable, vault=vault),
+        RetrieverSlot(retriever, opener=opener, unavailable=unavailable),
         notes=LocalNotes(vault, excluded, settings.max_note_bytes, layout),
         settings=settings,
         excluded=excluded,

@@ -482,8 +482,10 @@ class Toolbox:
     async def index_status(self) -> Annotated[CallToolResult, IndexStatusOutput]:
         """What is indexed: note, chunk and vector counts, the embedding model, when the
         index was last updated, notes per folder, and any degraded search mode."""
+        # No index is an answer here, not an error, whether it never existed or was
+        # deleted under the open retriever.
         try:
-            retriever = await self.slot.get()
+            status = await (await self.slot.get()).status()
         except IndexUnavailableError as exc:
             out = IndexStatusOutput(
                 exists=False,
@@ -495,10 +497,9 @@ class Toolbox:
                 last_indexed=None,
                 degraded=[],
                 folders={},
-                hint=f"{exc.message}; {exc.hint or NO_INDEX_HINT}",
+                hint=for_vault(f"{exc.message}; {exc.hint or NO_INDEX_HINT}", self.vault),
             )
             return success_result(out, render_status, token_chars(self.settings.list_max_tokens))
-        status = await retriever.status()
         last = status.last_indexed
         out = IndexStatusOutput(
             exists=status.exists,

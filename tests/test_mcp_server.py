@@ -666,6 +666,24 @@ async def test_a_hung_call_times_out_with_a_structured_error(tmp_path: Path) -> 
     assert "took longer" in error_of(result)["message"]
 
 
+async def test_an_index_deleted_under_the_server(embedder: LazyEmbedder, tmp_path: Path) -> None:
+    """Deleted while the server runs (the user wiped .signaldesk/): the search tools say
+    what to run, with the vault served, and index_status answers that there is none."""
+    vault = build_vault(tmp_path)
+    index_vault(vault)
+    command = f"`signaldesk --vault {vault.resolve()} index`"
+    async with connected(vault, embedder) as client:
+        for path in (vault / ".signaldesk").glob("index.db*"):
+            path.unlink()
+        search = await call(client, "search", {"query": "sqlite"})
+        status = await call(client, "index_status")
+    assert error_of(search)["code"] == "index_unavailable"
+    assert command in error_of(search)["hint"]
+    assert not status.is_error, everything(status)
+    out = IndexStatusOutput.model_validate(status.structured_content)
+    assert not out.exists and command in (out.hint or "")
+
+
 async def test_no_triage_report_yet(tmp_path: Path) -> None:
     vault = build_vault(tmp_path)
     shutil.rmtree(vault / "06-daily")
