@@ -26,7 +26,7 @@ since/until (YYYY-MM-DD or '7d').
 - get_context(topic): one markdown block of the best excerpts with their sources, ready to \
 ground an answer.
 - read_note(path, start_line?, line_count?): the full note (or a range) for a path that search \
-or list_notes returned.
+or list_notes returned ('.md' may be left out, as in a [[wiki-link]]).
 - list_notes(folder?, tag?, type?, domain?, since?, until?): browse notes by metadata, newest \
 first.
 - recent_signals(domain?, since?, min_score?): the latest scored intake with its four scores \

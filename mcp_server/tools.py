@@ -268,8 +268,10 @@ class Toolbox:
         """Read a note from the vault (credentials redacted), whole or a range of lines.
 
         Long notes come a page at a time: when the answer is cut, next_start_line says
-        where to continue. Only markdown notes inside the vault can be read; excluded
-        folders (.obsidian, templates, attachments, .indexignore matches) are refused.
+        where to continue. The path may leave out '.md', as a [[wiki-link]] does; a path
+        that names no note is answered with the likely ones. Only markdown notes inside the
+        vault can be read; excluded folders (.obsidian, the templates and attachments
+        folders, .indexignore matches) are refused.
         """
         note = await self.notes.read(path)
         raw = note.text

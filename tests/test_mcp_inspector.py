@@ -287,6 +287,8 @@ def check_listing(listed: dict[str, Any]) -> None:
         if limit is not None:
             # The model learns the range from the description it reads, not the bounds.
             assert f"(1-{limit['maximum']})" in limit["description"], (tool["name"], limit)
+    # A model that read a [[wiki-link]] in a note learns it can pass its target as is.
+    assert "wiki-link" in tools["read_note"]["description"]
     # Hybrid search blends the lists' scores by default; the schema must not say RRF.
     assert "reciprocal" not in json.dumps(tools["search"]["outputSchema"]).lower()
 
