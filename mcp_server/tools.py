@@ -19,6 +19,7 @@ import anyio.to_thread
 from mcp_types import CallToolResult
 from pydantic import BaseModel, Field
 
+from signaldesk.mcp_server.advice import more_message, nothing_message
 from signaldesk.mcp_server.arguments import (
     Day,
     Domain,
@@ -180,7 +181,7 @@ class Toolbox:
         ]
         message = None
         if not hits:
-            message = _nothing_message(
+            message = nothing_message(
                 f"No notes match {query!r}",
                 "try broader or different words",
                 folder=folder,
@@ -234,7 +235,7 @@ class Toolbox:
         text = rendered.text
         if not rendered.sources:
             # The block would say "no notes in the index match", even when a filter did it.
-            text = _nothing_message(
+            text = nothing_message(
                 f"No notes match {topic!r}",
                 "try broader or different words",
                 folder=folder,
@@ -360,11 +361,11 @@ class Toolbox:
             if not self._hidden(n.path)
         ]
         kept, truncated = _fit(entries, limit, token_chars(self.settings.list_max_tokens))
-        message = _more_message(
+        message = more_message(
             "notes", len(kept), limit, _LIST_LIMIT, truncated, "folder, tag, type or since"
         )
         if not kept:
-            message = _nothing_message(
+            message = nothing_message(
                 "No indexed notes",
                 folder=folder,
                 tag=tag,
@@ -439,11 +440,11 @@ class Toolbox:
             if len(entries) > limit:
                 break
         kept, truncated = _fit(entries, limit, token_chars(self.settings.list_max_tokens))
-        message = _more_message(
+        message = more_message(
             "signals", len(kept), limit, _SIGNAL_LIMIT, truncated, "domain, since or min_score"
         )
         if not kept:
-            message = _nothing_message(
+            message = nothing_message(
                 "No filed signals", domain=domain, since=since, min_score=min_score
             )
             if not (domain or since or min_score is not None):
@@ -515,39 +516,6 @@ class Toolbox:
             folders=dict(status.folders),
         )
         return success_result(out, render_status, token_chars(self.settings.list_max_tokens))
-
-
-def _nothing_message(head: str, advice: str = "", **filters: object) -> str:
-    """Why an answer is empty, naming the filters the call gave: a model drops the one
-    that is wrong sooner when it sees what it asked for (``domain='securty'``)."""
-    given = ", ".join(
-        f"{name}={value!r}" for name, value in filters.items() if value not in (None, "")
-    )
-    steps = [advice] if advice else []
-    if given:
-        head += f" with {given}"
-        steps.append("drop or change a filter")
-    return f"{head}: {', or '.join(steps)}." if steps else f"{head}."
-
-
-def _more_message(
-    noun: str, kept: int, limit: int, most: int, truncated: bool, narrow: str
-) -> str | None:
-    """How to get the entries a list answer left out (``None``: nothing was left out).
-
-    A list stops at ``limit`` or, before that, at the answer's size budget; raising
-    ``limit`` only helps in the first case, and not at all once it is ``most``.
-    """
-    if not truncated:
-        return None
-    if kept < limit:
-        return (
-            f"more {noun} matched than fit in one answer; narrow the list with {narrow} "
-            "to see the rest"
-        )
-    if limit < most:
-        return f"more {noun} matched: raise limit (at most {most}) or narrow with {narrow}"
-    return f"more {noun} matched than limit={most}; narrow the list with {narrow}"
 
 
 def _fit(entries: list[_M], limit: int, max_chars: int) -> tuple[list[_M], bool]:
