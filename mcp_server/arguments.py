@@ -138,7 +138,10 @@ def build_filters(
     start = parse_day(since, "since")
     end = parse_day(until, "until")
     if start and end and start > end:
-        raise InvalidArgumentError(f"since ({start}) is after until ({end})")
+        raise InvalidArgumentError(
+            f"since ({start}) is after until ({end})",
+            hint="swap since and until, or give only one of them",
+        )
     return SearchFilters(
         folder=normalise_folder(folder),
         type=(note_type or "").strip() or None,

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from signaldesk.mcp_server.commands import for_vault
 from signaldesk.retrieval.ignore import VaultFilter, iter_vault_notes
 from signaldesk.retrieval.records import IndexStatus
 from signaldesk.vault import DOMAINS, SIGNALS_FOLDER
@@ -25,7 +26,7 @@ since/until (YYYY-MM-DD or '7d').
 - get_context(topic): one markdown block of the best excerpts with their sources, ready to \
 ground an answer.
 - read_note(path, start_line?, line_count?): the full note (or a range) for a path that search \
-or list_notes returned.
+or list_notes returned ('.md' may be left out, as in a [[wiki-link]]).
 - list_notes(folder?, tag?, type?, domain?, since?, until?): browse notes by metadata, newest \
 first.
 - recent_signals(domain?, since?, min_score?): the latest scored intake with its four scores \
@@ -79,9 +80,12 @@ def build_instructions(
     lines = [heading]
     if status is None or not status.exists:
         lines.append(
-            "There is no search index yet: search, get_context, list_notes and recent_signals "
-            "answer with an error until `signaldesk index` has run. read_note and "
-            "latest_report work already."
+            for_vault(
+                "There is no search index yet: search, get_context, list_notes and "
+                "recent_signals answer with an error until `signaldesk index` has run. "
+                "read_note and latest_report work already.",
+                vault,
+            )
         )
     else:
         when = status.last_indexed.isoformat(timespec="minutes") if status.last_indexed else "?"

@@ -47,7 +47,9 @@ class SearchHit(_Out):
     section: str = Field(description="Heading of the section the excerpt comes from.")
     heading_path: list[str] = Field(description="Headings from the top of the note down.")
     text: str = Field(description="The excerpt (cut with '...' when over budget).")
-    score: float = Field(description="Fused (reciprocal rank fusion) score; higher is better.")
+    score: float = Field(
+        description="Fused keyword + semantic score; higher is better (compare within one answer)."
+    )
     rank: int = Field(description="1-based position in this result list.")
     bm25_rank: int | None = Field(default=None, description="Position in the keyword (BM25) list.")
     vector_rank: int | None = Field(
@@ -69,8 +71,8 @@ class SearchOutput(_Out):
     omitted: int = Field(
         default=0,
         description=(
-            "Results that ranked within `limit` but did not fit `max_tokens`; raise "
-            "max_tokens or lower limit to get them."
+            "Results that ranked within `limit` but did not fit `max_tokens`; a bigger "
+            "max_tokens (up to the server's cap) gets them."
         ),
     )
     message: str | None = Field(
@@ -106,6 +108,9 @@ class NoteListOutput(_Out):
     count: int
     notes: list[NoteEntry]
     truncated: bool = Field(description="True when more notes matched than were returned.")
+    message: str | None = Field(
+        default=None, description="How to get the rest, when more matched than were returned."
+    )
 
 
 class ContextOutput(_Out):
@@ -131,7 +136,10 @@ class SignalEntry(_Out):
 class SignalListOutput(_Out):
     count: int
     signals: list[SignalEntry]
-    truncated: bool
+    truncated: bool = Field(description="True when more signals matched than were returned.")
+    message: str | None = Field(
+        default=None, description="How to get the rest, when more matched than were returned."
+    )
 
 
 class IndexStatusOutput(_Out):
@@ -151,4 +159,7 @@ class ReportOutput(_Out):
     path: str
     text: str
     total_lines: int
-    truncated: bool
+    truncated: bool = Field(description="True when the report was cut to the budget.")
+    next_start_line: int | None = Field(
+        None, description="When cut: read_note(path, start_line=this) reads the rest."
+    )

@@ -10,7 +10,8 @@ from typing import Protocol
 
 import anyio.to_thread
 
-from signaldesk.mcp_server.notes import find_latest_report, read_note_text
+from signaldesk.mcp_server.errors import NoteNotFoundError
+from signaldesk.mcp_server.notes import find_latest_report, read_note_text, similar_notes
 from signaldesk.mcp_server.paths import ExcludedPredicate, resolve_note_path
 from signaldesk.vault import DEFAULT_LAYOUT, SignalLayout
 
@@ -38,6 +39,10 @@ class NoteSource(Protocol):
         """The newest triage report. :raises NoteNotFoundError: there is none yet."""
         ...
 
+    def exists(self, relative: str) -> bool:
+        """Whether the note an index entry names is still there to be read."""
+        ...
+
 
 @dataclass(frozen=True, slots=True)
 class LocalNotes:
@@ -49,9 +54,25 @@ class LocalNotes:
     layout: SignalLayout = DEFAULT_LAYOUT
 
     async def read(self, path: str) -> SourceNote:
-        note = resolve_note_path(self.vault, path, excluded=self.excluded, max_bytes=self.max_bytes)
+        try:
+            note = resolve_note_path(
+                self.vault, path, excluded=self.excluded, max_bytes=self.max_bytes
+            )
+        except NoteNotFoundError as exc:
+            found = await anyio.to_thread.run_sync(
+                functools.partial(similar_notes, self.vault, path, self.excluded)
+            )
+            if not found:
+                raise
+            raise NoteNotFoundError(
+                exc.message, hint="did you mean " + " or ".join(repr(p) for p in found) + "?"
+            ) from exc
         text = await anyio.to_thread.run_sync(read_note_text, note.absolute)
         return SourceNote(note.relative, text)
+
+    def exists(self, relative: str) -> bool:
+        # A stat, no more: the index named this path, and read() checks it fully.
+        return (self.vault / relative).is_file()
 
     async def latest_report(self) -> SourceNote:
         relative = await anyio.to_thread.run_sync(

@@ -21,6 +21,7 @@ __all__ = [
     "newest_report",
     "read_note_text",
     "scrub_preserving_lines",
+    "similar_notes",
     "split_lines",
     "title_of",
 ]
@@ -81,6 +82,28 @@ def scrub_preserving_lines(text: str) -> str:
             replaced = [*replaced[: width - 1], " ".join(replaced[width - 1 :])]
         out.extend(replaced + [""] * (width - len(replaced)))
     return "\n".join(out)
+
+
+def similar_notes(
+    vault: Path, wanted: str, excluded: ExcludedPredicate | None = None, *, most: int = 3
+) -> list[str]:
+    """Notes a client probably meant by a path that names none: the same path in another
+    case, or the same file name in another folder (a wiki-link names a note by its name
+    alone, ``[[Note]]``, wherever it is); at most ``most``, by path.
+    """
+    path = PurePosixPath(wanted.strip().strip("/"))
+    name = path.name.casefold()
+    stem = name if path.suffix.lower() not in (".md", ".markdown") else path.stem.casefold()
+    found: list[str] = []
+    # The walk never follows a link, and `excluded` adds the user's rules.
+    for relative, _ in iter_vault_notes(vault, VaultFilter(vault, with_indexignore=False)):
+        if excluded is not None and excluded(relative):
+            continue
+        if PurePosixPath(relative).stem.casefold() == stem:
+            found.append(relative)
+    # The same path in another case first: it is almost certainly the one.
+    found.sort(key=lambda r: (r.casefold() != path.as_posix().casefold(), r))
+    return found[:most]
 
 
 def find_latest_report(

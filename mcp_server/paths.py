@@ -138,6 +138,29 @@ def normalise_folder(raw: str | None) -> str | None:
     return check_relative_path(raw.strip().rstrip("/"), folder=True)
 
 
+def _with_note_suffix(root: Path, raw: str) -> str:
+    """``raw`` with ``.md`` added when it has no markdown suffix and names no file itself.
+
+    Obsidian's wiki-links leave the suffix out (``[[Folder/Note]]``), so a model that
+    follows a link it read in a note sends the path without it.
+
+    :raises PathRefusedError: ``raw`` names a folder (with what lists its notes).
+    """
+    if PurePosixPath(raw).suffix.lower() in MARKDOWN_SUFFIXES:
+        return raw
+    # Every check but the suffix's first: `raw` itself must be an acceptable name.
+    folder = check_relative_path(raw, folder=True)
+    # Only names are looked at here; resolve_note_path checks the file in full.
+    named = root / folder
+    if named.is_dir():
+        raise PathRefusedError(
+            f"path refused: {folder!r} is a folder, not a note",
+            hint=f"list its notes with list_notes(folder={folder!r}), then give read_note "
+            "the vault-relative path of one of them",
+        )
+    return raw if named.exists() else folder + ".md"
+
+
 def resolve_note_path(
     vault: Path,
     raw: str,
@@ -153,17 +176,20 @@ def resolve_note_path(
     :param max_bytes: refuse files larger than this.
     :raises PathRefusedError: the path escapes the vault, is excluded or is not a note.
     :raises NoteNotFoundError: the path is acceptable but no such file exists.
+
+    A path without its ``.md`` (as a wiki-link writes it) is read as the note with it.
     """
-    relative = check_relative_path(raw)
     root = vault.resolve()
+    relative = check_relative_path(_with_note_suffix(root, raw))
     if excluded is not None and excluded(relative):
         raise _refuse(raw, "the path is excluded from the index (.indexignore)")
     candidate = root / relative
     try:
         real = candidate.resolve(strict=True)
     except FileNotFoundError as exc:
+        added = PurePosixPath(raw).suffix.lower() not in MARKDOWN_SUFFIXES
         raise NoteNotFoundError(
-            f"no note at {relative!r}",
+            f"no note at {raw!r} or {relative!r}" if added else f"no note at {relative!r}",
             hint="use `search` or `list_notes` to find the note's exact path",
         ) from exc
     except (OSError, RuntimeError) as exc:  # RuntimeError: a symlink loop on 3.11
@@ -183,7 +209,11 @@ def resolve_note_path(
     try:
         info = os.stat(real)
     except OSError as exc:
-        raise NoteNotFoundError(f"no note at {relative!r}") from exc
+        # Deleted between the two looks.
+        raise NoteNotFoundError(
+            f"no note at {relative!r}",
+            hint="use `search` or `list_notes` to find the note's exact path",
+        ) from exc
     if not stat.S_ISREG(info.st_mode):
         raise _refuse(raw, "the path is not a regular file")
     if max_bytes is not None and info.st_size > max_bytes:

@@ -75,8 +75,10 @@ def render_read(out: ReadNoteOutput) -> str:
 
 def render_notes(out: NoteListOutput) -> str:
     if not out.notes:
-        return "No notes match these filters."
-    lines = [f"{out.count} note(s){' (more available: raise limit)' if out.truncated else ''}:"]
+        return out.message or "No notes match these filters."
+    lines = [f"{out.count} note(s):"]
+    if out.message:
+        lines.append(f"[{out.message}]")
     for note in out.notes:
         date = note.updated or note.created or ""
         extra = ", ".join(x for x in (note.note_type, note.domain, date) if x)
@@ -86,8 +88,10 @@ def render_notes(out: NoteListOutput) -> str:
 
 def render_signals(out: SignalListOutput) -> str:
     if not out.signals:
-        return "No filed signals match these filters."
+        return out.message or "No filed signals match these filters."
     lines = [f"{out.count} signal(s), newest first:"]
+    if out.message:
+        lines.append(f"[{out.message}]")
     for sig in out.signals:
         dims = (
             f"rel {_score(sig.relevance)} act {_score(sig.actionability)} "
@@ -103,7 +107,7 @@ def render_signals(out: SignalListOutput) -> str:
 
 def render_status(out: IndexStatusOutput) -> str:
     if not out.exists:
-        return f"No index yet. {out.hint or ''}".strip()
+        return "No index yet" + (f": {out.hint}" if out.hint else ".")
     folders = ", ".join(f"{name} ({count})" for name, count in out.folders.items())
     lines = [
         f"{out.notes} notes, {out.chunks} chunks, {out.vectors} vectors",
@@ -117,8 +121,16 @@ def render_status(out: IndexStatusOutput) -> str:
 
 
 def render_report(out: ReportOutput) -> str:
-    more = " (cut to budget)" if out.truncated else ""
-    return f"{out.path} ({out.total_lines} lines){more}\n\n{out.text}"
+    head = f"{out.path} ({out.total_lines} lines)"
+    if out.next_start_line is not None:
+        # First, so that capping the text to the budget cannot cut it off.
+        head += (
+            f"\n[cut to budget; for the rest call read_note with path={out.path!r} and "
+            f"start_line={out.next_start_line}]"
+        )
+    elif out.truncated:
+        head += " (cut to budget)"
+    return f"{head}\n\n{out.text}"
 
 
 def render_error(err: ErrorInfo) -> str:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import functools
 import logging
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import ParamSpec, Protocol, TypeVar, cast
 
 import anyio
@@ -25,6 +26,7 @@ from pydantic import BaseModel
 
 from signaldesk.errors import SignaldeskError
 from signaldesk.mcp_server.budget import cap_text
+from signaldesk.mcp_server.commands import for_vault
 from signaldesk.mcp_server.errors import McpServerError
 from signaldesk.mcp_server.models import ErrorInfo
 from signaldesk.mcp_server.rendering import render_error
@@ -53,6 +55,7 @@ _P = ParamSpec("_P")
 _M = TypeVar("_M", bound=BaseModel)
 
 NO_INDEX_HINT = "run `signaldesk index` to build the index, then call this tool again"
+_DOCTOR_HINT = "try again; if it keeps failing, run `signaldesk doctor`"
 # Where an error result carries its code, message and hint for programs (a `_meta` key:
 # a name prefix, a slash, a name, as the protocol asks of implementation-defined keys).
 ERROR_META_KEY = "signaldesk/error"
@@ -60,6 +63,7 @@ ERROR_META_KEY = "signaldesk/error"
 
 class _Configured(Protocol):
     settings: McpSettings
+    vault: Path | None
 
 
 def _error_info(exc: BaseException) -> ErrorInfo:
@@ -77,21 +81,31 @@ def _error_info(exc: BaseException) -> ErrorInfo:
         return ErrorInfo(
             code="invalid_query", message=exc.message, hint=exc.hint or "rephrase the query"
         )
+    # Every error says what to do, even when the layer that raised it did not.
     if isinstance(exc, ModelError):
-        return ErrorInfo(code="model_unavailable", message=exc.message, hint=exc.hint)
+        return ErrorInfo(
+            code="model_unavailable", message=exc.message, hint=exc.hint or _DOCTOR_HINT
+        )
     if isinstance(exc, RetrievalError | SignaldeskError):
-        return ErrorInfo(code="retrieval_error", message=exc.message, hint=exc.hint)
+        return ErrorInfo(code="retrieval_error", message=exc.message, hint=exc.hint or _DOCTOR_HINT)
     return ErrorInfo(
         code="internal_error",
         message="the server failed unexpectedly; the details are in its log",
-        hint="try again; if it keeps failing, run `signaldesk doctor`",
+        hint=_DOCTOR_HINT,
     )
 
 
-def error_result(exc: BaseException) -> CallToolResult:
+def error_result(exc: BaseException, vault: Path | None = None) -> CallToolResult:
     """An ``isError`` result for ``exc``, scrubbed (an error message may quote a note):
-    the message and the hint as text, the same as :class:`ErrorInfo` under ``_meta``."""
-    info = ErrorInfo.model_validate(scrub_data(_error_info(exc).model_dump(mode="json")))
+    the message and the hint as text, the same as :class:`ErrorInfo` under ``_meta``.
+
+    :param vault: the vault served, named in the commands the hint gives (see
+        :func:`~mcp_server.commands.for_vault`).
+    """
+    info = _error_info(exc)
+    if vault is not None and info.hint:
+        info = info.model_copy(update={"hint": for_vault(info.hint, vault)})
+    info = ErrorInfo.model_validate(scrub_data(info.model_dump(mode="json")))
     return CallToolResult(
         content=[TextContent(type="text", text=render_error(info))],
         is_error=True,
@@ -123,24 +137,27 @@ def guarded(
     @functools.wraps(fn)
     async def wrapper(*args: _P.args, **kwargs: _P.kwargs) -> CallToolResult:
         # Tools are methods of an object carrying the settings (the Toolbox).
-        timeout = cast(_Configured, args[0]).settings.tool_timeout_seconds
+        toolbox = cast(_Configured, args[0])
+        timeout = toolbox.settings.tool_timeout_seconds
+        vault = toolbox.vault
         try:
             with anyio.fail_after(timeout):
                 return await fn(*args, **kwargs)
         except SignaldeskError as exc:
             # The message may quote what the client sent (a path, a query): scrubbed.
             _log.info("tool %s refused: %s", fn.__name__, scrub_text(exc.message))
-            return error_result(exc)
+            return error_result(exc, vault)
         except TimeoutError:
             _log.warning("tool %s timed out", fn.__name__)
             return error_result(
                 McpServerError(
                     f"{fn.__name__} took longer than {timeout:g} s",
                     hint="try a smaller limit or max_tokens, or try again",
-                )
+                ),
+                vault,
             )
         except Exception as exc:
             _log.exception("tool %s failed", fn.__name__)
-            return error_result(exc)
+            return error_result(exc, vault)
 
     return wrapper

@@ -11,7 +11,14 @@ from typing import Any
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
-from mcp_types import CallToolResult, InputRequiredResult, ToolAnnotations
+from mcp.shared.exceptions import MCPError
+from mcp_types import (
+    INVALID_PARAMS,
+    CallToolResult,
+    GetPromptResult,
+    InputRequiredResult,
+    ToolAnnotations,
+)
 from pydantic import ValidationError
 
 from signaldesk import __version__
@@ -84,6 +91,22 @@ class _Server(MCPServer):
 
     _schemas: dict[str, dict[str, Any]] | None = None
 
+    async def get_prompt(
+        self,
+        name: str,
+        arguments: dict[str, Any] | None = None,
+        context: Context[Any, Any] | None = None,
+    ) -> GetPromptResult | InputRequiredResult:
+        # The SDK answers an unknown prompt with JSON-RPC error code 0, which is no
+        # code at all; the protocol asks for "invalid params" (-32602).
+        if name not in {prompt.name for prompt in await self.list_prompts()}:
+            raise MCPError(
+                code=INVALID_PARAMS,
+                message=f"Unknown prompt: {name[:80]!r}; this server has no prompts, only "
+                f"tools: {', '.join(TOOL_NAMES)}",
+            )
+        return await super().get_prompt(name, arguments, context)
+
     async def _input_schemas(self) -> dict[str, dict[str, Any]]:
         if self._schemas is None:
             self._schemas = {tool.name: tool.input_schema for tool in await self.list_tools()}
@@ -149,6 +172,7 @@ def build_server(
         settings=settings,
         excluded=excluded,
         layout=layout,
+        vault=vault,
     )
     return serve_toolbox(
         toolbox,

@@ -190,6 +190,10 @@ class TeamNotes:
             )
         return SourceNote(relative, text)
 
+    def exists(self, relative: str) -> bool:
+        # The shared index holds the text itself: what it lists can be read.
+        return True
+
     async def latest_report(self) -> SourceNote:
         notes = await self.view.list_notes(
             SearchFilters(folder=self.layout.reports), limit=_REPORT_SCAN

@@ -11,6 +11,7 @@ Nothing a tool raises reaches the protocol layer.
 from __future__ import annotations
 
 from datetime import datetime
+from pathlib import Path
 from typing import Annotated, TypeVar
 
 import anyio
@@ -18,6 +19,7 @@ import anyio.to_thread
 from mcp_types import CallToolResult
 from pydantic import BaseModel, Field
 
+from signaldesk.mcp_server.advice import more_message, nothing_message
 from signaldesk.mcp_server.arguments import (
     Day,
     Domain,
@@ -34,6 +36,7 @@ from signaldesk.mcp_server.arguments import (
 )
 from signaldesk.mcp_server.backend import RetrieverSlot
 from signaldesk.mcp_server.budget import cap_text, token_chars
+from signaldesk.mcp_server.commands import for_vault
 from signaldesk.mcp_server.errors import InvalidArgumentError, NoteNotFoundError
 from signaldesk.mcp_server.models import (
     ContextOutput,
@@ -64,7 +67,6 @@ from signaldesk.mcp_server.rendering import (
     render_status,
 )
 from signaldesk.mcp_server.results import NO_INDEX_HINT, guarded, success_result
-from signaldesk.mcp_server.scrubbing import scrub_text
 from signaldesk.mcp_server.settings import McpSettings
 from signaldesk.retrieval.context_block import render_context
 from signaldesk.retrieval.errors import IndexUnavailableError
@@ -78,6 +80,9 @@ _M = TypeVar("_M", bound=BaseModel)
 
 # Signals read from the index per call, to sort by filing date and apply min_score.
 _SIGNAL_SCAN = 5000
+# The largest `limit` of list_notes and recent_signals.
+_LIST_LIMIT = 500
+_SIGNAL_LIMIT = 100
 
 
 class Toolbox:
@@ -88,6 +93,7 @@ class Toolbox:
     :param excluded: ``True`` for a vault-relative path that must never be returned
         (``.indexignore`` and the always-excluded folders).
     :param layout: where the configuration files signals and writes reports.
+    :param vault: the vault on disk (none in team mode), named in the commands hints give.
     """
 
     def __init__(
@@ -98,12 +104,20 @@ class Toolbox:
         settings: McpSettings,
         excluded: ExcludedPredicate,
         layout: SignalLayout = DEFAULT_LAYOUT,
+        vault: Path | None = None,
     ) -> None:
+        self.vault = vault
         self.slot = slot
         self.notes = notes
         self.settings = settings
         self.excluded = excluded
         self.layout = layout
+
+    def _hidden(self, path: str) -> bool:
+        """Whether an indexed note must be left out of an answer: it is excluded, or it
+        was deleted since the index was last updated (the vault is the source of truth,
+        and a path that read_note cannot open sends the model round in circles)."""
+        return self.excluded(path) or not self.notes.exists(path)
 
     # -- search ------------------------------------------------------------------
 
@@ -163,17 +177,33 @@ class Toolbox:
                 tags=list(r.tags),
                 updated=r.updated,
             )
-            for rank, r in enumerate((r for r in results if not self.excluded(r.path)), start=1)
+            for rank, r in enumerate((r for r in results if not self._hidden(r.path)), start=1)
         ]
         message = None
         if not hits:
-            message = f"No notes match {query!r}. Try broader or different words, or fewer filters."
+            message = nothing_message(
+                f"No notes match {query!r}",
+                "try broader or different words",
+                folder=folder,
+                type=type,
+                domain=domain,
+                tag=tag,
+                status=status,
+                since=since,
+                until=until,
+            )
         elif page.omitted:
             # The budget rules over MCP; say what was left out and how to get it.
+            # Results are kept in rank order while they fit: a lower limit shows fewer,
+            # never the ones left out; only a bigger budget does, up to the server's cap.
+            most = self.settings.search_max_tokens
+            left = f"{page.omitted} more result(s) within limit={limit} did not fit max_tokens"
             message = (
-                f"{page.omitted} more result(s) within limit={limit} did not fit "
-                f"max_tokens={budget}: raise max_tokens (at most "
-                f"{self.settings.search_max_tokens}) or lower limit to see them"
+                f"{left}={budget}: raise max_tokens (at most {most}) to see them"
+                if budget < most
+                else f"{left}={budget}, the most this server returns"
+                + (f" ({max_tokens} was asked)" if max_tokens > budget else "")
+                + ": narrow the query or the filters to see others, or read_note a result whole"
             )
         out = SearchOutput(
             query=query, count=len(hits), results=hits, omitted=page.omitted, message=message
@@ -200,9 +230,19 @@ class Toolbox:
         retriever = await self.slot.get()
         # An index built before a path was added to `.indexignore` may still hold it;
         # the next index run drops it, and until then it must not be returned.
-        excerpts = (await retriever.context(topic, filters=filters)).without(self.excluded)
+        excerpts = (await retriever.context(topic, filters=filters)).without(self._hidden)
         rendered = render_context(excerpts, budget)
-        out = ContextOutput(topic=topic, context=rendered.text, sources=list(rendered.sources))
+        text = rendered.text
+        if not rendered.sources:
+            # The block would say "no notes in the index match", even when a filter did it.
+            text = nothing_message(
+                f"No notes match {topic!r}",
+                "try broader or different words",
+                folder=folder,
+                domain=domain,
+                tag=tag,
+            )
+        out = ContextOutput(topic=topic, context=text, sources=list(rendered.sources))
         return success_result(out, lambda o: o.context, token_chars(budget))
 
     # -- notes -------------------------------------------------------------------
@@ -229,8 +269,10 @@ class Toolbox:
         """Read a note from the vault (credentials redacted), whole or a range of lines.
 
         Long notes come a page at a time: when the answer is cut, next_start_line says
-        where to continue. Only markdown notes inside the vault can be read; excluded
-        folders (.obsidian, templates, attachments, .indexignore matches) are refused.
+        where to continue. The path may leave out '.md', as a [[wiki-link]] does; a path
+        that names no note is answered with the likely ones. Only markdown notes inside the
+        vault can be read; excluded folders (.obsidian, the templates and attachments
+        folders, .indexignore matches) are refused.
         """
         note = await self.notes.read(path)
         raw = note.text
@@ -284,7 +326,9 @@ class Toolbox:
         status: Status = None,
         since: Day = None,
         until: Day = None,
-        limit: Annotated[int, Field(ge=1, le=500, description="Most notes to list.")] = 50,
+        limit: Annotated[
+            int, Field(ge=1, le=_LIST_LIMIT, description=f"Most notes to list (1-{_LIST_LIMIT}).")
+        ] = 50,
     ) -> Annotated[CallToolResult, NoteListOutput]:
         """List indexed notes matching the filters, most recently updated first.
 
@@ -314,10 +358,24 @@ class Toolbox:
                 updated=n.updated,
             )
             for n in notes
-            if not self.excluded(n.path)
+            if not self._hidden(n.path)
         ]
         kept, truncated = _fit(entries, limit, token_chars(self.settings.list_max_tokens))
-        out = NoteListOutput(count=len(kept), notes=kept, truncated=truncated)
+        message = more_message(
+            "notes", len(kept), limit, _LIST_LIMIT, truncated, "folder, tag, type or since"
+        )
+        if not kept:
+            message = nothing_message(
+                "No indexed notes",
+                folder=folder,
+                tag=tag,
+                type=type,
+                domain=domain,
+                status=status,
+                since=since,
+                until=until,
+            )
+        out = NoteListOutput(count=len(kept), notes=kept, truncated=truncated, message=message)
         return success_result(out, render_notes, token_chars(self.settings.list_max_tokens))
 
     @guarded
@@ -331,7 +389,12 @@ class Toolbox:
                 ge=0.0, le=1.0, description="Only signals whose composite score is at least this."
             ),
         ] = None,
-        limit: Annotated[int, Field(ge=1, le=100, description="Most signals to return.")] = 10,
+        limit: Annotated[
+            int,
+            Field(
+                ge=1, le=_SIGNAL_LIMIT, description=f"Most signals to return (1-{_SIGNAL_LIMIT})."
+            ),
+        ] = 10,
     ) -> Annotated[CallToolResult, SignalListOutput]:
         """The latest filed signals (scored intake, under 05-signals/ by default), newest first.
 
@@ -352,7 +415,7 @@ class Toolbox:
         entries: list[SignalEntry] = []
         for n in notes:
             filed = (n.created or n.updated or "")[:10]
-            if self.excluded(n.path) or (start is not None and filed < start.isoformat()):
+            if (start is not None and filed < start.isoformat()) or self._hidden(n.path):
                 continue
             scores = signal_scores(n.frontmatter)
             composite = scores.get("composite")
@@ -377,7 +440,20 @@ class Toolbox:
             if len(entries) > limit:
                 break
         kept, truncated = _fit(entries, limit, token_chars(self.settings.list_max_tokens))
-        out = SignalListOutput(count=len(kept), signals=kept, truncated=truncated)
+        message = more_message(
+            "signals", len(kept), limit, _SIGNAL_LIMIT, truncated, "domain, since or min_score"
+        )
+        if not kept:
+            message = nothing_message(
+                "No filed signals", domain=domain, since=since, min_score=min_score
+            )
+            if not (domain or since or min_score is not None):
+                message = for_vault(
+                    f"No filed signals in {self.layout.signals}/ yet: `signaldesk scan` files "
+                    "them from the subscribed feeds.",
+                    self.vault,
+                )
+        out = SignalListOutput(count=len(kept), signals=kept, truncated=truncated, message=message)
         return success_result(out, render_signals, token_chars(self.settings.list_max_tokens))
 
     @guarded
@@ -388,14 +464,20 @@ class Toolbox:
         note = await self.notes.latest_report()
         raw = note.text
         budget = token_chars(self.settings.report_max_tokens)
-        text = cap_text(await anyio.to_thread.run_sync(scrub_text, raw), budget)
+        # Line-preserving, so that where the text stops is a line read_note can go on from.
+        scrubbed = await anyio.to_thread.run_sync(scrub_preserving_lines, raw)
+        text = cap_text(scrubbed, budget)
+        # Compared with the scrubbed text: a redaction shorter than the secret is no cut.
+        truncated = len(text) < len(scrubbed)
         out = ReportOutput(
             path=note.relative,
             text=text,
             total_lines=len(split_lines(raw)),
-            truncated=len(text) < len(raw),
+            truncated=truncated,
+            # The last line shown may be cut short: reading goes on from it.
+            next_start_line=text.count("\n") + 1 if truncated else None,
         )
-        return success_result(out, render_report, budget + 200)
+        return success_result(out, render_report, budget + 400)
 
     # -- index -------------------------------------------------------------------
 
@@ -403,8 +485,10 @@ class Toolbox:
     async def index_status(self) -> Annotated[CallToolResult, IndexStatusOutput]:
         """What is indexed: note, chunk and vector counts, the embedding model, when the
         index was last updated, notes per folder, and any degraded search mode."""
+        # No index is an answer here, not an error, whether it never existed or was
+        # deleted under the open retriever.
         try:
-            retriever = await self.slot.get()
+            status = await (await self.slot.get()).status()
         except IndexUnavailableError as exc:
             out = IndexStatusOutput(
                 exists=False,
@@ -416,10 +500,9 @@ class Toolbox:
                 last_indexed=None,
                 degraded=[],
                 folders={},
-                hint=f"{exc.message}; {exc.hint or NO_INDEX_HINT}",
+                hint=for_vault(f"{exc.message}; {exc.hint or NO_INDEX_HINT}", self.vault),
             )
             return success_result(out, render_status, token_chars(self.settings.list_max_tokens))
-        status = await retriever.status()
         last = status.last_indexed
         out = IndexStatusOutput(
             exists=status.exists,

@@ -73,10 +73,11 @@ async def _degraded_then_recovered(client: Client, vault: Path) -> None:
     error = error_info(first)
     assert first.is_error and error is not None
     assert error.code == "index_unavailable"
-    assert "signaldesk index" in (error.hint or "")
+    command = f"`signaldesk --vault {vault.resolve()} index`"  # the vault served
+    assert command in (error.hint or "")
     status = await client.call_tool("index_status", {})
     assert isinstance(status, CallToolResult) and not status.is_error
-    assert "signaldesk index" in str(status.structured_content)
+    assert command in str(status.structured_content)
     done = await anyio.to_thread.run_sync(lambda: _cli(vault, "index"))
     assert done.returncode == 0, done.stderr
     again = await _search(client)

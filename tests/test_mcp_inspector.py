@@ -89,9 +89,15 @@ INDEXED: tuple[Case, ...] = (
     Case("search", {"query": "wal", "limit": 500}, "invalid_argument", "(1-50)"),
     Case("search", {"query": "wal", "since": "last tuesday"}, "invalid_argument", "YYYY-MM-DD"),
     Case("search", {"query": "wal", "folder": "../outside"}, "path_refused", "vault-relative"),
+    Case(
+        "search", {"query": "wal", "since": "2999-01-01", "until": "1d"}, "invalid_argument", "swap"
+    ),
     Case("search", {"query": "wal", "max_token": 100}, "invalid_argument", "max_tokens"),
     Case("get_context", {"topic": "sqlite busy timeout"}, says="03-resources/sqlite-wal.md"),
     Case("get_context", {"topic": "wal", "max_tokens": 1}, "invalid_argument", "Budget for"),
+    Case(
+        "get_context", {"topic": "sqlite", "folder": "04-archive/none"}, says="folder='04-archive"
+    ),
     Case("read_note", {"path": "03-resources/sqlite-wal.md"}, says="Checkpoints move pages"),
     Case("read_note", {"path": "03-resources/no-such-note.md"}, "not_found", "list_notes"),
     Case("read_note", {"path": "../outside/secret.md"}, "path_refused", "vault-relative"),
@@ -109,8 +115,28 @@ INDEXED: tuple[Case, ...] = (
         "between 1 and",
     ),
     Case("read_note", {}, "invalid_argument", "Vault-relative path"),
+    # A wiki-link ([[03-resources/sqlite-wal]]) leaves out the suffix; a model following
+    # one sends the path that way.
+    Case(
+        "read_note", {"path": "03-resources/sqlite-wal"}, says="03-resources/sqlite-wal.md (lines"
+    ),
+    # ... or names the note alone ([[sqlite-wal]]), or in another case.
+    Case(
+        "read_note",
+        {"path": "sqlite-wal"},
+        "not_found",
+        "did you mean '03-resources/sqlite-wal.md'?",
+    ),
+    Case("read_note", {"path": "03-Resources/SQLite-WAL.md"}, "not_found", "'03-resources/sqlite"),
+    Case(
+        "read_note", {"path": "03-resources"}, "path_refused", "list_notes(folder='03-resources')"
+    ),
+    Case("read_note", {"path": "03-resources/notes.txt"}, "path_refused", "only markdown notes"),
     Case("list_notes", {"folder": "03-resources"}, says="03-resources/rust-ownership.md"),
     Case("list_notes", {"limit": 0}, "invalid_argument", "Most notes"),
+    # An empty answer names the filters it was given, so the model sees which one to drop.
+    Case("search", {"query": "sqlite", "domain": "securty"}, says="with domain='securty'"),
+    Case("list_notes", {"tag": "no-such-tag"}, says="No indexed notes with tag='no-such-tag'"),
     Case("list_notes", {"until": "soon"}, "invalid_argument", "YYYY-MM-DD"),
     Case("recent_signals", {}, says="05-signals/security/2026-11-27-openssh-advisory.md"),
     Case("recent_signals", {"min_score": 2}, "invalid_argument", "composite score"),
@@ -121,15 +147,17 @@ INDEXED: tuple[Case, ...] = (
     Case("delete_note", {"path": "03-resources/sqlite-wal.md"}, "unknown_tool", "read_note"),
 )
 
+# The command a hint gives names the vault served (the client started the server with
+# --vault; a shell's `signaldesk index` would index another vault, or none).
 UNINDEXED: tuple[Case, ...] = (
-    Case("search", {"query": "sqlite"}, "index_unavailable", "signaldesk index"),
-    Case("get_context", {"topic": "sqlite"}, "index_unavailable", "signaldesk index"),
-    Case("list_notes", {}, "index_unavailable", "signaldesk index"),
-    Case("recent_signals", {}, "index_unavailable", "signaldesk index"),
-    Case("index_status", {}, says="signaldesk index"),
+    Case("search", {"query": "sqlite"}, "index_unavailable", "`signaldesk --vault /"),
+    Case("get_context", {"topic": "sqlite"}, "index_unavailable", "/vault index`"),
+    Case("list_notes", {}, "index_unavailable", "/vault index`"),
+    Case("recent_signals", {}, "index_unavailable", "/vault index`"),
+    Case("index_status", {}, says="No index yet: no index at "),
     # Reading needs no index; there is no report yet in this vault.
     Case("read_note", {"path": "03-resources/sqlite-wal.md"}, says="Checkpoints move pages"),
-    Case("latest_report", {}, "not_found", "signaldesk report"),
+    Case("latest_report", {}, "not_found", "/vault report` writes one"),
 )
 
 
@@ -160,17 +188,24 @@ def _tool_args(args: dict[str, Any]) -> list[str]:
     return out
 
 
-async def run_inspector(target: Sequence[str], method: str, *extra: str) -> dict[str, Any]:
-    """The Inspector CLI's answer (its JSON on stdout) for one ``method`` call on ``target``."""
+async def inspector_process(
+    target: Sequence[str], method: str, *extra: str
+) -> subprocess.CompletedProcess[str]:
+    """The Inspector CLI run once, for one ``method`` call on ``target``."""
     command = [*inspector(), *target, "--method", method, *extra]
     async with _PARALLEL:
-        done = await anyio.to_thread.run_sync(
+        return await anyio.to_thread.run_sync(
             lambda: subprocess.run(
                 command, capture_output=True, text=True, env=_env(), cwd=REPO_ROOT, timeout=120
             )
         )
+
+
+async def run_inspector(target: Sequence[str], method: str, *extra: str) -> dict[str, Any]:
+    """The Inspector CLI's answer (its JSON on stdout) for one ``method`` call on ``target``."""
+    done = await inspector_process(target, method, *extra)
     # Exit 1 and a message on stderr is how the Inspector reports what it rejected.
-    assert done.returncode == 0, f"{command[3:]} -> rc {done.returncode}\n{done.stderr[-2000:]}"
+    assert done.returncode == 0, f"{done.args[3:]} -> rc {done.returncode}\n{done.stderr[-2000:]}"
     answer: dict[str, Any] = json.loads(done.stdout)
     return answer
 
@@ -248,6 +283,25 @@ def check_listing(listed: dict[str, Any]) -> None:
         assert "outputSchema" in tool
         description = tool["description"]
         assert "\n " not in description and "  " not in description, repr(description)
+        limit = tool["inputSchema"]["properties"].get("limit")
+        if limit is not None:
+            # The model learns the range from the description it reads, not the bounds.
+            assert f"(1-{limit['maximum']})" in limit["description"], (tool["name"], limit)
+    # A model that read a [[wiki-link]] in a note learns it can pass its target as is.
+    assert "wiki-link" in tools["read_note"]["description"]
+    # Hybrid search blends the lists' scores by default; the schema must not say RRF.
+    assert "reciprocal" not in json.dumps(tools["search"]["outputSchema"]).lower()
+
+
+async def test_no_prompts_and_an_unknown_one_is_invalid_params(vaults: tuple[Path, Path]) -> None:
+    """The server has tools only; a client that asks for a prompt anyway gets the error
+    code the protocol gives an unknown name (-32602), not the SDK's code 0."""
+    indexed, _ = vaults
+    assert await run_inspector(_stdio(indexed), "prompts/list") == {"prompts": []}
+    done = await inspector_process(_stdio(indexed), "prompts/get", "--prompt-name", "summarise")
+    assert done.returncode == 1, done.stdout
+    assert "MCP error -32602: Unknown prompt: 'summarise'" in done.stderr, done.stderr
+    assert "only tools: search, get_context" in done.stderr
 
 
 async def test_read_note_refuses_a_note_excluded_while_the_server_runs(
@@ -269,6 +323,49 @@ async def test_read_note_refuses_a_note_excluded_while_the_server_runs(
             target, "tools/call", "--tool-name", "read_note", *_tool_args({"path": path})
         )
         check(Case("read_note", {"path": path}, "path_refused", ".indexignore"), after)
+
+
+async def test_deleted_notes_and_long_lists_as_the_client_sees_them(tmp_path: Path) -> None:
+    """A note deleted since the last index run is no longer offered (read_note could not
+    open it), and a list cut by its size budget says how to see the rest: raising
+    ``limit`` does not help there."""
+    inspector()
+    vault = build_vault(tmp_path)
+    (vault / "signaldesk.toml").write_text("[mcp]\nlist_max_tokens = 100\n", encoding="utf-8")
+    index_vault(vault)
+    gone = "03-resources/sqlite-wal.md"
+    async with http_server(vault, env=_env()) as server:
+        target = [server.url or "", "--transport", "http"]
+
+        async def call(tool: str, **args: Any) -> tuple[dict[str, Any], str]:
+            result = await run_inspector(
+                target, "tools/call", "--tool-name", tool, *_tool_args(args)
+            )
+            assert not result.get("isError"), result
+            return result, "\n".join(b.get("text", "") for b in result["content"])
+
+        _, text = await call("search", query="sqlite WAL checkpoints readers")
+        assert gone in text, text
+        (vault / gone).unlink()
+        for tool, args in (
+            ("search", {"query": "sqlite WAL checkpoints readers"}),
+            ("get_context", {"topic": "sqlite WAL checkpoints readers"}),
+            ("list_notes", {"folder": "03-resources"}),
+        ):
+            result, text = await call(tool, **args)
+            assert gone not in json.dumps(result, ensure_ascii=False), (tool, text)
+        assert "rust-ownership.md" in text, text
+
+        listed, text = await call("list_notes", limit=500)
+        structured = listed["structuredContent"]
+        assert structured["truncated"] and structured["count"] < 500, structured
+        assert "raise limit" not in text and "narrow the list with folder" in text, text
+        assert structured["message"] in text
+        _, text = await call("list_notes", limit=1)
+        assert "raise limit (at most 500)" in text, text
+        signals, text = await call("recent_signals", limit=100)
+        assert signals["structuredContent"]["truncated"], signals
+        assert "narrow the list with domain" in text, text
 
 
 def test_the_inspector_is_pinned() -> None:

@@ -224,8 +224,21 @@ async def test_search_says_how_many_results_the_budget_left_out(
     large = SearchOutput.model_validate(roomy.structured_content)
     assert small.omitted > 0 and small.count + small.omitted <= 10
     assert small.message is not None and "max_tokens" in small.message
-    assert "raise max_tokens" in text_of(tight)
+    assert "raise max_tokens (at most 8000) to see them" in text_of(tight)
+    assert "lower limit" not in text_of(tight)  # a lower limit shows fewer, not those
     assert large.count > small.count and large.omitted == 0
+
+
+async def test_search_at_the_servers_cap_does_not_ask_for_more_budget(
+    indexed_vault: Path, embedder: LazyEmbedder
+) -> None:
+    capped = McpSettings(search_max_tokens=100)
+    async with connected(indexed_vault, embedder, capped) as client:
+        result = await call(client, "search", {"query": "notes", "limit": 10, "max_tokens": 9000})
+    out = SearchOutput.model_validate(result.structured_content)
+    assert out.omitted > 0 and out.message is not None, everything(result)
+    assert "raise max_tokens" not in out.message
+    assert "max_tokens=100, the most this server returns (9000 was asked)" in text_of(result)
 
 
 async def test_search_arguments_are_validated(indexed_vault: Path, embedder: LazyEmbedder) -> None:
@@ -385,6 +398,69 @@ async def test_recent_signals_from_frontmatter(indexed_vault: Path, embedder: La
     assert "[0.81] OpenSSH advisory" in text_of(result)
 
 
+async def test_an_empty_signal_list_says_why(embedder: LazyEmbedder, tmp_path: Path) -> None:
+    """No signals at all is not "no match": the answer says none were filed yet, and what
+    files them; with a filter, it names the filter."""
+    vault = build_vault(tmp_path)
+    shutil.rmtree(vault / "05-signals")
+    index_vault(vault)
+    async with connected(vault, embedder) as client:
+        none = await call(client, "recent_signals")
+        filtered = await call(client, "recent_signals", {"domain": "security", "since": "7d"})
+    assert text_of(none) == (
+        f"No filed signals in 05-signals/ yet: `signaldesk --vault {vault.resolve()} scan` "
+        "files them from the subscribed feeds."
+    )
+    out = SignalListOutput.model_validate(filtered.structured_content)
+    assert out.count == 0 and out.message == text_of(filtered)
+    assert "No filed signals with domain='security', since='7d'" in text_of(filtered)
+
+
+async def test_a_report_cut_to_budget_says_where_read_note_goes_on(
+    embedder: LazyEmbedder, tmp_path: Path
+) -> None:
+    vault = build_vault(tmp_path)
+    rows = "".join(f"| feed {n} | rss | {n} | {n % 3} |\n" for n in range(80))
+    (vault / "06-daily" / "2026-11-30-triage.md").write_text(
+        f"# Triage report 2026-11-30\n\n## Arrived\n\n{rows}", encoding="utf-8"
+    )
+    index_vault(vault)
+    tight = McpSettings(report_max_tokens=100)
+    async with connected(vault, embedder, tight) as client:
+        report = await call(client, "latest_report")
+        out = ReportOutput.model_validate(report.structured_content)
+        assert out.truncated and out.next_start_line is not None, everything(report)
+        hint = f"call read_note with path={out.path!r} and start_line={out.next_start_line}]"
+        assert hint in text_of(report)
+        rest = await call(
+            client, "read_note", {"path": out.path, "start_line": out.next_start_line}
+        )
+    shown = out.text.removesuffix("...").rstrip()
+    # Nothing is skipped: the rest begins with the line the cut report ended on.
+    last = shown.split("\n")[-1]
+    assert ReadNoteOutput.model_validate(rest.structured_content).text.startswith(last)
+    assert (vault / out.path).read_text(encoding="utf-8").startswith(shown)
+
+
+async def test_a_report_with_a_redaction_is_not_cut(embedder: LazyEmbedder, tmp_path: Path) -> None:
+    # A redaction shorter than the secret made the answer look cut to budget.
+    vault = build_vault(tmp_path)
+    key = SECRETS["private_key_body"]
+    report = vault / "06-daily" / "2026-11-30-triage.md"
+    report.write_text(
+        f"# Triage 2026-11-30\n\n-----BEGIN RSA PRIVATE KEY-----\n{key}\n{key}\n"
+        "-----END RSA PRIVATE KEY-----\n\nThe end.\n",
+        encoding="utf-8",
+    )
+    index_vault(vault)
+    async with connected(vault, embedder) as client:
+        result = await call(client, "latest_report")
+    out = ReportOutput.model_validate(result.structured_content)
+    assert key not in everything(result) and "The end." in out.text
+    assert not out.truncated and out.next_start_line is None, everything(result)
+    assert "cut to budget" not in text_of(result)
+
+
 async def test_latest_report_is_the_newest(indexed_vault: Path, embedder: LazyEmbedder) -> None:
     async with connected(indexed_vault, embedder) as client:
         result = await call(client, "latest_report")
@@ -494,18 +570,20 @@ async def test_without_an_index_tools_say_what_to_do(
     server = build_server(
         None, vault=vault, settings=McpSettings(), opener=opener, unavailable=missing.value
     )
+    # The command names the vault served: a shell's own `signaldesk index` may index another.
+    command = f"`signaldesk --vault {vault.resolve()} index`"
     try:
         async with Client(server) as client:
-            assert "signaldesk index" in (client.instructions or "")
+            assert command in (client.instructions or "")
             search = await call(client, "search", {"query": "sqlite"})
             error = error_of(search)
             assert error["code"] == "index_unavailable"
-            assert "signaldesk index" in error["hint"]
-            assert "signaldesk index" in text_of(search)
+            assert command in error["hint"]
+            assert command in text_of(search)
             status = IndexStatusOutput.model_validate(
                 (await call(client, "index_status")).structured_content
             )
-            assert not status.exists and "signaldesk index" in (status.hint or "")
+            assert not status.exists and command in (status.hint or "")
             # Reading needs no index.
             read = await call(client, "read_note", {"path": "03-resources/sqlite-wal.md"})
             assert not read.is_error
@@ -588,6 +666,24 @@ async def test_a_hung_call_times_out_with_a_structured_error(tmp_path: Path) -> 
     assert "took longer" in error_of(result)["message"]
 
 
+async def test_an_index_deleted_under_the_server(embedder: LazyEmbedder, tmp_path: Path) -> None:
+    """Deleted while the server runs (the user wiped .signaldesk/): the search tools say
+    what to run, with the vault served, and index_status answers that there is none."""
+    vault = build_vault(tmp_path)
+    index_vault(vault)
+    command = f"`signaldesk --vault {vault.resolve()} index`"
+    async with connected(vault, embedder) as client:
+        for path in (vault / ".signaldesk").glob("index.db*"):
+            path.unlink()
+        search = await call(client, "search", {"query": "sqlite"})
+        status = await call(client, "index_status")
+    assert error_of(search)["code"] == "index_unavailable"
+    assert command in error_of(search)["hint"]
+    assert not status.is_error, everything(status)
+    out = IndexStatusOutput.model_validate(status.structured_content)
+    assert not out.exists and command in (out.hint or "")
+
+
 async def test_no_triage_report_yet(tmp_path: Path) -> None:
     vault = build_vault(tmp_path)
     shutil.rmtree(vault / "06-daily")
@@ -595,4 +691,5 @@ async def test_no_triage_report_yet(tmp_path: Path) -> None:
     async with Client(server) as client:
         result = await call(client, "latest_report")
     error = error_of(result)
-    assert error["code"] == "not_found" and "signaldesk report" in error["hint"]
+    assert error["code"] == "not_found"
+    assert f"`signaldesk --vault {vault.resolve()} report`" in error["hint"]

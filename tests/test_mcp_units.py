@@ -17,6 +17,7 @@ from signaldesk.mcp_server.arguments import parse_day
 from signaldesk.mcp_server.binding import check_binding, is_loopback, read_token
 from signaldesk.mcp_server.budget import cap_text, estimate_tokens, token_chars
 from signaldesk.mcp_server.client_config import client_config
+from signaldesk.mcp_server.commands import for_vault
 from signaldesk.mcp_server.errors import (
     InvalidArgumentError,
     NoteNotFoundError,
@@ -30,9 +31,11 @@ from signaldesk.mcp_server.notes import (
     split_lines,
     title_of,
 )
+from signaldesk.mcp_server.results import error_info, error_result
 from signaldesk.mcp_server.scrubbing import scrub_data
 from signaldesk.mcp_server.settings import McpSettings
 from signaldesk.retrieval.context_block import ContextExcerpts, Excerpt, render_context
+from signaldesk.retrieval.errors import ModelError, RetrievalError
 from signaldesk.retrieval.records import IndexStatus, SearchResult
 from signaldesk.signal_note import signal_scores
 from signaldesk.vault import SignalLayout
@@ -147,12 +150,24 @@ def test_days_parse_absolute_and_relative() -> None:
         parse_day("yesterday", "since")
 
 
+def test_hint_commands_name_the_vault_served() -> None:
+    hint = "run `signaldesk index` to build it; `signaldesk report` writes one"
+    assert for_vault(hint, Path("/home/me/My Vault")) == (
+        "run `signaldesk --vault '/home/me/My Vault' index` to build it; "
+        "`signaldesk --vault '/home/me/My Vault' report` writes one"
+    )
+    assert for_vault(for_vault(hint, Path("/v")), Path("/v")) == for_vault(hint, Path("/v"))
+    assert for_vault(hint, None) == hint  # team mode: no vault on disk
+    assert for_vault("the `signaldesk` package", Path("/v")) == "the `signaldesk` package"
+
+
 def test_instructions_without_and_with_an_index(tmp_path: Path) -> None:
     (tmp_path / "05-signals" / "security").mkdir(parents=True)
     (tmp_path / "05-signals" / "security" / "x.md").write_text("# x\n")
     (tmp_path / "05-signals" / "web").mkdir()
     missing = build_instructions(vault_heading(tmp_path.name), None, vault=tmp_path)
-    assert "signaldesk index" in missing and "security" in missing and "web" not in missing
+    assert f"`signaldesk --vault {tmp_path} index`" in missing
+    assert "security" in missing and "web" not in missing
     status = IndexStatus(
         db_path="x", exists=True, notes=12, chunks=40, folders={"03-resources": 9, "05-signals": 3}
     )
@@ -317,3 +332,14 @@ def test_http_listener_names_tcp_so_accepted_sockets_skip_nagle() -> None:
         client.close()
     finally:
         listener.close()
+
+
+@pytest.mark.parametrize(
+    "exc",
+    [ModelError("no embedding model could be loaded"), RetrievalError("the index is odd")],
+    ids=["model", "retrieval"],
+)
+def test_every_error_result_says_what_to_do(exc: Exception) -> None:
+    # Raised without a hint by the layer below: the client still gets one.
+    info = error_info(error_result(exc))
+    assert info is not None and info.hint and "signaldesk doctor" in info.hint
