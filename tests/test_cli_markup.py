@@ -4,6 +4,10 @@ an unescaped "Paper title [pdf]" loses its last word and "[/r/python]" crashes a
 from __future__ import annotations
 
 import json
+import os
+import shlex
+import subprocess
+import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
@@ -239,3 +243,37 @@ def test_the_demo_view_prints_titles_and_section_names(vault: Path) -> None:
     shown = console.export_text()
     assert PDF in shown and report.decisions[0].note_path in shown
     assert "([triage] after_scan = false)" in shown
+
+
+def test_a_command_in_an_error_hint_or_in_inits_next_step_is_never_cut_into_lines(
+    tmp_path: Path,
+) -> None:
+    folder = tmp_path / "a rather long folder name for my notes" / "vault"
+    narrow = {"COLUMNS": "40"}
+    out = CliRunner(env=narrow).invoke(cli, ["init", str(folder)])
+    assert out.exit_code == 0, out.output
+    [line] = [line for line in out.stdout.splitlines() if line.startswith("Next: ")]
+    assert shlex.split(line.removeprefix("Next: ")) == [
+        "signaldesk",
+        "--vault",
+        str(folder),
+        "index",
+    ]
+    # An error's hint with a command in it, printed to a narrow terminal.
+    bad = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "signaldesk",
+            "--vault",
+            str(tmp_path / "nowhere" / "at all"),
+            "status",
+        ],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "COLUMNS": "40"},
+        check=False,
+    )
+    assert bad.returncode == 1
+    [hint] = [line for line in bad.stderr.splitlines() if line.startswith("hint:")]
+    assert hint.endswith("`signaldesk init " + str(tmp_path / "nowhere" / "at all") + "`")

@@ -180,9 +180,12 @@ def _run(args: list[str]) -> None:
         from rich.markup import escape
 
         console = Console(stderr=True)
-        console.print(f"[bold red]error:[/] {escape(error.message)}", highlight=False)
+        # soft_wrap: the terminal folds a long line; rich would cut a command in the hint.
+        console.print(
+            f"[bold red]error:[/] {escape(error.message)}", highlight=False, soft_wrap=True
+        )
         if error.hint:
-            console.print(f"[bold]hint:[/] {escape(error.hint)}", highlight=False)
+            console.print(f"[bold]hint:[/] {escape(error.hint)}", highlight=False, soft_wrap=True)
         sys.exit(1)
     sys.exit(code if isinstance(code, int) else 0)
 

@@ -80,10 +80,10 @@ def init(
         )
     # The command as a shell takes it (a folder named "my notes"), never read as markup.
     arg = escape(shlex.quote(str(report.vault)))
+    app.console.print(f"\nVault ready at [bold]{escape(str(report.vault))}[/].", highlight=False)
+    # soft_wrap: never broken into lines by rich, so the command pastes as it reads.
     app.console.print(
-        f"\nVault ready at [bold]{escape(str(report.vault))}[/]. Next: "
-        f"[bold]signaldesk --vault {arg} index[/]",
-        highlight=False,
+        f"Next: [bold]signaldesk --vault {arg} index[/]", highlight=False, soft_wrap=True
     )
 
 
