@@ -9,6 +9,7 @@ uses it.
 from __future__ import annotations
 
 import difflib
+import shlex
 import textwrap
 import tomllib
 from collections.abc import Mapping
@@ -223,7 +224,8 @@ def resolve_workspace(
     vault = vault.expanduser().resolve()
     if not vault.is_dir():
         raise ConfigError(
-            f"vault folder does not exist: {vault}", hint=f"run `signaldesk init {vault}`"
+            f"vault folder does not exist: {vault}",
+            hint=f"run `signaldesk init {shlex.quote(str(vault))}`",
         )
     return Workspace(vault=vault, config=config, config_path=config_path, config_stamp=stamp)
 
