@@ -19,6 +19,7 @@ __all__ = [
     "SIGNAL_TYPE",
     "score_number",
     "signal_scores",
+    "weakest_score",
 ]
 
 # `type:` of a filed signal note, wherever it lives (a person may move it).
@@ -78,3 +79,20 @@ def signal_scores(frontmatter: Mapping[str, Any]) -> dict[str, float]:
         if number is not None:
             found[name] = number
     return found
+
+
+def weakest_score(scores: Mapping[str, Any] | None) -> str | None:
+    """``depth 0.12 (48 words, no headings)``: the lowest of the four scores of a stored
+    score card (``{name: {value, reason}}``, as the ledger keeps it), with its reason;
+    ``None`` when it holds none. Ties go to the first in :data:`DIMENSIONS`."""
+    found: list[tuple[float, int, str]] = []
+    for position, name in enumerate(DIMENSIONS):
+        number = score_number((scores or {}).get(name))
+        if number is not None:
+            found.append((number, position, name))
+    if not found:
+        return None
+    value, _, name = min(found)
+    dim = (scores or {}).get(name)
+    reason = dim.get("reason") if isinstance(dim, Mapping) else None
+    return f"{name} {value:.2f}" + (f" ({reason})" if isinstance(reason, str) and reason else "")

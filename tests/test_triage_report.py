@@ -420,3 +420,19 @@ async def test_a_duplicate_clipping_waiting_says_what_it_duplicates(workspace: W
     _report, note = await write_triage_report(workspace, DAY, tz=UTC)
     [row] = [r for r in _sections(note.path.read_text())["Waiting"].splitlines() if "Again" in r]
     assert "| duplicate of Item 2 |" in row, row
+
+
+def test_the_weakest_score_is_read_once_for_the_report_and_items() -> None:
+    from signaldesk.signal_note import weakest_score
+
+    card = {
+        "relevance": {"value": 0.8, "reason": "topic data"},
+        "actionability": {"value": 0.12, "reason": "nothing to act on"},
+        "depth": {"value": 0.12, "reason": "48 words"},
+        "authority": {"value": 0.45},
+        "learned": {"value": -0.2, "reason": "you rejected 2 similar items (-0.20)"},
+    }
+    # Ties go to the first of the four; the learned shift is not one of them.
+    assert weakest_score(card) == "actionability 0.12 (nothing to act on)"
+    assert weakest_score({"authority": {"value": 0.3}}) == "authority 0.30"
+    assert weakest_score({"composite": 0.2}) is None and weakest_score(None) is None

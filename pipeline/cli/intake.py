@@ -25,6 +25,7 @@ from signaldesk.pipeline.ledger.schema import ITEM_STATUSES
 from signaldesk.pipeline.ledger.store import LedgerEntry, open_ledger
 from signaldesk.pipeline.triage.run import capture_and_triage, scan_and_triage
 from signaldesk.pipeline.wording import plural
+from signaldesk.signal_note import score_number, weakest_score
 
 __all__ = ["COMMANDS", "capture", "items", "scan"]
 
@@ -269,20 +270,18 @@ def _detail(entry: LedgerEntry, original: LedgerEntry | None = None) -> str:
 
 
 def _why_rejected(scores: dict[str, Any]) -> str:
-    """``0.412 ≤ 0.55; weakest: depth 0.12 (48 words, no headings)``."""
+    """``0.412 ≤ 0.55; weakest: depth 0.12 (48 words, no headings)``, and what the
+    vault's corrections took off."""
     composite, threshold = scores.get("composite"), scores.get("threshold")
     parts: list[str] = []
     if isinstance(composite, int | float) and isinstance(threshold, int | float):
         parts.append(f"{composite:.3f} ≤ {threshold:.2f}")  # 0.548 is not "0.55 ≤ 0.55"
-    dims = [
-        (name, value)
-        for name, value in scores.items()
-        if isinstance(value, dict) and isinstance(value.get("value"), int | float)
-    ]
-    if dims:
-        name, weakest = min(dims, key=lambda pair: pair[1]["value"])
-        reason = f" ({weakest['reason']})" if weakest.get("reason") else ""
-        parts.append(f"weakest: {name} {weakest['value']:.2f}{reason}")
+    weakest = weakest_score(scores)
+    if weakest is not None:
+        parts.append(f"weakest: {weakest}")
+    learned = scores.get("learned")
+    if isinstance(learned, dict) and (score_number(learned) or 0.0) < 0 and learned.get("reason"):
+        parts.append(f"learned: {learned['reason']}")  # its reason ends with the shift
     return "; ".join(parts) or "below the threshold"
 
 

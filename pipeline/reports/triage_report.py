@@ -34,7 +34,7 @@ from signaldesk.pipeline.reports.triage_report_model import (
 )
 from signaldesk.pipeline.reports.triage_report_render import render_triage_report, score_histogram
 from signaldesk.retrieval.ignore import VaultFilter, iter_vault_notes
-from signaldesk.signal_note import score_number
+from signaldesk.signal_note import score_number, weakest_score
 
 __all__ = [
     "DIMENSIONS",
@@ -89,15 +89,6 @@ def _source_name(entry: LedgerEntry, feeds: dict[str, FeedRecord]) -> str:
     return item.source_id
 
 
-def _dimension_reasons(scores: dict[str, Any] | None) -> dict[str, str]:
-    reasons: dict[str, str] = {}
-    for name in DIMENSIONS:
-        value = (scores or {}).get(name)
-        if isinstance(value, dict) and isinstance(value.get("reason"), str) and value["reason"]:
-            reasons[name] = value["reason"]
-    return reasons
-
-
 def _report_item(
     entry: LedgerEntry, feeds: dict[str, FeedRecord], titles: dict[str, str]
 ) -> ReportItem:
@@ -119,7 +110,7 @@ def _report_item(
         teaser=entry.item.teaser,
         page_cause=entry.item.extra.get("full_text_cause") if entry.item.teaser else None,
         origin_path=item.origin_path if item.source_kind == "clipper" else None,
-        reasons=_dimension_reasons(entry.scores),
+        held_back=weakest_score(entry.scores) or "-",
     )
 
 

@@ -49,15 +49,7 @@ class ReportItem:
     page_cause: str | None = None  # why the article page could not be had (teasers)
     # The note a clipping is (vault-relative), linked while it has no filed note.
     origin_path: str | None = None
-    reasons: dict[str, str] = field(default_factory=dict)  # per dimension, why that score
-
-    def weakest(self) -> str:
-        """``depth 0.12 (48 words, no headings)``: the dimension that held it back most."""
-        if not self.scores:
-            return "-"
-        name = min(self.scores, key=lambda d: (self.scores[d], DIMENSIONS.index(d)))
-        reason = self.reasons.get(name)
-        return f"{name} {self.scores[name]:.2f}" + (f" ({reason})" if reason else "")
+    held_back: str = "-"  # its weakest score and why (signal_note.weakest_score)
 
 
 @dataclass(frozen=True, slots=True)

@@ -203,7 +203,7 @@ def render_triage_report(
             score = i.score or 0.0
             lines.append(
                 f"| {_link(i)} | {i.id[:10]} | {_cell(i.source)} | {i.domain or '-'} "
-                f"| {score:.3f} | {report.threshold - score:.3f} | {_cell(i.weakest())} |"
+                f"| {score:.3f} | {report.threshold - score:.3f} | {_cell(i.held_back)} |"
             )
         lines += _more(len(near), max_rows)
 
