@@ -346,7 +346,13 @@ async def run_demo(
 
     log: CaptainsLog
     log, result.log = await anyio.to_thread.run_sync(
-        lambda: write_captains_log(workspace.vault, workspace.config.captains_log, today, tz=tz)
+        lambda: write_captains_log(
+            workspace.vault,
+            workspace.config.captains_log,
+            today,
+            tz=tz,
+            skip=[workspace.config.clipper.folder],  # as `log` and serve leave clippings out
+        )
     )
     step("log", "Captain's log", (log, result.log))
 

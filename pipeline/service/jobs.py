@@ -204,12 +204,22 @@ def report_day(today: date, which: str) -> date:
     return today - timedelta(days=1) if which == "previous_day" else today
 
 
-def _run_days(services: JobServices, name: str, at: str) -> list[date]:
-    """The days of the runs this one answers: those owed from before start, then its own."""
-    return [*services.owed.pop(name, []), services.scheduled_day(at)]
-
-
-def _with_owed(summary: str, days: list[date]) -> str:
+async def _daily_notes(
+    services: JobServices,
+    name: str,
+    at: str,
+    write: Callable[[date], Awaitable[tuple[GeneratedNote, str]]],
+) -> str:
+    """Write the daily note of each run this one answers (those owed from before start,
+    then its own), asking for an index run when one changed; the last one's summary."""
+    days = [*services.owed.pop(name, []), services.scheduled_day(at)]
+    summary = ""
+    for run_day in days:
+        note, counts = await write(run_day)
+        if note.outcome in ("created", "updated"):
+            services.trigger("index")
+        rel = note.path.relative_to(services.workspace.vault).as_posix()
+        summary = f"{rel} {_said(note)}: {counts}"
     owed = len(days) - 1
     return summary + (f" (and {owed} missed before it, written too)" if owed else "")
 
@@ -218,16 +228,13 @@ async def report_job(services: JobServices) -> str:
     """Write the daily triage report (and any missed while serve was stopped)."""
     workspace = services.workspace
     schedule = workspace.config.schedule
-    days = _run_days(services, "report", schedule.report_time)
-    summary = ""
-    for run_day in days:
+
+    async def write(run_day: date) -> tuple[GeneratedNote, str]:
         day = report_day(run_day, schedule.report_day)
         report, note = await write_triage_report(workspace, day, tz=services.tz)
-        if note.outcome in ("created", "updated"):
-            services.trigger("index")
-        rel = note.path.relative_to(workspace.vault).as_posix()
-        summary = f"{rel} {_said(note)}: {len(report.items)} arrived, {len(report.filed)} filed"
-    return _with_owed(summary, days)
+        return note, f"{len(report.items)} arrived, {len(report.filed)} filed"
+
+    return await _daily_notes(services, "report", schedule.report_time, write)
 
 
 async def captains_log_job(services: JobServices) -> str:
@@ -235,22 +242,20 @@ async def captains_log_job(services: JobServices) -> str:
     day), and any missed while serve was stopped."""
     workspace = services.workspace
     covers_own_day = workspace.config.captains_log.covers == "same_day"
-    days = _run_days(services, "captains_log", workspace.config.schedule.log_time)
-    summary = ""
-    for run_day in days:
+
+    async def write(run_day: date) -> tuple[GeneratedNote, str]:
         day = run_day - timedelta(days=1) if covers_own_day else run_day
-        write = functools.partial(
-            write_captains_log,
-            workspace.vault,
-            workspace.config.captains_log,
-            day,
-            tz=services.tz,
-            skip=[workspace.config.clipper.folder],
+        log, note = await anyio.to_thread.run_sync(
+            functools.partial(
+                write_captains_log,
+                workspace.vault,
+                workspace.config.captains_log,
+                day,
+                tz=services.tz,
+                skip=[workspace.config.clipper.folder],
+            )
         )
-        log, note = await anyio.to_thread.run_sync(write)
-        if note.outcome in ("created", "updated"):
-            services.trigger("index")
         commits = sum(len(c) for c in log.commits.values())
-        rel = note.path.relative_to(workspace.vault).as_posix()
-        summary = f"{rel} {_said(note)}: {commits} commits, {len(log.signals)} signals"
-    return _with_owed(summary, days)
+        return note, f"{commits} commits, {len(log.signals)} signals"
+
+    return await _daily_notes(services, "captains_log", workspace.config.schedule.log_time, write)
