@@ -242,7 +242,8 @@ def _sentences(paragraph: str) -> list[str]:
 
 
 def _plain(unit: str) -> str:
-    """``unit`` without emphasis, link targets and escapes; its code spans kept whole."""
+    """``unit`` without emphasis, link targets and escapes; its code spans kept whole
+    (a paragraph's links are gone already, a list item's are not)."""
     linked = _MD_LINK.sub(r"\1", unit)
     out: list[str] = []
     start = 0
@@ -307,7 +308,7 @@ def _clip(text: str, max_chars: int) -> str:
     cut = text[: max_chars - 1]
     space = cut.rfind(" ")
     cut = (cut[:space] if space > max_chars // 2 else cut).rstrip(" ,;:")
-    if len(_CODE_SPAN.sub("", cut).split("`")) % 2 == 0:
+    if _CODE_SPAN.sub("", cut).count("`") % 2:
         cut += "`"  # cut inside a code span: close it, or the mark runs into the "…"
     return cut + "…"
 
