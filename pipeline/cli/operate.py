@@ -194,7 +194,11 @@ def status(app: AppContext, as_json: bool) -> None:
                 f.state,
                 str(f.error_count),
                 Text(f.last_error or ""),
-                _when(f.next_check_at, tz) if f.state == "backoff" else "-",
+                "-"
+                if f.state != "backoff"
+                else _when(f.next_check_at, tz)
+                if f.next_check_at
+                else "next scan",
             )
         console.print(feeds)
     if snapshot.items:
