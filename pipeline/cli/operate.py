@@ -18,7 +18,9 @@ from rich.text import Text
 
 from signaldesk.pipeline.cli._context import AppContext
 from signaldesk.pipeline.cli._demo_view import DemoView
+from signaldesk.pipeline.cli._index_note import index_note
 from signaldesk.pipeline.cli._output import print_json, to_jsonable
+from signaldesk.pipeline.config import Workspace
 from signaldesk.pipeline.demo.tour import DEFAULT_DEMO_DIR, run_demo
 from signaldesk.pipeline.ledger.store import open_ledger
 from signaldesk.pipeline.reports.captains_log import (
@@ -264,7 +266,7 @@ def report(app: AppContext, day_text: str | None, as_json: bool) -> None:
         print_json(_report_json(result, report_path(workspace, day)))
         return
     result, note = anyio.run(lambda: write_triage_report(workspace, day, tz=tz))
-    _print_note(app.console, note, workspace.vault)
+    _print_note(app.console, note, workspace)
     app.console.print(
         f"{len(result.items)} arrived, {len(result.filed)} filed, "
         f"{len(result.with_status('rejected'))} rejected ({len(result.near_misses)} worth a "
@@ -281,14 +283,19 @@ def _report_json(result: TriageReportNote, path: Path) -> dict[str, Any]:
     return data
 
 
-def _print_note(console: Console, note: GeneratedNote, vault: Path) -> None:
+def _print_note(console: Console, note: GeneratedNote, workspace: Workspace) -> None:
+    """What became of the note, which is then indexed (as `serve` does after writing it)."""
     messages = {
         "created": "[green]written[/]",
         "updated": "[green]updated[/]",
         "unchanged": "unchanged",
         "kept_edited": "[yellow]kept: edited by hand (delete it to regenerate)[/]",
     }
-    console.print(f"{escape(_rel(note.path, vault))}: {messages[note.outcome]}", highlight=False)
+    where = escape(_rel(note.path, workspace.vault))
+    console.print(f"{where}: {messages[note.outcome]}", highlight=False)
+    problem = index_note(workspace, note.path, create=False)
+    if problem is not None:
+        console.print(f"[yellow]{where} is not indexed yet:[/] {escape(problem)}", highlight=False)
 
 
 @click.command()
@@ -313,7 +320,7 @@ def log(app: AppContext, day_text: str | None, as_json: bool) -> None:
         print_json(data)
         return
     result, note = write_captains_log(workspace.vault, settings, day, tz=tz, skip=skip)
-    _print_note(app.console, note, workspace.vault)
+    _print_note(app.console, note, workspace)
     app.console.print(summary_line(result), highlight=False)
     for problem in result.errors:
         app.console.print(f"[yellow]warning:[/] {escape(problem)}", highlight=False)
