@@ -31,6 +31,7 @@ from signaldesk.pipeline.reports.captains_log import (
 )
 from signaldesk.pipeline.reports.generated_notes import GeneratedNote
 from signaldesk.pipeline.reports.triage_report import (
+    FeedIssue,
     TriageReportNote,
     gather_triage_report,
     report_path,
@@ -52,6 +53,13 @@ def _when(value: datetime | None, tz: tzinfo) -> str:
     local = value.astimezone(tz)
     today = datetime.now(tz).date()
     return local.strftime("%H:%M:%S" if local.date() == today else "%m-%d %H:%M")
+
+
+def _next_check(feed: FeedIssue, tz: tzinfo) -> str:
+    """When a feed in backoff is tried again (a disabled one is not)."""
+    if feed.state != "backoff":
+        return "-"
+    return _when(feed.next_check_at, tz) if feed.next_check_at else "next scan"
 
 
 def _rel(path: Path, vault: Path) -> str:
@@ -196,11 +204,7 @@ def status(app: AppContext, as_json: bool) -> None:
                 f.state,
                 str(f.error_count),
                 Text(f.last_error or ""),
-                "-"
-                if f.state != "backoff"
-                else _when(f.next_check_at, tz)
-                if f.next_check_at
-                else "next scan",
+                _next_check(f, tz),
             )
         console.print(feeds)
     if snapshot.items:
