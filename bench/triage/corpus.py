@@ -209,12 +209,16 @@ def _article_for_row(row: dict[str, Any], shared: Path | None) -> dict[str, Item
 
 
 def load_examples(
-    labels: Path = LABELS, shared: Path | None = _DEFAULT_SHARED
+    labels: Path = LABELS,
+    shared: Path | None = _DEFAULT_SHARED,
+    sets: tuple[str, ...] = ("first",),
 ) -> tuple[list[Example], list[str]]:
     """Every labelled item whose text can be had here, and the ids of those that cannot.
 
     :param shared: ``shared/data`` (``None`` or missing: the ``articles`` and ``feeds`` items
         are skipped).
+    :param sets: which labelled sets to read: ``first`` (rows without a ``set``) and/or
+        ``fresh``, the second set, which nothing scores until it has been split once.
     """
     if shared is not None and not shared.is_dir():
         shared = None
@@ -224,6 +228,8 @@ def load_examples(
         if not line.strip():
             continue
         row: dict[str, Any] = json.loads(line)
+        if row.get("set", "first") not in sets:
+            continue
         items = _article_for_row(row, shared)
         if items is None:
             missing.append(row["id"])
@@ -234,7 +240,7 @@ def load_examples(
                 domain=row["domain"],
                 file=bool(row["file"]),
                 why=row["why"],
-                split=row["split"],
+                split=row.get("split", ""),
                 source=row["source"],
                 licence=row["licence"],
                 items=items,
