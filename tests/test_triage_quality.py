@@ -67,23 +67,34 @@ def test_the_set_is_labelled_by_a_written_rule_and_split_once() -> None:
     assert [r["split"] for r in again] == [r["split"] for r in rows]
 
 
-def test_the_fresh_set_is_labelled_like_the_first_and_not_yet_split() -> None:
+def test_the_fresh_set_is_labelled_like_the_first_and_split_once_on_its_own() -> None:
     rows = _all_rows()
     assert len({r["id"] for r in rows}) == len(rows)
     fresh = [r for r in rows if r.get("set", "first") != "first"]
-    first_keys = {k for r in _rows() for k in r} - {"split", "sha256"}
+    assert len(fresh) >= 150
+    first_keys = {k for r in _rows() for k in r}
     for r in fresh:
-        assert r["set"] == "fresh" and "split" not in r
+        assert r["set"] == "fresh" and r["split"] in ("tuning", "heldout")
         assert r["domain"] in DOMAINS and isinstance(r["file"], bool)
         assert r["why"] and r["licence"] and r["url"] and r["title"]
-        assert set(r) - {"sha256"} <= first_keys | {"set"}
+        assert set(r) <= first_keys | {"set"}
         if r["source"] == "repo":
             assert isinstance(r["ref"], dict)
             assert set(r["ref"]) == {"repo", "commit", "path"}
-    # Loading the first set leaves the fresh rows out, so nothing scores them unasked.
+    for half in ("tuning", "heldout"):
+        labels = Counter(bool(r["file"]) for r in fresh if r["split"] == half)
+        assert labels[True] >= 35 and labels[False] >= 35
+    keepers = Counter(str(r["domain"]) for r in fresh if r["file"])
+    assert all(keepers[d] >= 3 for d in DOMAINS)
+    # Its halves are dealt within the set, and assigning again moves nothing in either set.
+    again = assign([dict(r) for r in rows])
+    assert [r["split"] for r in again] == [r["split"] for r in rows]
+    # Loading one set leaves the other's rows out.
     fresh_ids = {r["id"] for r in fresh}
     examples, missing = load_examples(shared=None)
     assert not fresh_ids & ({x.id for x in examples} | set(missing))
+    examples, missing = load_examples(shared=None, sets=("fresh",))
+    assert {x.id for x in examples} | set(missing) == fresh_ids
 
 
 def test_the_committed_part_loads_as_the_pipeline_presents_items(shared_data: Path) -> None:

@@ -213,12 +213,14 @@ def load_examples(
     shared: Path | None = _DEFAULT_SHARED,
     sets: tuple[str, ...] = ("first",),
 ) -> tuple[list[Example], list[str]]:
-    """Every labelled item whose text can be had here, and the ids of those that cannot.
+    """Every labelled item of ``sets`` whose text can be had here, and the ids of those that
+    cannot.
 
     :param shared: ``shared/data`` (``None`` or missing: the ``articles`` and ``feeds`` items
         are skipped).
     :param sets: which labelled sets to read: ``first`` (rows without a ``set``) and/or
-        ``fresh``, the second set, which nothing scores until it has been split once.
+        ``fresh``, the second set (labelled after the first one's figures were known, from
+        other sources, and split once on its own).
     """
     if shared is not None and not shared.is_dir():
         shared = None
@@ -240,7 +242,7 @@ def load_examples(
                 domain=row["domain"],
                 file=bool(row["file"]),
                 why=row["why"],
-                split=row.get("split", ""),
+                split=row["split"],
                 source=row["source"],
                 licence=row["licence"],
                 items=items,
