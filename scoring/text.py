@@ -155,6 +155,8 @@ _FIX_PATTERNS = tuple(
         r"(?:patched|fixed)\s+versions?\b",
         r"fix(?:es)?\s+(?:is\s+)?available\b",
         r"patched\s*[|:]?\s*[<>=^~]+\s*v?\d",
+        # OSV's ranges ("introduced 0; fixed 0.38.1", a "Fixed | 1.2.3" cell): a version.
+        r"\bfixed\s*[|:]?\s*v?\d+\.\d+",
         r"(?:downgrade|revert|roll\s+back)\s+(?:\S+\s+){0,4}?to\s+(?:version\s+|v)?\d",
         r"(?:released|available|included)\s+in\s+(?:version\s+|release\s+|v)?\d",
         r"(?:versions?|release)\s+v?\d[\w.]*\s+(?:and|or)\s+(?:later|above|newer)",
