@@ -194,3 +194,47 @@ def test_a_reason_does_not_call_a_topic_similar_at_0_00() -> None:
     assert card.relevance.reason.startswith("topic data (keywords index")
     assert "similarity" not in card.relevance.reason
     assert card.relevance.features["best_topic_similarity"] < 0.005
+
+
+ROUND_UP = """Here is another issue of This Week in Widgets! Widgets is a toolkit for
+building interfaces, and this newsletter collects what was written about it lately.
+
+## Posts
+
+- [Why I moved my side project to widgets](https://blog.example/moved)
+- [Five years of widgets](https://blog.example/five)
+- [Widgets in production at a small shop](https://blog.example/prod)
+- [Notes from a long weekend with widgets](https://blog.example/weekend)
+
+## Crate of the week
+
+This week's crate is [`gadget`](https://github.com/example/gadget), a helper for layouts.
+Thanks to everyone who suggested it.
+"""
+
+
+def test_a_link_round_up_is_an_announcement_not_a_keeper() -> None:
+    # LABELLING.md rejects "link round-ups without content": the title's "this week in"
+    # and the opening's "newsletter" say what it is.
+    card = _score("This Week in Widgets 148", ROUND_UP)
+    assert card.depth.features["penalty_announcement"] == 1
+    assert "an announcement" in card.depth.reason
+
+
+OSV = """# PYSEC-2099-1
+
+| ID | PYSEC-2099-1 |
+| --- | --- |
+| Package | wheelbarrow (PyPI) |
+| Affected | introduced 0; fixed 0.38.1 |
+| Aliases | CVE-2099-40898 |
+
+A crafted argument to the wheelbarrow command line lets an attacker cause a denial of
+service (CVSS 7.5): every version before 0.38.1 is affected.
+"""
+
+
+def test_an_osv_range_that_names_the_fixed_version_is_a_named_fix() -> None:
+    card = _score("PYSEC-2099-1", OSV)
+    assert card.actionability.features["advisory"] == 1
+    assert card.actionability.reason.startswith("advisory naming a fix")
