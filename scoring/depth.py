@@ -93,8 +93,11 @@ def score_depth(view: TextView, is_primary: Callable[[str], bool]) -> DimensionS
     dense = _dense_units(view)
     density = dense / max(view.words, 40) * 100  # hard facts per 100 words
     paper = prose.paper_shaped
+    code = view.code_blocks > 0 or prose.code_lines >= 2
     parts = {
-        "length": 0.3 * ramp(view.log_words, 1.6, 2.8),  # 40 words -> 0, 630 words -> full
+        # 40 words -> 0, 630 words -> full; a how-to's code says in 200 words what prose
+        # needs 630 for (LABELLING.md: a keeper is kept "whatever the length").
+        "length": 0.3 * ramp(view.log_words, 1.6, 2.3 if code else 2.8),
         "structure": 0.08 * min(view.headings, 4) / 4
         + 0.06 * min(view.bullets + view.numbered, 8) / 8,
         "code": 0.12 * min(view.code_blocks + view.prose.code_lines / 4, 3) / 3,
