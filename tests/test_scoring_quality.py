@@ -238,3 +238,23 @@ def test_an_osv_range_that_names_the_fixed_version_is_a_named_fix() -> None:
     card = _score("PYSEC-2099-1", OSV)
     assert card.actionability.features["advisory"] == 1
     assert card.actionability.reason.startswith("advisory naming a fix")
+
+
+MEMORY_TIP = (
+    "To see how much memory a Linux machine uses, run free with human-readable units. "
+    "The used column counts what programs hold; the available column is what a new program "
+    "can get without swapping, which is the figure to watch. Buffers and cache are memory the "
+    "kernel lends to files and gives back on demand, so a large cache is not a problem. "
+) * 2 + (
+    "\n\n```\n$ free -h\n              total        used        free      shared  buff/cache"
+    "   available\nMem:           15Gi       3.1Gi       9.8Gi       412Mi       2.4Gi"
+    "        11Gi\n```\n"
+)
+
+
+def test_a_short_how_to_is_not_shallow_for_being_short() -> None:
+    # 142 words and a code block: LABELLING.md keeps a keeper "whatever the length", and
+    # the code says what prose would need three times the words for. Depth was 0.27.
+    card = _score("Show used and available system memory", MEMORY_TIP)
+    assert card.depth.features["words"] < 200
+    assert card.depth.value >= 0.35
