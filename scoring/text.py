@@ -87,7 +87,27 @@ _COMMAND_WORDS = frozenset(
         "etcdctl",
         "pluto",
         "llama-quantize",
+        "perf",
+        "strace",
+        "free",
+        "ps",
+        "kill",
+        "find",
+        "tar",
+        "awk",
+        "jq",
+        "tmux",
+        "rsync",
+        "initctl",
     )
+)
+# A command written into running text, as plain-text pages and mails have them ("run
+# perf record -g ./myapp", "free -h"): a command word directly followed by a flag or a path.
+# The word alone ("free", "find", "make") is English; the flag or path is not.
+_PROSE_COMMAND = re.compile(
+    r"(?<![\w./-])("
+    + "|".join(sorted(map(re.escape, _COMMAND_WORDS), key=len, reverse=True))
+    + r")(?:\s+[a-z][\w-]*)?\s+(?:--?[a-z0-9][\w-]*|\./|~/|/[a-z])"
 )
 _IMPERATIVES = frozenset(
     (
@@ -284,6 +304,14 @@ def _code_link_count(urls: list[str]) -> int:
     return len(found)
 
 
+_FENCED = re.compile(r"^(```|~~~).*?^\1", re.MULTILINE | re.DOTALL)
+
+
+def _outside_code(body: str) -> str:
+    """``body`` without its fenced blocks and inline spans (their commands are counted)."""
+    return _INLINE_CODE.sub(" ", _FENCED.sub(" ", body))
+
+
 def _first_word(text: str) -> str:
     parts = text.split(None, 1)
     return parts[0] if parts else ""
@@ -350,6 +378,7 @@ def analyse(item: Item, *, max_chars: int) -> TextView:
     lines = _scan_lines(raw_body)
     inline = _INLINE_CODE.findall(raw_body)
     inline_commands = sum(_first_word(span.strip("`")) in _COMMAND_WORDS for span in inline)
+    prose_commands = len(_PROSE_COMMAND.findall(_outside_code(raw_body)))
     urls = [*_MD_LINK.findall(raw_body), *_BARE_URL.findall(raw_body)]
     links = tuple(host for host in (host_of(u) for u in dict.fromkeys(urls)) if host)
     both = f"{lowered_title}\n{body}"
@@ -380,7 +409,7 @@ def analyse(item: Item, *, max_chars: int) -> TextView:
         code_blocks=lines.code_blocks,
         code_lines=lines.code_lines,
         inline_code=len(inline),
-        commands=lines.commands + inline_commands,
+        commands=lines.commands + inline_commands + prose_commands,
         links=links,
         numbers=len(_NUMBER.findall(body)),
         table_rows=lines.table_rows,

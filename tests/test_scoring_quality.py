@@ -258,3 +258,21 @@ def test_a_short_how_to_is_not_shallow_for_being_short() -> None:
     card = _score("Show used and available system memory", MEMORY_TIP)
     assert card.depth.features["words"] < 200
     assert card.depth.value >= 0.35
+
+
+PERF_ANSWER = """perf is Linux's built-in profiler, backed by hardware counters. perf stat ./myapp
+records CPU metrics for one run. perf record -g ./myapp samples the call graph; perf report
+shows the hot paths. For a flame graph run perf record -g -p PID, then pipe perf script
+through the FlameGraph scripts into an SVG. Wide bars at the top are the functions to optimise.
+"""
+
+
+def test_commands_written_into_plain_text_are_commands() -> None:
+    # A plain-text page (or mail) has no code markup: "perf record -g ./myapp" is still a
+    # command. The card said "nothing to act on (no steps, code, guidance or fix)".
+    card = _score("How do you use perf and flame graphs on Linux?", PERF_ANSWER)
+    assert card.actionability.features["commands"] >= 3
+    assert "nothing to act on" not in card.actionability.reason
+    # A command word as an English word is not a command.
+    plain = _score("Feel free", "Feel free to find the best way - make it fast and free - today.")
+    assert plain.actionability.features["commands"] == 0
