@@ -167,3 +167,27 @@ def test_ctrl_c_stops_cleanly_with_exit_130(vault: Path) -> None:
     assert report["interrupted"] is True
     state = check_invariants(vault)
     assert 0 < state["notes"] < 1200 and report["added"] == state["notes"]
+
+
+def test_the_templates_folder_set_in_obsidian_leaves_the_index(vault: Path) -> None:
+    notes(vault, 1)
+    write_note(vault, "Templates/Meeting.md", section("{{title}}", "agenda attendees lighthouse"))
+    invoke("--vault", str(vault), "index")
+    _, out, _ = invoke("--vault", str(vault), "search", "agenda attendees", "--json")
+    assert json.loads(out)["results"][0]["path"] == "Templates/Meeting.md"
+
+    (vault / ".obsidian").mkdir(exist_ok=True)
+    (vault / ".obsidian" / "templates.json").write_text('{"folder": "Templates"}')
+    _, out, _ = invoke("--vault", str(vault), "doctor", "--json")
+    checks = {c["name"]: c for c in json.loads(out)["checks"]}
+    assert (
+        "templates Templates/ (Obsidian's templates setting): not indexed"
+        in (checks["vault"]["detail"])
+    )
+    assert "1 deleted" in checks["index"]["detail"]
+    _, out, _ = invoke("--vault", str(vault), "index", "--json")
+    assert json.loads(out)["deleted"] == 1
+    _, out, _ = invoke("--vault", str(vault), "search", "agenda attendees", "--json")
+    assert "Templates/Meeting.md" not in [r["path"] for r in json.loads(out)["results"]]
+    assert (vault / "Templates" / "Meeting.md").is_file()  # the note itself is untouched
+    check_invariants(vault)

@@ -20,7 +20,7 @@ from signaldesk.pipeline.cli._output import print_json
 from signaldesk.pipeline.config import Workspace
 from signaldesk.pipeline.wording import plural
 from signaldesk.retrieval.embedder import Embedder, load_embedder
-from signaldesk.retrieval.ignore import VaultFilter, iter_vault_notes
+from signaldesk.retrieval.ignore import VaultFilter, iter_vault_notes, template_folders
 from signaldesk.retrieval.settings import IndexSettings
 from signaldesk.retrieval.status import index_status
 from signaldesk.retrieval.store import capabilities, connect, get_meta, index_db_path, sqlite_module
@@ -174,6 +174,10 @@ def _vault(workspace: Workspace) -> Check:
     detail = f"{vault}; " + ", ".join(f"{name} {folder}/" for name, folder in layout.items())
     if missing:
         detail += f" ({', '.join(missing)}: made when first used)"
+    templates = template_folders(vault)
+    if templates:
+        names = ", ".join(f"{folder}/" for folder in templates)
+        detail += f"; templates {names} (Obsidian's templates setting): not indexed"
     return Check("vault", "ok", detail)
 
 
