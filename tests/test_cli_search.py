@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -229,3 +230,29 @@ def test_a_one_shot_search_imports_only_what_it_searches_with(indexed_vault: Pat
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert "LOADED []" in done.stdout, done.stdout[-500:]
+
+
+def test_the_table_links_each_note_and_cuts_snippets_between_words(
+    vault: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    long_words = " ".join(["lighthouse", "keeper", "maintenance"] * 40)
+    note = vault / "03 - Guides & more" / "Light house.md"
+    note.parent.mkdir(parents=True)
+    note.write_text(f"# Lighthouse\n\n{long_words}\n", encoding="utf-8")
+    workspace = resolve_workspace(vault, None)
+    Indexer(vault, workspace.config.index, LazyEmbedder(workspace.config.index)).run_sync()
+    code, out, _ = _run(capsys, "--vault", str(vault), "search", "lighthouse keeper")
+    assert code == 0
+    flat = " ".join(out.replace("│", " ").split())
+    # 220 characters of the text, cut after a whole word.
+    assert re.search(r"\b(lighthouse|keeper|maintenance)\.\.\.", flat)
+    assert not re.search(
+        r"[a-z]\.\.\.",
+        flat.replace("lighthouse...", "").replace("keeper...", "").replace("maintenance...", ""),
+    )
+    # A terminal (forced here) gets an OSC 8 link to the file, spaces and '&' quoted.
+    monkeypatch.setenv("FORCE_COLOR", "1")
+    code, out, _ = _run(capsys, "--vault", str(vault), "search", "lighthouse keeper")
+    assert code == 0
+    assert (vault / "03 - Guides & more" / "Light house.md").as_uri() in out
+    assert "Light%20house.md" in out

@@ -205,11 +205,13 @@ def _explain_json(exp: SearchExplanation) -> dict[str, Any]:
 
 
 def _snippet(text: str, width: int = 220) -> str:
-    # The words a reader sees (no badge URLs, comments or link targets), on one line.
+    # The words a reader sees (no badge URLs, comments or link targets), on one line,
+    # cut between two words rather than inside one.
+    from signaldesk.retrieval.budget import cut
     from signaldesk.retrieval.cleaning import readable_text
 
     flat = readable_text(text) or re.sub(r"\s+", " ", text).strip()
-    return flat if len(flat) <= width else flat[: width - 3].rstrip() + "..."
+    return cut(flat, width)
 
 
 def _hint_empty_index(console: Console, workspace: Workspace) -> None:
@@ -228,9 +230,12 @@ def _hint_empty_index(console: Console, workspace: Workspace) -> None:
         )
 
 
-def _print_results(console: Console, query: str, results: list[SearchResult]) -> None:
+def _print_results(
+    console: Console, query: str, results: list[SearchResult], vault: Path
+) -> None:
     # rich's tables are imported here: `search --json` (a hook's call) never draws one.
     from rich.markup import escape
+    from rich.style import Style
     from rich.table import Table
     from rich.text import Text
 
@@ -243,7 +248,11 @@ def _print_results(console: Console, query: str, results: list[SearchResult]) ->
     table.add_column("source", ratio=2, overflow="fold")
     table.add_column("snippet", ratio=3)
     for rank, r in enumerate(results, start=1):
-        table.add_row(str(rank), f"{r.score:.3f}", Text(source_label(r)), Text(_snippet(r.text)))
+        # A terminal that knows links (OSC 8) opens the note on a click, however the
+        # path wraps; the text stays the vault-relative path the JSON and MCP give.
+        link = Style(link=(vault / r.path).as_uri()) if r.vault is None else Style()
+        source = Text(source_label(r), style=link)
+        table.add_row(str(rank), f"{r.score:.3f}", source, Text(_snippet(r.text)))
     console.print(table)
 
 
@@ -364,7 +373,7 @@ def search(
         return
     if exp is not None:
         _print_explain(app.console, exp, max(10, len(results) * 2))
-    _print_results(app.console, query, results)
+    _print_results(app.console, query, results, workspace.vault)
     if not results:
         _hint_empty_index(app.console, workspace)
 
