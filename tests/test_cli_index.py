@@ -85,7 +85,8 @@ def test_doctor_reports_every_check(vault: Path) -> None:
     }
     assert checks["sqlite"]["outcome"] == "ok" and "SQLite 3." in checks["sqlite"]["detail"]
     assert checks["model"]["outcome"] == "ok" and "256 dims" in checks["model"]["detail"]
-    assert checks["index"]["outcome"] == "warn" and checks["index"]["fix"] == "signaldesk index"
+    assert checks["index"]["outcome"] == "warn"
+    assert checks["index"]["fix"] == f"signaldesk --vault {vault} index"
     notes(vault, 1)
     invoke("--vault", str(vault), "index")
     code, out, _ = invoke("--vault", str(vault), "doctor")
@@ -100,7 +101,8 @@ def test_doctor_says_when_notes_are_not_indexed(vault: Path) -> None:
     code, out, _ = invoke("--vault", str(vault), "doctor", "--json")
     checks = {c["name"]: c for c in json.loads(out)["checks"]}
     index = checks["index"]
-    assert code == 0 and index["outcome"] == "warn" and index["fix"] == "signaldesk index"
+    assert code == 0 and index["outcome"] == "warn"
+    assert index["fix"] == f"signaldesk --vault {vault} index"
     assert "2 of 4 notes not indexed yet (1 new, 1 changed)" in index["detail"]
     invoke("--vault", str(vault), "index")
     code, out, _ = invoke("--vault", str(vault), "doctor", "--json")
@@ -191,3 +193,40 @@ def test_the_templates_folder_set_in_obsidian_leaves_the_index(vault: Path) -> N
     assert "Templates/Meeting.md" not in [r["path"] for r in json.loads(out)["results"]]
     assert (vault / "Templates" / "Meeting.md").is_file()  # the note itself is untouched
     check_invariants(vault)
+
+
+def test_hints_name_the_vault_they_were_given(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from signaldesk.pipeline.cli._hints import vault_argument, with_vault
+
+    vault = tmp_path / "my notes"
+    vault.mkdir()
+    # A real process: the error and its hint as a person reads them.
+    done = subprocess.run(
+        [sys.executable, "-m", "signaldesk", "-v", "--vault", str(vault), "search", "x"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 1
+    assert f"hint: run `signaldesk --vault '{vault}' index` to build it" in done.stderr
+    monkeypatch.setenv("COLUMNS", "300")  # the table keeps the command on one line
+    _, out, _ = invoke("--vault", str(vault), "index", "--status")
+    assert f"no index yet: run `signaldesk --vault '{vault}' index`" in out
+
+    assert vault_argument(["--config", "c.toml", "--vault=v", "index"]) == "v"
+    assert vault_argument(["search", "--vault", "v"]) is None  # not the group's option
+    # Prose and the verbs that take their own folder are left alone; a quoted or bare
+    # command, and one that already names a vault, are not touched twice.
+    assert with_vault("signaldesk files notes into the vault", "v") == (
+        "signaldesk files notes into the vault"
+    )
+    assert with_vault("run `signaldesk init /x` or signaldesk demo", "v") == (
+        "run `signaldesk init /x` or signaldesk demo"
+    )
+    assert with_vault("`signaldesk doctor`; signaldesk index --full", "a b") == (
+        "`signaldesk --vault 'a b' doctor`; signaldesk --vault 'a b' index --full"
+    )
+    assert with_vault("signaldesk --vault w index", "v") == "signaldesk --vault w index"
+    assert with_vault("run `signaldesk index`", None) == "run `signaldesk index`"

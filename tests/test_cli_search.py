@@ -74,7 +74,7 @@ def test_missing_index_is_a_clean_error(vault: Path, capsys: pytest.CaptureFixtu
     code, out, err = _run(capsys, "--vault", str(vault), "search", "anything")
     assert code == 1
     assert "Traceback" not in err
-    assert "signaldesk index" in err
+    assert f"run `signaldesk --vault {vault} index` to build it" in err
     assert out == ""
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sqlite3
 import sys
@@ -16,6 +17,7 @@ from rich.text import Text
 
 from signaldesk.errors import SignaldeskError
 from signaldesk.pipeline.cli._context import AppContext
+from signaldesk.pipeline.cli._hints import with_vault
 from signaldesk.pipeline.cli._output import print_json
 from signaldesk.pipeline.config import Workspace
 from signaldesk.pipeline.wording import plural
@@ -354,7 +356,11 @@ _ESSENTIAL = {"python", "sqlite", "fts5", "config", "vault", "postgres", "pgvect
 @click.pass_obj
 def doctor(app: AppContext, as_json: bool) -> None:
     """Check Python's SQLite, FTS5, sqlite-vec, the model, the config, the vault and the index."""
-    checks = run_checks(app)
+    vault = app.vault_argument
+    checks = [
+        dataclasses.replace(c, detail=with_vault(c.detail, vault), fix=with_vault(c.fix, vault))
+        for c in run_checks(app)
+    ]
     failed = any(c.outcome == "fail" and c.name in _ESSENTIAL for c in checks)
     if as_json:
         print_json({"ok": not failed, "checks": checks})
@@ -362,8 +368,9 @@ def doctor(app: AppContext, as_json: bool) -> None:
         table = Table(title="signaldesk doctor", title_justify="left")
         table.add_column("")
         table.add_column("check", style="bold")
-        table.add_column("result")
-        table.add_column("fix")
+        # Folded, never cut short with an ellipsis: a path or a command must read whole.
+        table.add_column("result", overflow="fold")
+        table.add_column("fix", overflow="fold")
         for check in checks:
             table.add_row(_MARK[check.outcome], check.name, Text(check.detail), Text(check.fix))
         app.console.print(table)

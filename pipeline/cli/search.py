@@ -17,6 +17,7 @@ import click
 
 from signaldesk.errors import SignaldeskError
 from signaldesk.pipeline.cli._context import AppContext
+from signaldesk.pipeline.cli._hints import with_vault
 from signaldesk.pipeline.cli._output import print_json, to_jsonable
 from signaldesk.pipeline.cli._search_options import filter_options, search_parameters
 from signaldesk.pipeline.config import Workspace
@@ -214,7 +215,7 @@ def _snippet(text: str, width: int = 220) -> str:
     return cut(flat, width)
 
 
-def _hint_empty_index(console: Console, workspace: Workspace) -> None:
+def _hint_empty_index(console: Console, workspace: Workspace, vault: str | None) -> None:
     """Say so when nothing matched because the index holds no notes at all."""
     from rich.markup import escape
 
@@ -225,14 +226,12 @@ def _hint_empty_index(console: Console, workspace: Workspace) -> None:
         console.print(
             f"[yellow]The index of {escape(str(workspace.vault))} holds 0 notes[/]: add notes "
             "to the vault (or point --vault / SIGNALDESK_VAULT at the vault you meant) and run "
-            "`signaldesk index`.",
+            f"{escape(with_vault('`signaldesk index`', vault))}.",
             highlight=False,
         )
 
 
-def _print_results(
-    console: Console, query: str, results: list[SearchResult], vault: Path
-) -> None:
+def _print_results(console: Console, query: str, results: list[SearchResult], vault: Path) -> None:
     # rich's tables are imported here: `search --json` (a hook's call) never draws one.
     from rich.markup import escape
     from rich.style import Style
@@ -375,7 +374,7 @@ def search(
         _print_explain(app.console, exp, max(10, len(results) * 2))
     _print_results(app.console, query, results, workspace.vault)
     if not results:
-        _hint_empty_index(app.console, workspace)
+        _hint_empty_index(app.console, workspace, app.vault_argument)
 
 
 @click.command("context")
