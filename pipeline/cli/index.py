@@ -155,7 +155,9 @@ def _print_report(
     rows: list[tuple[str, str]] = [
         ("added", str(report.added)),
         ("changed", str(report.changed)),
-        ("deleted", str(report.deleted)),
+        # Not "deleted": a moved note, or one an ignore rule now covers, leaves the index
+        # too, and the file is never touched.
+        ("removed from the index", str(report.deleted)),
         ("unchanged", str(report.unchanged)),
         ("chunks embedded", str(report.chunks_embedded)),
         ("chunks reused", str(report.chunks_reused)),
