@@ -256,3 +256,23 @@ def test_the_table_links_each_note_and_cuts_snippets_between_words(
     assert code == 0
     assert (vault / "03 - Guides & more" / "Light house.md").as_uri() in out
     assert "Light%20house.md" in out
+
+
+def test_an_empty_answer_says_what_the_filters_narrowed_it_to(
+    indexed_vault: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    v = str(indexed_vault)
+    code, out, _ = _run(capsys, "--vault", v, "search", "starter", "--folder", "resources")
+    assert code == 0
+    flat = " ".join(out.split())
+    assert "No results for starter (only notes under resources/, a folder this vault" in flat
+    code, out, _ = _run(
+        capsys, "--vault", v, "search", "starter", "--tag", "ops", "--since", "2031-01-02"
+    )
+    flat = " ".join(out.split())
+    assert "(only notes tagged ops; updated on or after 2031-01-02)." in flat
+    # A folder as a shell completes it (./ and a trailing slash) is the same folder.
+    code, out, _ = _run(
+        capsys, "--vault", v, "search", "starter", "--folder", "./03-resources/", "--json"
+    )
+    assert [r["path"] for r in json.loads(out)["results"]][:1] == ["03-resources/sourdough.md"]

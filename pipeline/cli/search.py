@@ -231,7 +231,46 @@ def _hint_empty_index(console: Console, workspace: Workspace, vault: str | None)
         )
 
 
-def _print_results(console: Console, query: str, results: list[SearchResult], vault: Path) -> None:
+def _narrowed_by(filters: SearchFilters | None, vault: Path | None) -> str:
+    """What the filters asked for, so an empty answer says what it was narrowed to
+    (and that a folder ``vault`` does not have cannot match; ``None``: the team
+    database, whose other vaults may have it)."""
+    if filters is None:
+        return ""
+    from signaldesk.retrieval.filters import normalise_folder
+
+    said: list[str] = []
+    if filters.folder:
+        folder = normalise_folder(filters.folder)
+        missing = (
+            ", a folder this vault does not have"
+            if vault is not None and not (vault / folder).is_dir()
+            else ""
+        )
+        said.append(f"under {folder}/{missing}")
+    for name, value in (("type", filters.type), ("domain", filters.domain)):
+        if value:
+            said.append(f"{name} {value}")
+    if filters.tags:
+        said.append("tagged " + " and ".join(filters.tags))
+    if filters.status:
+        said.append(f"status {filters.status}")
+    if filters.since:
+        said.append(f"updated on or after {filters.since.isoformat()}")
+    if filters.until:
+        said.append(f"updated on or before {filters.until.isoformat()}")
+    return " (only notes " + "; ".join(said) + ")" if said else ""
+
+
+def _print_results(
+    console: Console,
+    query: str,
+    results: list[SearchResult],
+    vault: Path,
+    filters: SearchFilters | None = None,
+    *,
+    one_vault: bool = True,
+) -> None:
     # rich's tables are imported here: `search --json` (a hook's call) never draws one.
     from rich.markup import escape
     from rich.style import Style
@@ -239,7 +278,11 @@ def _print_results(console: Console, query: str, results: list[SearchResult], va
     from rich.text import Text
 
     if not results:
-        console.print(f"No results for [bold]{escape(query)}[/].", highlight=False)
+        narrowed = _narrowed_by(filters, vault if one_vault else None)
+        console.print(
+            f"No results for [bold]{escape(query)}[/]{escape(narrowed)}.",
+            highlight=False,
+        )
         return
     table = Table(title=f"Results for “{escape(query)}”", show_lines=True, expand=True)
     table.add_column("#", justify="right", no_wrap=True)
@@ -372,7 +415,14 @@ def search(
         return
     if exp is not None:
         _print_explain(app.console, exp, max(10, len(results) * 2))
-    _print_results(app.console, query, results, workspace.vault)
+    _print_results(
+        app.console,
+        query,
+        results,
+        workspace.vault,
+        filters,
+        one_vault=workspace.config.index.backend == "sqlite",
+    )
     if not results:
         _hint_empty_index(app.console, workspace, app.vault_argument)
 
