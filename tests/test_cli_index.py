@@ -46,6 +46,18 @@ def test_index_json_then_status_json(vault: Path) -> None:
     assert status["model"] and status["degraded"] == []
     assert status["folders"] == {"01-projects": 3}
     assert status["last_indexed"].startswith("20")
+    write_note(vault, "04 - Guides, Workflows, & Courses/a.md", section("Guide", "words"))
+    write_note(vault, "top.md", section("Top", "words"))
+    invoke("--vault", str(vault), "index")
+    _, out, _ = invoke("--vault", str(vault), "index", "--status")
+    cells = [line.split("│")[2].strip() for line in out.splitlines() if line.count("│") == 3]
+    # One folder a line, count first: names with commas stay readable.
+    start = cells.index("1  (top level)")
+    assert cells[start : start + 3] == [
+        "1  (top level)",
+        "3  01-projects/",
+        "1  04 - Guides, Workflows, & Courses/",
+    ]
 
 
 def test_index_human_output_and_full(vault: Path) -> None:

@@ -191,7 +191,13 @@ def _print_status(console: Console, status: IndexStatus, vault: str | None) -> N
         last = status.last_indexed.isoformat(timespec="seconds") if status.last_indexed else "-"
         table.add_row("last indexed", last)
         if status.folders:
-            folders = ", ".join(f"{name} {count}" for name, count in status.folders.items())
+            # One a line, count first: folder names hold spaces and commas
+            # ("04 - Guides, Workflows, & Courses"), so a list on one line cannot be read.
+            width = len(str(max(status.folders.values())))
+            folders = "\n".join(
+                f"{count:>{width}}  {'(top level)' if name == '.' else name + '/'}"
+                for name, count in status.folders.items()
+            )
             table.add_row("folders", Text(folders))
     search = "; ".join(status.degraded) if status.degraded else "hybrid (BM25 + vectors)"
     table.add_row("search", Text(with_vault(search, vault)))

@@ -228,6 +228,7 @@ def _hint_empty_index(console: Console, workspace: Workspace, vault: str | None)
             "to the vault (or point --vault / SIGNALDESK_VAULT at the vault you meant) and run "
             f"{escape(with_vault('`signaldesk index`', vault))}.",
             highlight=False,
+            soft_wrap=True,  # the command pastes as it reads
         )
 
 
