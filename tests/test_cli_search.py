@@ -149,6 +149,25 @@ def test_batch_jsonl(
     assert "empty" in lines[2]["error"]
 
 
+def test_a_bad_batch_line_costs_only_itself(
+    indexed_vault: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    batch = tmp_path / "queries.jsonl"
+    batch.write_text(
+        '{"id": "a", "query": "starter feeding"}\nnot json\n["a list"]\n'
+        '{"id": "d", "query": "kubectl rollout"}\n',
+        encoding="utf-8",
+    )
+    code, out, err = _run(capsys, "--vault", str(indexed_vault), "search", "--batch", str(batch))
+    lines = [json.loads(line) for line in out.splitlines()]
+    assert [line["id"] for line in lines] == ["a", 2, 3, "d"]
+    assert lines[3]["results"][0]["path"] == "03-resources/kubernetes.md"
+    assert lines[1]["error"].startswith('line 2: not a {"id", "query"} JSON object')
+    # The run still says it was not clean: exit 1 and one line naming the bad lines.
+    assert code == 1 and "2 lines not a query (2, 3); the others were run" in err
+    assert "Traceback" not in err
+
+
 def test_query_and_batch_are_exclusive(
     indexed_vault: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

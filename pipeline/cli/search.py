@@ -21,6 +21,7 @@ from signaldesk.pipeline.cli._hints import with_vault
 from signaldesk.pipeline.cli._output import print_json, to_jsonable
 from signaldesk.pipeline.cli._search_options import filter_options, search_parameters
 from signaldesk.pipeline.config import Workspace
+from signaldesk.pipeline.wording import plural
 from signaldesk.retrieval.context_block import (
     SOURCE_SEPARATOR,
     ContextExcerpts,
@@ -355,6 +356,9 @@ def _print_explain(console: Console, exp: SearchExplanation, rows_shown: int) ->
 
 
 def _batch(searches: _Searches, path: Path, kwargs: dict[str, Any]) -> None:
+    """One JSON line per query line; a line that is not a query gets an error line (its
+    line number as id) and the rest still run: one bad line never costs the others."""
+    bad: list[int] = []
     with path.open(encoding="utf-8") as handle:
         for number, line in enumerate(handle, start=1):
             if not line.strip():
@@ -363,16 +367,22 @@ def _batch(searches: _Searches, path: Path, kwargs: dict[str, Any]) -> None:
                 item = json.loads(line)
                 query_id, query = item.get("id", number), item["query"]
             except (ValueError, KeyError, AttributeError) as exc:
-                raise SignaldeskError(
-                    f'{path}:{number}: not a {{"id", "query"}} JSON object ({exc})',
-                    hint='one JSON object per line, e.g. {"id": "q1", "query": "vector search"}',
-                ) from exc
+                bad.append(number)
+                problem = f'line {number}: not a {{"id", "query"}} JSON object ({exc})'
+                print_json({"id": number, "error": problem}, lines=True)
+                continue
             try:
                 results, _ = searches.ask(str(query), False, kwargs)
             except RetrievalError as exc:
                 print_json({"id": query_id, "error": exc.message}, lines=True)
                 continue
             print_json({"id": query_id, "results": [_result_json(r) for r in results]}, lines=True)
+    if bad:
+        lines = ", ".join(str(n) for n in bad[:10]) + (", ..." if len(bad) > 10 else "")
+        raise SignaldeskError(
+            f"{path}: {plural(len(bad), 'line')} not a query ({lines}); the others were run",
+            hint='one JSON object per line, e.g. {"id": "q1", "query": "vector search"}',
+        )
 
 
 @click.command("search")
