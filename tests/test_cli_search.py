@@ -108,6 +108,24 @@ def test_explain_json_and_table(indexed_vault: Path, capsys: pytest.CaptureFixtu
     assert "MATCH" in out and "kubernetes.md" in out
 
 
+def test_the_explain_table_shows_its_sources_at_80_columns(
+    indexed_vault: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COLUMNS", "80")
+    code, out, _ = _run(
+        capsys, "--vault", str(indexed_vault), "search", "kubectl pods", "--explain"
+    )
+    assert code == 0
+    table = out[out.index("candidate notes") : out.index("Results for")]
+    assert "…" not in table  # no header or figure cut short
+    assert "rank" in table and "cosine" in table
+    # The source column has room: the path reads whole once the folded lines are joined.
+    lines = table.splitlines()
+    start = next(line.index("source") for line in lines if "cosine" in line)
+    sources = "".join(line[start:].strip() for line in lines)
+    assert "03-resources/kubernetes.md" in sources
+
+
 def test_human_output_and_filters(indexed_vault: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = _run(
         capsys,

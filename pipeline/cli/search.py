@@ -305,6 +305,7 @@ def _fmt(value: float | int | None, spec: str = "") -> str:
 
 
 def _print_explain(console: Console, exp: SearchExplanation, rows_shown: int) -> None:
+    from rich import box
     from rich.markup import escape
     from rich.panel import Panel
     from rich.table import Table
@@ -324,19 +325,20 @@ def _print_explain(console: Console, exp: SearchExplanation, rows_shown: int) ->
     if exp.degraded:
         lines.append("[bold yellow]degraded[/]: " + escape("; ".join(exp.degraded)))
     console.print(Panel("\n".join(lines), title="explain", expand=False), highlight=False)
-    table = Table(title="candidate notes (fused order), each by its best chunk", expand=True)
-    for name, justify in (
-        ("#", "right"),
-        ("fused", "right"),
-        ("note rank", "right"),
-        ("note bm25", "right"),
-        ("chunk rank", "right"),
-        ("chunk bm25", "right"),
-        ("vec rank", "right"),
-        ("cosine", "right"),
-    ):
-        table.add_column(name, justify=justify, no_wrap=True)  # type: ignore[arg-type]
-    table.add_column("source", overflow="fold")
+    # Headers on two lines and no inner rules: at 80 columns the eight figures then leave
+    # the source room to be read (it was squeezed to nothing, the headers cut to "note ra…").
+    table = Table(
+        title="candidate notes (fused order), each by its best chunk",
+        expand=True,
+        box=box.SIMPLE_HEAD,
+        pad_edge=False,
+        collapse_padding=True,
+    )
+    for name in ("#", "fused", "note\nrank", "note\nbm25", "chunk\nrank", "chunk\nbm25"):
+        table.add_column(name, justify="right", no_wrap=True)
+    table.add_column("vec\nrank", justify="right", no_wrap=True)
+    table.add_column("cosine", justify="right", no_wrap=True)
+    table.add_column("source", overflow="fold", ratio=1, min_width=24)
     for rank, row in enumerate(exp.rows[:rows_shown], start=1):
         label = row.path + (f"{SOURCE_SEPARATOR}{row.section}" if row.section else "")
         if row.exact:
