@@ -313,3 +313,16 @@ def test_an_empty_answer_says_what_the_filters_narrowed_it_to(
         capsys, "--vault", v, "search", "starter", "--folder", "./03-resources/", "--json"
     )
     assert [r["path"] for r in json.loads(out)["results"]][:1] == ["03-resources/sourdough.md"]
+
+
+def test_a_query_that_starts_with_a_dash_says_how_to_search_for_it(
+    indexed_vault: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, _, err = _run(capsys, "--vault", str(indexed_vault), "search", "-kubectl")
+    assert code == 2
+    assert "put -- before it: signaldesk search -- -kubectl" in " ".join(err.split())
+    code, out, _ = _run(capsys, "--vault", str(indexed_vault), "search", "--json", "--", "-kubectl")
+    assert code == 0 and json.loads(out)["results"][0]["path"] == "03-resources/kubernetes.md"
+    # A mistyped option keeps click's own suggestion, without the search hint.
+    code, _, err = _run(capsys, "--vault", str(indexed_vault), "search", "--limti", "2", "x")
+    assert code == 2 and "Did you mean '--limit'" in err and "put --" not in err

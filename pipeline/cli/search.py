@@ -19,7 +19,11 @@ from signaldesk.errors import SignaldeskError
 from signaldesk.pipeline.cli._context import AppContext
 from signaldesk.pipeline.cli._hints import with_vault
 from signaldesk.pipeline.cli._output import print_json, to_jsonable
-from signaldesk.pipeline.cli._search_options import filter_options, search_parameters
+from signaldesk.pipeline.cli._search_options import (
+    QueryCommand,
+    filter_options,
+    search_parameters,
+)
 from signaldesk.pipeline.config import Workspace
 from signaldesk.pipeline.wording import plural
 from signaldesk.retrieval.context_block import (
@@ -387,7 +391,7 @@ def _batch(searches: _Searches, path: Path, kwargs: dict[str, Any]) -> None:
         )
 
 
-@click.command("search")
+@click.command("search", cls=QueryCommand)
 @search_parameters
 @click.pass_obj
 def search(
@@ -440,7 +444,7 @@ def search(
         _hint_empty_index(app.console, workspace, app.vault_argument)
 
 
-@click.command("context")
+@click.command("context", cls=QueryCommand)
 @click.argument("query")
 @click.option("--max-tokens", type=click.IntRange(min=1), help="Token budget for the block.")
 @filter_options
