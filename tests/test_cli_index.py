@@ -198,7 +198,11 @@ def test_the_templates_folder_set_in_obsidian_leaves_the_index(vault: Path) -> N
         "templates Templates/ (Obsidian's templates setting): not indexed"
         in (checks["vault"]["detail"])
     )
-    assert "1 deleted" in checks["index"]["detail"]
+    # The file is kept: it is not "deleted", it leaves the index.
+    assert (
+        "1 indexed note no longer among the vault's notes (deleted, moved or now excluded)"
+        in (checks["index"]["detail"])
+    )
     _, out, _ = invoke("--vault", str(vault), "index")
     row = next(line for line in out.splitlines() if "removed from the index" in line)
     assert row.split("│")[2].strip() == "1" and "deleted" not in out

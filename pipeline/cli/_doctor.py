@@ -240,15 +240,18 @@ def _index(workspace: Workspace, settings: IndexSettings, embedder: Embedder | N
     if new or changed or gone:
         behind = ", ".join(
             f"{n} {what}"
-            for n, what in ((new, "new"), (changed, "changed"), (gone, "deleted"))
+            for n, what in ((new, "new"), (changed, "changed"), (gone, "to remove"))
             if n
         )
-        return Check(
-            "index",
-            "warn",
-            f"{detail}; {new + changed} of {plural(total, 'note')} not indexed yet ({behind})",
-            "signaldesk index",
+        # Only removals (a note deleted, moved or now excluded): "0 of N notes not
+        # indexed yet" would say nothing is wrong.
+        lag = (
+            f"{new + changed} of {plural(total, 'note')} not indexed yet ({behind})"
+            if new or changed
+            else f"{plural(gone, 'indexed note')} no longer among the vault's notes "
+            "(deleted, moved or now excluded)"
         )
+        return Check("index", "warn", f"{detail}; {lag}", "signaldesk index")
     if status.degraded:
         return Check("index", "warn", f"{detail}; {'; '.join(status.degraded)}", "signaldesk index")
     return Check("index", "ok", detail)
