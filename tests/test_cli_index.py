@@ -247,3 +247,16 @@ def test_hints_name_the_vault_they_were_given(
     )
     assert with_vault("signaldesk --vault w index", "v") == "signaldesk --vault w index"
     assert with_vault("run `signaldesk index`", None) == "run `signaldesk index`"
+
+
+def test_init_says_the_obsidian_templates_folder_is_not_indexed(tmp_path: Path) -> None:
+    vault = tmp_path / "notes"
+    settings = vault / ".obsidian" / "plugins" / "templater-obsidian" / "data.json"
+    settings.parent.mkdir(parents=True)
+    settings.write_text('{"templates_folder": "Meta/Templates"}', encoding="utf-8")
+    write_note(vault, "a.md", section("A", "words"))
+    code, out, _ = invoke("init", str(vault))
+    assert code == 0
+    assert "Not indexed: Meta/Templates/ (the templates folder your Obsidian settings name)" in (
+        " ".join(out.split())
+    )
