@@ -10,13 +10,16 @@ half side by side:
   routing accuracy on the items both the curator and triage file, recall per domain;
 - the same figures for two threshold-free baselines trained on the tuning half: a logistic
   regression over the scorer's own explained features, and one over a bag of words;
-- the held-out items where triage and the curator disagree most, with their reasons;
+- the held-out items where triage and the curator disagree most, with their reasons, and
+  every reason of a held-out card that contradicts its number or the decision;
 - what 20 corrections replayed from the tuning half do to the held-out half, and that
   undoing them restores every decision; beside it, the same with other draws of the
   confirmations among the decisions near the threshold (``--draws``);
 - items scored per second with embeddings, and the peak memory of scoring N and 4N items.
 
-Options: ``--keyword-only`` (no embedder), ``--mode`` (one mode only), ``--worst N``,
+Options: ``--set fresh`` (the second labelled set, from other sources, labelled after the
+first set's figures were known; split once on its own), ``--keyword-only`` (no embedder),
+``--mode`` (one mode only), ``--worst N``,
 ``--throughput N``, ``--draws N``, ``--json``, ``--shared PATH`` (another copy of ``shared/data``).
 Items whose text is not here (the local page cache of ``python -m bench.triage.build_cache``,
 or ``shared/data``) are skipped and counted.
@@ -46,6 +49,7 @@ from bench.triage.metrics import (
     card_features,
     measure,
 )
+from bench.triage.reasons import contradictions
 from signaldesk.items import Item
 from signaldesk.scoring import ScoreCard, Scorer, ScoringSettings
 from signaldesk.vault import DOMAINS
@@ -208,6 +212,14 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
         default=10,
         help="other draws of the replay's confirmations (near the threshold) to print beside it",
     )
+    parser.add_argument(
+        "--set",
+        dest="which",
+        choices=("first", "fresh"),
+        default="first",
+        help="the labelled set: the first one, or the fresh one labelled after its figures "
+        "were known (each is split once into its own halves)",
+    )
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     parser.add_argument("--shared", type=Path, default=_DEFAULT_SHARED, help="shared/data folder")
     return parser.parse_args(argv)
@@ -231,7 +243,7 @@ def _agreement_json(a: Agreement) -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> int:
     args = _args(argv)
     console = Console(stderr=args.json, width=max(Console().width, 130))
-    examples, missing = load_examples(shared=args.shared)
+    examples, missing = load_examples(shared=args.shared, sets=(args.which,))
     if not examples:
         console.print("no labelled items could be read (see bench/triage/corpus.py)")
         return 1
@@ -247,6 +259,7 @@ def main(argv: list[str] | None = None) -> int:
     scorer.score(examples[0].item("feed"))  # embeds the profile and domain descriptions once
     modes = [args.mode] if args.mode else list(MODES)
     figures: dict[str, Any] = {
+        "set": args.which,
         "items": len(examples),
         "missing": len(missing),
         "by_source": {
@@ -257,9 +270,16 @@ def main(argv: list[str] | None = None) -> int:
         "modes": {},
     }
     results = {}
+    contradicted: dict[str, list[str]] = {}
     for mode in modes:
         cards = score_examples(scorer, [x.item(mode) for x in examples])
         result = results[mode] = evaluate_mode(examples, cards, mode)
+        contradicted[mode] = [
+            f"{x.id}: {problem}"
+            for x, card in zip(examples, cards, strict=True)
+            if x.split == "heldout"
+            for problem in contradictions(card, x.item(mode), settings.threshold)
+        ]
         figures["modes"][mode] = {
             who: {half: _agreement_json(group[half]) for half in _HALVES}
             for who, group in (
@@ -268,6 +288,7 @@ def main(argv: list[str] | None = None) -> int:
                 ("lr_words", result.words_lr),
             )
         }
+        figures["modes"][mode]["heldout_reason_contradictions"] = contradicted[mode]
     from bench.triage.replay import replay_corrections, replay_draws
 
     replay = {mode: replay_corrections(examples, scorer, mode) for mode in modes}
@@ -294,13 +315,21 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(figures, indent=2))
         return 0
     console.print(
-        f"{len(examples)} labelled items "
+        f"{args.which} set: {len(examples)} labelled items "
         f"({', '.join(f'{n} {s}' for s, n in figures['by_source'].items())}); "
         f"{len(missing)} not readable here"
     )
     for mode in modes:
         console.print(_summary_table(results[mode]))
         console.print(_domain_table(results[mode]))
+        held = sum(1 for x in examples if x.split == "heldout")
+        console.print(
+            f"reasons: {len(contradicted[mode])} contradiction(s) of a score or the decision "
+            f"over the {held} held-out cards"
+            + "".join(f"\n    {line}" for line in contradicted[mode]),
+            markup=False,
+            highlight=False,
+        )
         console.print(replay[mode].describe(), highlight=False)
         before, after = draws[mode]
         if after:
@@ -326,6 +355,7 @@ def main(argv: list[str] | None = None) -> int:
         highlight=False,
     )
     command = "python -m bench.scoring" + (" --keyword-only" if args.keyword_only else "")
+    command += " --set fresh" if args.which == "fresh" else ""
     console.print(f"reproduce: [bold]{command}[/]")
     return 0
 

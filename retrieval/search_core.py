@@ -269,6 +269,12 @@ class SearchCore:
                 degraded.append(f"{exc.message}: keyword search only")
                 use_vec, use_bm25 = False, True
             timings["embed"] = (time.perf_counter() - t0) * 1000
+            if qvec is not None and not qvec.any():
+                # No token of the query is in the model's vocabulary (only punctuation,
+                # say): its zero vector is as far from every chunk as from any other, and
+                # the vector list would be notes in storage order, each scored 0.
+                # Such a query finds nothing (SPEC 7: punctuation must not raise).
+                qvec = None
         effective: SearchMode = (
             "hybrid" if use_vec and use_bm25 else "vector" if use_vec else "bm25"
         )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import anyio
@@ -199,3 +200,25 @@ def test_add_checks_the_feed_once(vault: Path) -> None:
         f["url"]: f["title"] for f in json.loads(_ok(vault, "feeds", "list", "--json").stdout)
     }
     assert listed == {server.url("/feed.xml"): "Real feed", dead: None}
+
+
+def test_feeds_list_says_a_feed_whose_time_has_come_is_polled_at_the_next_scan(
+    vault: Path,
+) -> None:
+    _ok(vault, "feeds", "add", "https://example.com/feed.xml", "--no-check")
+    workspace = resolve_workspace(vault)
+
+    async def due_yesterday() -> str:
+        async with open_ledger(workspace) as ledger:
+            registry = FeedRegistry(ledger)
+            record = await registry.get("https://example.com/feed.xml")
+            assert record is not None
+            yesterday = datetime.now(UTC) - timedelta(days=1)
+            state = dataclasses.replace(record.state, next_check_at=yesterday)
+            async with ledger.transaction() as conn:
+                await registry.save_state(conn, record.url, state)
+        return yesterday.astimezone().strftime("%Y-%m-%d %H:%M")
+
+    gone_by = anyio.run(due_yesterday)
+    table = _ok(vault, "feeds", "list").stdout
+    assert "next scan" in table and gone_by not in table

@@ -130,6 +130,25 @@ def test_log_verb_writes_the_captains_log(vault: Path) -> None:
     assert "0 commits in 0 repositories, 0 decisions, 0 open loops, 0 signals" in out
 
 
+@pytest.mark.parametrize(("verb", "title"), [("report", "Triage"), ("log", "Captain's log")])
+def test_a_note_report_or_log_writes_is_searchable_at_once(
+    vault: Path, verb: str, title: str
+) -> None:
+    _utc_config(vault)
+    _ok(vault, "index")
+    out = _ok(vault, verb, "--date", "2026-11-27").output
+    assert "not indexed" not in out
+    found = json.loads(_ok(vault, "search", title, "--json", "--mode", "bm25").stdout)
+    assert any(r["path"].startswith("06-daily/2026-11-27-") for r in found["results"])
+    assert "not indexed yet" not in _ok(vault, "doctor").output
+
+
+def test_report_builds_no_index_of_its_own(vault: Path) -> None:
+    _utc_config(vault)
+    _ok(vault, "report", "--date", "2026-11-27")
+    assert json.loads(_ok(vault, "status", "--json").stdout)["index"]["exists"] is False
+
+
 @pytest.mark.parametrize("verb", ["serve", "status", "report", "log", "demo"])
 def test_every_verb_has_help(verb: str) -> None:
     result = CliRunner().invoke(cli, [verb, "--help"])

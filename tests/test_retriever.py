@@ -284,6 +284,18 @@ async def test_hostile_queries_do_not_raise(indexed: Path, embedder: Embedder, q
         await retriever.explain(query, mode="bm25")
 
 
+@pytest.mark.parametrize("mode", ["hybrid", "vector"])
+@pytest.mark.parametrize("query", ['"""', "***", "🦀"])
+async def test_a_query_of_punctuation_or_symbols_alone_finds_nothing(
+    indexed: Path, embedder: Embedder, query: str, mode: str
+) -> None:
+    # Its vector is zero (no token the model knows): before, the vector list gave the
+    # first chunks in storage order, each scored 0.
+    assert not embedder.encode([query]).any()
+    async with await _open(indexed, embedder) as retriever:
+        assert await retriever.search(query, mode=mode) == []  # type: ignore[arg-type]
+
+
 @pytest.mark.parametrize("query", ["", "   ", "\t\n"])
 async def test_empty_query_is_a_clear_error(indexed: Path, embedder: Embedder, query: str) -> None:
     async with await _open(indexed, embedder) as retriever:

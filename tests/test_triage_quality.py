@@ -24,8 +24,13 @@ from signaldesk.vault import DOMAINS
 from tests.index_helpers import real_embedder
 
 
-def _rows() -> list[dict[str, object]]:
+def _all_rows() -> list[dict[str, object]]:
     return [json.loads(x) for x in LABELS.read_text(encoding="utf-8").splitlines() if x]
+
+
+def _rows() -> list[dict[str, object]]:
+    """The first set (the second, ``"set": "fresh"``, is split and measured on its own)."""
+    return [r for r in _all_rows() if r.get("set", "first") == "first"]
 
 
 @cache
@@ -60,6 +65,36 @@ def test_the_set_is_labelled_by_a_written_rule_and_split_once() -> None:
     # The split is fixed: assigning again moves nothing.
     again = assign([dict(r) for r in rows])
     assert [r["split"] for r in again] == [r["split"] for r in rows]
+
+
+def test_the_fresh_set_is_labelled_like_the_first_and_split_once_on_its_own() -> None:
+    rows = _all_rows()
+    assert len({r["id"] for r in rows}) == len(rows)
+    fresh = [r for r in rows if r.get("set", "first") != "first"]
+    assert len(fresh) >= 150
+    first_keys = {k for r in _rows() for k in r}
+    for r in fresh:
+        assert r["set"] == "fresh" and r["split"] in ("tuning", "heldout")
+        assert r["domain"] in DOMAINS and isinstance(r["file"], bool)
+        assert r["why"] and r["licence"] and r["url"] and r["title"]
+        assert set(r) <= first_keys | {"set"}
+        if r["source"] == "repo":
+            assert isinstance(r["ref"], dict)
+            assert set(r["ref"]) == {"repo", "commit", "path"}
+    for half in ("tuning", "heldout"):
+        labels = Counter(bool(r["file"]) for r in fresh if r["split"] == half)
+        assert labels[True] >= 35 and labels[False] >= 35
+    keepers = Counter(str(r["domain"]) for r in fresh if r["file"])
+    assert all(keepers[d] >= 3 for d in DOMAINS)
+    # Its halves are dealt within the set, and assigning again moves nothing in either set.
+    again = assign([dict(r) for r in rows])
+    assert [r["split"] for r in again] == [r["split"] for r in rows]
+    # Loading one set leaves the other's rows out.
+    fresh_ids = {r["id"] for r in fresh}
+    examples, missing = load_examples(shared=None)
+    assert not fresh_ids & ({x.id for x in examples} | set(missing))
+    examples, missing = load_examples(shared=None, sets=("fresh",))
+    assert {x.id for x in examples} | set(missing) == fresh_ids
 
 
 def test_the_committed_part_loads_as_the_pipeline_presents_items(shared_data: Path) -> None:

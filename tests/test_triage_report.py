@@ -26,6 +26,7 @@ from signaldesk.pipeline.reports.triage_report import (
 from signaldesk.sources.rss import FeedState
 
 DAY = date(2026, 11, 27)
+BACKOFF_ENDS = date(2099, 11, 27)  # a flaky feed's next check: after any run of the tests
 MERMAID_DIR = Path(__file__).resolve().parent / "mermaid"
 
 
@@ -119,7 +120,7 @@ async def _feeds(ledger: Ledger) -> None:
                 title="Flaky",
                 error_count=2,
                 last_error="HTTP 503",
-                next_check_at=_at(DAY, 20),
+                next_check_at=_at(BACKOFF_ENDS, 20),
             ),
         )
         await registry.save_state(
@@ -321,7 +322,28 @@ async def test_feed_times_are_shown_in_the_reports_zone(workspace: Workspace) ->
 
     _report, note = await write_triage_report(workspace, DAY, tz=ZoneInfo("Pacific/Auckland"))
     feeds = _sections(note.path.read_text())["Feeds needing attention"]
-    assert "| backoff | 2 | HTTP 503 | 2026-11-28 09:00 |" in feeds
+    assert "| backoff | 2 | HTTP 503 | 2099-11-28 09:00 |" in feeds
+
+
+@pytest.mark.anyio
+async def test_a_backoff_that_has_run_out_says_the_next_scan_not_a_time_gone_by(
+    workspace: Workspace,
+) -> None:
+    async with open_ledger(workspace) as ledger:
+        registry = FeedRegistry(ledger)
+        async with ledger.transaction() as conn:
+            state = FeedState(
+                url="https://feeds.example/flaky.xml",
+                title="Flaky",
+                error_count=2,
+                last_error="HTTP 503",
+                next_check_at=_at(DAY, 20),
+            )
+            await registry.save_state(conn, state.url, state)
+    _report, note = await write_triage_report(workspace, DAY, tz=UTC)
+    feeds = _sections(note.path.read_text())["Feeds needing attention"]
+    assert "| backoff | 2 | HTTP 503 | next scan |" in feeds
+    assert "2026-11-27 20:00" not in feeds
 
 
 def _obsidian_targets(vault: Path, cell: str) -> list[Path]:

@@ -27,12 +27,21 @@ import yaml
 from markdown_it import MarkdownIt
 
 from bench.triage.corpus import LABELS, cache_dir, page_path
+from bench.triage.source_formats import (
+    field_table,
+    loose_fields,
+    pep_fields,
+    rst_to_markdown,
+    split_header,
+    vulnerability_page,
+)
 
 _DEFAULT_MIRRORS = Path("/work/.mirror")
 _FRONT = re.compile(r"\A(?:---\n(.*?)\n---|\+\+\+\n(.*?)\n\+\+\+)\n", re.S)
 _TOML_BLOCK = re.compile(r"\A```toml\n(.*?)\n```\n", re.S)
 _H1 = re.compile(r"^#\s+(.+)$", re.M)
 _MDX_IMPORT = re.compile(r"^(?:import|export)\s.+$", re.M)
+_TOC_MARKER = re.compile(r"^\[TOC\]$", re.M)
 
 
 def _markdown() -> MarkdownIt:
@@ -42,12 +51,14 @@ def _markdown() -> MarkdownIt:
 def _split_front(text: str) -> tuple[dict[str, Any], str]:
     match = _FRONT.match(text)
     if not match:
-        return {}, text
+        header = split_header(text)  # a Pelican post's "Title: ..." lines
+        return header if header is not None else ({}, text)
     raw_yaml, raw_toml = match.groups()
     try:
         meta = yaml.safe_load(raw_yaml) if raw_yaml is not None else tomllib.loads(raw_toml)
     except (yaml.YAMLError, tomllib.TOMLDecodeError):
-        meta = {}
+        # e.g. an unquoted "title: A: B", which Jekyll and Pelican sites accept
+        meta = loose_fields(raw_yaml) if raw_yaml is not None else {}
     return (meta if isinstance(meta, dict) else {}), text[match.end() :]
 
 
@@ -55,22 +66,20 @@ def _advisory_fields(raw: str) -> str:
     """A RustSec advisory's TOML header as the fields its web page lists."""
     data = tomllib.loads(raw)
     adv = data.get("advisory", {})
-    rows = [
-        ("ID", adv.get("id")),
-        ("Package", adv.get("package")),
-        ("Date", adv.get("date")),
-        ("URL", adv.get("url")),
-        ("CVSS", adv.get("cvss")),
-        ("Categories", ", ".join(adv.get("categories", []))),
-        ("Aliases", ", ".join(adv.get("aliases", []))),
-        ("Informational", adv.get("informational")),
-        ("Patched", ", ".join(data.get("versions", {}).get("patched", []))),
-        ("Unaffected", ", ".join(data.get("versions", {}).get("unaffected", []))),
-    ]
-    cells = "".join(
-        f"<tr><th>{html.escape(k)}</th><td>{html.escape(str(v))}</td></tr>" for k, v in rows if v
+    return field_table(
+        [
+            ("ID", adv.get("id")),
+            ("Package", adv.get("package")),
+            ("Date", adv.get("date")),
+            ("URL", adv.get("url")),
+            ("CVSS", adv.get("cvss")),
+            ("Categories", ", ".join(adv.get("categories", []))),
+            ("Aliases", ", ".join(adv.get("aliases", []))),
+            ("Informational", adv.get("informational")),
+            ("Patched", ", ".join(data.get("versions", {}).get("patched", []))),
+            ("Unaffected", ", ".join(data.get("versions", {}).get("unaffected", []))),
+        ]
     )
-    return f"<table>{cells}</table>"
 
 
 def _authors(meta: dict[str, Any]) -> str | None:
@@ -83,21 +92,44 @@ def _authors(meta: dict[str, Any]) -> str | None:
     return str(value) if value else None
 
 
-def render_page(
-    markdown_text: str, *, url: str, site: str, default_author: str | None = None
-) -> tuple[bytes, str]:
-    """The page HTML for one markdown source, and its title."""
-    meta, body = _split_front(markdown_text)
+def _source(text: str, source_path: str) -> tuple[dict[str, Any], str, str]:
+    """The page metadata, a header of fields (or ``""``) and the markdown body of a source
+    file, by its format: a YAML vulnerability record, a PEP in reStructuredText, or
+    markdown (front matter in YAML, TOML or Pelican style; a RustSec TOML block)."""
+    if source_path.endswith((".yaml", ".yml")):
+        title, header, body, meta = vulnerability_page(text)
+        return {**meta, "title": title}, header, body
+    if source_path.endswith(".rst"):
+        found = split_header(text)
+        pep, body = found if found is not None else ({}, text)
+        meta = {"title": pep.get("title"), "author": pep.get("author"), "date": pep.get("created")}
+        return meta, pep_fields(pep) if pep else "", rst_to_markdown(body)
+    meta, body = _split_front(text)
     header = ""
     toml = _TOML_BLOCK.match(body)
     if toml:
         header = _advisory_fields(toml.group(1))
         body = body[toml.end() :]
-    body = _MDX_IMPORT.sub("", body)
+    return meta, header, _TOC_MARKER.sub("", _MDX_IMPORT.sub("", body))
+
+
+def render_page(
+    markdown_text: str,
+    *,
+    url: str,
+    site: str,
+    default_author: str | None = None,
+    source_path: str = "",
+    default_title: str = "",
+) -> tuple[bytes, str]:
+    """The page HTML for one source file (markdown unless ``source_path`` says otherwise),
+    and its title (``default_title`` when the source names none, as a README may not)."""
+    meta, header, body = _source(markdown_text, source_path)
     title = str(meta.get("title") or "")
     h1 = _H1.search(body)
     if not title and h1:
         title = h1.group(1).strip().strip("`")
+    title = title or default_title
     if h1 and h1.group(1).strip().strip("`") == title:
         body = body[: h1.start()] + body[h1.end() :]
     author = _authors(meta) or default_author
@@ -165,6 +197,8 @@ def main(argv: list[str] | None = None) -> int:
                     url=row["url"],
                     site=row["site"],
                     default_author=_DEFAULT_AUTHORS.get(ref["repo"]),
+                    source_path=ref["path"],
+                    default_title=ref["repo"],
                 )
             else:
                 found = stored.get(row["ref"]["url"])
@@ -172,7 +206,7 @@ def main(argv: list[str] | None = None) -> int:
                     raise FileNotFoundError(row["ref"]["url"])
                 title, body = found
                 data, title = render_page(f"# {title}\n\n{body}", url=row["url"], site=row["site"])
-        except (OSError, subprocess.CalledProcessError) as exc:
+        except (OSError, ValueError, subprocess.CalledProcessError) as exc:
             print(f"missing {row['id']}: {exc}", file=sys.stderr)
             missing += 1
             continue

@@ -209,12 +209,18 @@ def _article_for_row(row: dict[str, Any], shared: Path | None) -> dict[str, Item
 
 
 def load_examples(
-    labels: Path = LABELS, shared: Path | None = _DEFAULT_SHARED
+    labels: Path = LABELS,
+    shared: Path | None = _DEFAULT_SHARED,
+    sets: tuple[str, ...] = ("first",),
 ) -> tuple[list[Example], list[str]]:
-    """Every labelled item whose text can be had here, and the ids of those that cannot.
+    """Every labelled item of ``sets`` whose text can be had here, and the ids of those that
+    cannot.
 
     :param shared: ``shared/data`` (``None`` or missing: the ``articles`` and ``feeds`` items
         are skipped).
+    :param sets: which labelled sets to read: ``first`` (rows without a ``set``) and/or
+        ``fresh``, the second set (labelled after the first one's figures were known, from
+        other sources, and split once on its own).
     """
     if shared is not None and not shared.is_dir():
         shared = None
@@ -224,6 +230,8 @@ def load_examples(
         if not line.strip():
             continue
         row: dict[str, Any] = json.loads(line)
+        if row.get("set", "first") not in sets:
+            continue
         items = _article_for_row(row, shared)
         if items is None:
             missing.append(row["id"])

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -57,6 +57,11 @@ def _record_json(record: FeedRecord) -> dict[str, Any]:
 
 def _when(value: datetime | None) -> str:
     return value.astimezone().strftime("%Y-%m-%d %H:%M") if value else "-"
+
+
+def _next_check(value: datetime | None, now: datetime) -> str:
+    """When a feed is polled: a time to come, or the next scan (a time passed is due)."""
+    return _when(value) if value is not None and value > now else "next scan"
 
 
 @click.group()
@@ -125,6 +130,7 @@ def list_feeds(app: AppContext, as_json: bool) -> None:
     if as_json:
         print_json([_record_json(r) for r in records])
         return
+    now = datetime.now(UTC)
     table = Table(title=f"{len(records)} feed(s)")
     for column in ("feed", "state", "next check", "last success", "errors", "full text", "prior"):
         table.add_column(column, overflow="fold")
@@ -141,7 +147,7 @@ def list_feeds(app: AppContext, as_json: bool) -> None:
         table.add_row(
             Text(f"{s.title}\n{s.url}" if s.title else s.url),
             state,
-            "-" if s.disabled_reason else _when(s.next_check_at) if s.next_check_at else "now",
+            "-" if s.disabled_reason else _next_check(s.next_check_at, now),
             _when(s.last_success_at),
             str(s.error_count),
             "yes" if s.full_text else "no",

@@ -4,7 +4,6 @@ capture text."""
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 from typing import Any
 
 import anyio
@@ -15,11 +14,10 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 from rich.text import Text
 
-from signaldesk.errors import SignaldeskError
 from signaldesk.pipeline.cli._context import AppContext
+from signaldesk.pipeline.cli._index_note import index_note
 from signaldesk.pipeline.cli._output import print_json
 from signaldesk.pipeline.cli.triage import exit_if_not_indexed, print_triage_report, triage_json
-from signaldesk.pipeline.config import Workspace
 from signaldesk.pipeline.intake.summary import SOURCE_KINDS, ScanStats, problem_lines
 from signaldesk.pipeline.ledger.schema import ITEM_STATUSES
 from signaldesk.pipeline.ledger.store import LedgerEntry, open_ledger
@@ -317,7 +315,8 @@ def capture(
     rejected = report is not None and any(
         d.item_id in stats.new_ids and d.note_path is None for d in report.decisions
     )
-    index_error = _index_capture(workspace, path) if rejected else None
+    indexing = rejected and workspace.config.triage.index_after
+    index_error = index_note(workspace, path) if indexing else None
     if as_json:
         print_json(
             {
@@ -359,33 +358,6 @@ def capture(
     exit_if_not_indexed(report)
     if index_error:
         raise SystemExit(1)
-
-
-def _index_capture(workspace: Workspace, path: Path) -> str | None:
-    """Index the captured file itself, so a capture below the threshold is searchable at
-    once too. Returns why it could not be."""
-    try:
-        rel = path.resolve().relative_to(workspace.vault).as_posix()
-    except ValueError:
-        return None  # a drop folder outside the vault is not part of the index
-    if not workspace.config.triage.index_after:
-        return None
-    from signaldesk.retrieval.backends import make_indexer
-    from signaldesk.retrieval.embedder import LazyEmbedder
-
-    settings = workspace.config.index
-    indexer = make_indexer(
-        workspace.vault,
-        settings,
-        LazyEmbedder(settings),
-        vault_name=workspace.vault_name,
-        postgres=workspace.config.postgres,
-    )
-    try:
-        anyio.run(lambda: indexer.run(paths=[rel]))
-    except SignaldeskError as exc:
-        return f"{exc.message} (run `signaldesk index`)"
-    return None
 
 
 COMMANDS: list[click.Command] = [scan, items, capture]

@@ -19,7 +19,9 @@ from rich.text import Text
 from signaldesk.pipeline.cli._context import AppContext
 from signaldesk.pipeline.cli._demo_view import DemoView
 from signaldesk.pipeline.cli._hints import with_vault
+from signaldesk.pipeline.cli._index_note import index_note
 from signaldesk.pipeline.cli._output import print_json, to_jsonable
+from signaldesk.pipeline.config import Workspace
 from signaldesk.pipeline.demo.tour import DEFAULT_DEMO_DIR, run_demo
 from signaldesk.pipeline.ledger.store import open_ledger
 from signaldesk.pipeline.reports.captains_log import (
@@ -30,6 +32,7 @@ from signaldesk.pipeline.reports.captains_log import (
 )
 from signaldesk.pipeline.reports.generated_notes import GeneratedNote
 from signaldesk.pipeline.reports.triage_report import (
+    FeedIssue,
     TriageReportNote,
     gather_triage_report,
     report_path,
@@ -51,6 +54,13 @@ def _when(value: datetime | None, tz: tzinfo) -> str:
     local = value.astimezone(tz)
     today = datetime.now(tz).date()
     return local.strftime("%H:%M:%S" if local.date() == today else "%m-%d %H:%M")
+
+
+def _next_check(feed: FeedIssue, tz: tzinfo) -> str:
+    """When a feed in backoff is tried again (a disabled one is not)."""
+    if feed.state != "backoff":
+        return "-"
+    return _when(feed.next_check_at, tz) if feed.next_check_at else "next scan"
 
 
 def _rel(path: Path, vault: Path) -> str:
@@ -198,7 +208,7 @@ def status(app: AppContext, as_json: bool) -> None:
                 f.state,
                 str(f.error_count),
                 Text(f.last_error or ""),
-                _when(f.next_check_at, tz) if f.state == "backoff" else "-",
+                _next_check(f, tz),
             )
         console.print(feeds)
     if snapshot.items:
@@ -272,7 +282,7 @@ def report(app: AppContext, day_text: str | None, as_json: bool) -> None:
         print_json(_report_json(result, report_path(workspace, day)))
         return
     result, note = anyio.run(lambda: write_triage_report(workspace, day, tz=tz))
-    _print_note(app.console, note, workspace.vault)
+    _print_note(app.console, note, workspace)
     app.console.print(
         f"{len(result.items)} arrived, {len(result.filed)} filed, "
         f"{len(result.with_status('rejected'))} rejected ({len(result.near_misses)} worth a "
@@ -289,14 +299,19 @@ def _report_json(result: TriageReportNote, path: Path) -> dict[str, Any]:
     return data
 
 
-def _print_note(console: Console, note: GeneratedNote, vault: Path) -> None:
+def _print_note(console: Console, note: GeneratedNote, workspace: Workspace) -> None:
+    """What became of the note, which is then indexed (as `serve` does after writing it)."""
     messages = {
         "created": "[green]written[/]",
         "updated": "[green]updated[/]",
         "unchanged": "unchanged",
         "kept_edited": "[yellow]kept: edited by hand (delete it to regenerate)[/]",
     }
-    console.print(f"{escape(_rel(note.path, vault))}: {messages[note.outcome]}", highlight=False)
+    where = escape(_rel(note.path, workspace.vault))
+    console.print(f"{where}: {messages[note.outcome]}", highlight=False)
+    problem = index_note(workspace, note.path, create=False)
+    if problem is not None:
+        console.print(f"[yellow]{where} is not indexed yet:[/] {escape(problem)}", highlight=False)
 
 
 @click.command()
@@ -321,7 +336,7 @@ def log(app: AppContext, day_text: str | None, as_json: bool) -> None:
         print_json(data)
         return
     result, note = write_captains_log(workspace.vault, settings, day, tz=tz, skip=skip)
-    _print_note(app.console, note, workspace.vault)
+    _print_note(app.console, note, workspace)
     app.console.print(summary_line(result), highlight=False)
     for problem in result.errors:
         app.console.print(f"[yellow]warning:[/] {escape(problem)}", highlight=False)

@@ -126,7 +126,9 @@ async def _day_entries(ledger: ItemLedger, day: date, tz: tzinfo) -> list[Ledger
     return [e for e in entries if e is not None]
 
 
-def feed_issues(records: Iterable[FeedRecord]) -> list[FeedIssue]:
+def feed_issues(records: Iterable[FeedRecord], now: datetime) -> list[FeedIssue]:
+    """The feeds in backoff or disabled, as of ``now`` (a backoff that has run out by
+    then has no next check time: the next scan tries the feed)."""
     issues = []
     for r in records:
         if not r.disabled and r.state.error_count <= 0:
@@ -138,11 +140,15 @@ def feed_issues(records: Iterable[FeedRecord]) -> list[FeedIssue]:
                 state="disabled" if r.disabled else "backoff",
                 error_count=r.state.error_count,
                 last_error=r.state.disabled_reason or r.state.last_error,
-                next_check_at=r.state.next_check_at,
+                next_check_at=_still_ahead(r.state.next_check_at, now),
                 last_success_at=r.state.last_success_at,
             )
         )
     return sorted(issues, key=lambda f: (f.state != "disabled", f.url))
+
+
+def _still_ahead(when: datetime | None, now: datetime) -> datetime | None:
+    return when if when is not None and when > now else None
 
 
 def _waiting_folders(workspace: Workspace) -> tuple[list[Path], list[Path]]:
@@ -221,7 +227,7 @@ async def gather_triage_report(
         if original is not None:
             titles[original_id] = original.item.title
     report.items = [_report_item(e, feeds, titles) for e in entries]
-    report.feed_issues = feed_issues(records)
+    report.feed_issues = feed_issues(records, datetime.now(UTC))
 
     counts = await ledger.status_counts()
     report.pending_total = sum(n for (_, status), n in counts.items() if status == "pending")

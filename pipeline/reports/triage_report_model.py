@@ -88,7 +88,7 @@ class FeedIssue:
     state: str  # "backoff" | "disabled"
     error_count: int
     last_error: str | None
-    next_check_at: datetime | None
+    next_check_at: datetime | None  # None: at the next scan (a backoff that has run out)
     last_success_at: datetime | None
 
 

@@ -258,11 +258,10 @@ def render_triage_report(
         ]
         for f in report.feed_issues[:max_rows]:
             name = f"[{_cell(f.title or f.url)}]({f.url})"
-            when = (
-                f.next_check_at.astimezone(tz).strftime("%Y-%m-%d %H:%M")
-                if f.next_check_at and f.state == "backoff"
-                else "-"
-            )
+            when = "-"
+            if f.state == "backoff":
+                at = f.next_check_at
+                when = at.astimezone(tz).strftime("%Y-%m-%d %H:%M") if at else "next scan"
             lines.append(
                 f"| {name} | {f.state} | {f.error_count} | {_cell(f.last_error)} | {when} |"
             )

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 
 from signaldesk.pipeline.config import Workspace
@@ -45,7 +46,7 @@ async def gather_status(workspace: Workspace) -> ServiceStatus:
             records = await FeedRegistry(ledger).records()
             counts = await ledger.status_counts()
         status.feeds_total = len(records)
-        status.feed_issues = feed_issues(records)
+        status.feed_issues = feed_issues(records, datetime.now(UTC))
         by_status: Counter[str] = Counter()
         for (_, item_status), n in counts.items():
             by_status[item_status] += n
