@@ -36,11 +36,11 @@ class QueryCommand(click.Command):
             if exc.possibilities:
                 raise  # a mistyped option: click's "Did you mean" says it
             typed = next((a for a in given if a.startswith(exc.option_name)), exc.option_name)
-            exc.message = (
+            message = (
                 f"{exc.message.rstrip('.')}; to search for text that starts with '-', put -- "
                 f"before it: signaldesk {self.name} -- {shlex.quote(typed)}"
             )
-            raise
+            raise click.NoSuchOption(exc.option_name, message, ctx=exc.ctx) from exc
 
 
 def _apply(fn: F, decorators: list[Callable[[F], F]]) -> F:
