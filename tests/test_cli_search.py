@@ -326,3 +326,13 @@ def test_a_query_that_starts_with_a_dash_says_how_to_search_for_it(
     # A mistyped option keeps click's own suggestion, without the search hint.
     code, _, err = _run(capsys, "--vault", str(indexed_vault), "search", "--limti", "2", "x")
     assert code == 2 and "Did you mean '--limit'" in err and "put --" not in err
+
+
+def test_a_query_of_symbols_alone_says_why_it_found_nothing(
+    indexed_vault: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, _ = _run(capsys, "--vault", str(indexed_vault), "search", "***")
+    assert code == 0 and "No results for ***." in out
+    assert "has no letters or digits" in " ".join(out.split())
+    code, out, _ = _run(capsys, "--vault", str(indexed_vault), "search", "zzqx")
+    assert "letters or digits" not in out

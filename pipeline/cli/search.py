@@ -289,6 +289,13 @@ def _print_results(
             f"No results for [bold]{escape(query)}[/]{escape(narrowed)}.",
             highlight=False,
         )
+        if not any(ch.isalnum() for ch in query):
+            # Keyword search reads words, and the model has no vector for symbols alone.
+            console.print(
+                "The query has no letters or digits: punctuation and symbols alone match "
+                "nothing; search for words.",
+                highlight=False,
+            )
         return
     table = Table(title=f"Results for “{escape(query)}”", show_lines=True, expand=True)
     table.add_column("#", justify="right", no_wrap=True)
