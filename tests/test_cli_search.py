@@ -336,3 +336,13 @@ def test_a_query_of_symbols_alone_says_why_it_found_nothing(
     assert "has no letters or digits" in " ".join(out.split())
     code, out, _ = _run(capsys, "--vault", str(indexed_vault), "search", "zzqx")
     assert "letters or digits" not in out
+
+
+def test_a_snippet_starts_after_the_heading_its_source_ends_with() -> None:
+    from signaldesk.pipeline.cli.search import _snippet
+
+    text = "# Task List **Kanban**\n\nOrganizes all of the tasks into a kanban view."
+    assert _snippet(text, "Task List Kanban") == "Organizes all of the tasks into a kanban view."
+    # Another heading, or a heading alone, is kept: it is all the chunk says.
+    assert _snippet(text, "Other").startswith("Task List Kanban Organizes")
+    assert _snippet("# Alone", "Alone") == "Alone"

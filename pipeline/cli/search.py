@@ -210,12 +210,17 @@ def _explain_json(exp: SearchExplanation) -> dict[str, Any]:
     return data
 
 
-def _snippet(text: str, width: int = 220) -> str:
+def _snippet(text: str, section: str = "", width: int = 220) -> str:
     # The words a reader sees (no badge URLs, comments or link targets), on one line,
-    # cut between two words rather than inside one.
+    # cut between two words rather than inside one. A chunk opens with its heading,
+    # which the source column already ends with: the snippet starts after it.
     from signaldesk.retrieval.budget import cut
     from signaldesk.retrieval.cleaning import readable_text
 
+    first, _, rest = text.partition("\n")
+    if section and first.lstrip().startswith("#") and rest.strip():
+        if readable_text(first).casefold() == readable_text(section).casefold():
+            text = rest
     flat = readable_text(text) or re.sub(r"\s+", " ", text).strip()
     return cut(flat, width)
 
@@ -307,7 +312,7 @@ def _print_results(
         # path wraps; the text stays the vault-relative path the JSON and MCP give.
         link = Style(link=(vault / r.path).as_uri()) if r.vault is None else Style()
         source = Text(source_label(r), style=link)
-        table.add_row(str(rank), f"{r.score:.3f}", source, Text(_snippet(r.text)))
+        table.add_row(str(rank), f"{r.score:.3f}", source, Text(_snippet(r.text, r.section)))
     console.print(table)
 
 
