@@ -218,9 +218,13 @@ def _snippet(text: str, section: str = "", width: int = 220) -> str:
     from signaldesk.retrieval.cleaning import readable_text
 
     first, _, rest = text.partition("\n")
-    if section and first.lstrip().startswith("#") and rest.strip():
-        if readable_text(first).casefold() == readable_text(section).casefold():
-            text = rest
+    if (
+        section
+        and first.lstrip().startswith("#")
+        and rest.strip()
+        and readable_text(first).casefold() == readable_text(section).casefold()
+    ):
+        text = rest
     flat = readable_text(text) or re.sub(r"\s+", " ", text).strip()
     return cut(flat, width)
 
