@@ -28,7 +28,8 @@ from signaldesk.vault import (
 DEFAULT_INDEXIGNORE = """\
 # Paths matching these patterns (gitignore syntax) are never chunked, embedded or
 # returned by search. .obsidian/, 07-templates/, 08-attachments/, .git/, .trash/
-# and .signaldesk/ are always excluded and need no line here.
+# and .signaldesk/ are always excluded and need no line here, and so is the
+# templates folder set in Obsidian (Templates core plugin, Templater).
 #
 # Examples:
 # private/

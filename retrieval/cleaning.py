@@ -18,7 +18,7 @@ import html
 import re
 from collections.abc import Sequence
 
-__all__ = ["embedding_input", "readable_text"]
+__all__ = ["embedding_input", "readable_text", "without_badges"]
 
 # Placeholders for code while the rest of the text is cleaned (private-use chars
 # cannot occur in a note by accident in any meaningful way).
@@ -260,6 +260,18 @@ def _wikilink_text(match: re.Match[str]) -> str:
         anchor = ""  # a block reference: its id means nothing to a reader
     anchor = anchor.replace("#", " ")
     return f"{note} {anchor}".strip()
+
+
+def without_badges(markdown: str) -> str:
+    """``markdown`` without its status-badge images (shields.io, CI, sponsor buttons),
+    linked or not; every other image and all other text stay as written."""
+    if "![" not in markdown:
+        return markdown
+
+    def drop(match: re.Match[str]) -> str:
+        return "" if _BADGE_URL.search(match.group(0)) else match.group(0)
+
+    return _IMAGE.sub(drop, _LINKED_IMAGE.sub(drop, markdown))
 
 
 def _image_text(whole: str, alt: str) -> str:

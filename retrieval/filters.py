@@ -13,8 +13,10 @@ __all__ = ["filters_sql", "normalise_folder"]
 
 
 def normalise_folder(folder: str) -> str:
-    """A vault-relative folder as stored paths spell it ('/'-separated, no edge slashes)."""
-    return folder.replace("\\", "/").strip().strip("/")
+    """A vault-relative folder as stored paths spell it ('/'-separated, no edge slashes,
+    no ``.`` segments: ``./05-signals/`` as a shell completes it is ``05-signals``)."""
+    parts = folder.replace("\\", "/").strip().split("/")
+    return "/".join(part for part in parts if part not in ("", "."))
 
 
 def filters_sql(filters: SearchFilters | None) -> tuple[str, list[Any]]:

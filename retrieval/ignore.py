@@ -1,10 +1,11 @@
 """Which files of a vault are notes the index may see.
 
-Three things keep a file out: the paths signaldesk always excludes
+Four things keep a file out: the paths signaldesk always excludes
 (:data:`signaldesk.vault.ALWAYS_EXCLUDED`: app settings, templates,
-attachments, git and trash folders, the service's own state), the user's
-``.indexignore`` at the vault root (``.gitignore`` syntax), and drawings or
-boards that are markdown only in name (Excalidraw, Kanban).
+attachments, git and trash folders, the service's own state), the templates
+folder the vault's own Obsidian settings name (:func:`template_folders`), the
+user's ``.indexignore`` at the vault root (``.gitignore`` syntax), and drawings
+or boards that are markdown only in name (Excalidraw, Kanban).
 
 Patterns follow git's rule that a file inside an excluded folder cannot be
 re-included by a later ``!pattern``: the walker never enters an excluded
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import json
 import logging
 import os
 import stat as _stat
@@ -38,6 +40,7 @@ __all__ = [
     "VaultFilter",
     "excluded_by_frontmatter",
     "iter_vault_notes",
+    "template_folders",
 ]
 
 _log = logging.getLogger(__name__)
@@ -48,6 +51,15 @@ INDEXIGNORE_FILE = ".indexignore"
 _MAX_IGNORE_BYTES = 1 << 20
 _PLUGIN_KEYS = frozenset({"excalidraw-plugin", "kanban-plugin"})
 _EXCALIDRAW_SUFFIX = ".excalidraw.md"
+
+# Where a vault's Obsidian settings name its templates folder: the core Templates
+# plugin, and the Templater community plugin. A template is a note with placeholders
+# ({{title}}, <% tp.date.now() %>): searching it finds the skeleton of every note.
+TEMPLATE_SETTINGS: tuple[tuple[str, str], ...] = (
+    (".obsidian/templates.json", "folder"),
+    (".obsidian/plugins/templater-obsidian/data.json", "templates_folder"),
+)
+_MAX_SETTINGS_BYTES = 1 << 20
 
 
 class IndexIgnoreError(RetrievalError):
@@ -71,6 +83,10 @@ class VaultFilter:
             _read_patterns(vault / INDEXIGNORE_FILE) if with_indexignore else ()
         )
         self._spec = pathspec.GitIgnoreSpec.from_lines([*ALWAYS_EXCLUDED, *self.user_patterns])
+        self.template_folders = template_folders(vault)
+        # Compared as folders, never as patterns: a name such as "[T] templates" or
+        # "#templates" means itself, not a gitignore character class or comment.
+        self._template_dirs = frozenset(f"{t.casefold()}/" for t in self.template_folders)
         # The always-excluded entries are folders only; with no user patterns a
         # file can be excluded only through its folder, which the walk prunes.
         self._files_need_check = any(
@@ -99,7 +115,11 @@ class VaultFilter:
     def _dir_excluded(self, rel_dir: str, name: str) -> bool:
         cached = self._dir_cache.get(rel_dir)
         if cached is None:
-            cached = name.startswith(".") or self._spec.match_file(rel_dir)
+            cached = (
+                name.startswith(".")
+                or rel_dir.casefold() in self._template_dirs
+                or self._spec.match_file(rel_dir)
+            )
             self._dir_cache[rel_dir] = cached
         return cached
 
@@ -112,6 +132,46 @@ class VaultFilter:
 def excluded_by_frontmatter(frontmatter: Mapping[str, Any]) -> bool:
     """True for Excalidraw drawings and Kanban boards, recognised by their plugin's key."""
     return any(str(key).strip().lower() in _PLUGIN_KEYS for key in frontmatter)
+
+
+def template_folders(vault: Path) -> tuple[str, ...]:
+    """The vault-relative templates folders the vault's Obsidian settings name
+    (:data:`TEMPLATE_SETTINGS`), each once, without surrounding slashes.
+
+    Kept out of the index like ``07-templates/``: a person who set Obsidian's (or
+    Templater's) templates folder expects it treated as signaldesk's own. A settings
+    file that is missing, unreadable or not the JSON Obsidian writes names no folder
+    (Obsidian falls back the same way); so does a setting that names the vault root or
+    leaves the vault (``..``), which must never hide every note.
+    """
+    found: list[str] = []
+    for rel, key in TEMPLATE_SETTINGS:
+        folder = _setting(vault / rel, key)
+        if folder is not None and folder.casefold() not in (f.casefold() for f in found):
+            found.append(folder)
+    return tuple(found)
+
+
+def _setting(path: Path, key: str) -> str | None:
+    try:
+        with path.open("rb") as handle:
+            raw = handle.read(_MAX_SETTINGS_BYTES + 1)
+    except OSError:
+        return None
+    if len(raw) > _MAX_SETTINGS_BYTES:
+        return None
+    try:
+        data = json.loads(raw.decode("utf-8-sig"))
+    except ValueError:
+        _log.debug("%s is not JSON; no templates folder read from it", path)
+        return None
+    value = data.get(key) if isinstance(data, dict) else None
+    if not isinstance(value, str):
+        return None
+    parts = [p for p in value.replace("\\", "/").split("/") if p.strip() and p != "."]
+    if not parts or ".." in parts:
+        return None
+    return "/".join(parts)
 
 
 UnreadableCallback = Callable[[str, OSError], None]
@@ -280,13 +340,21 @@ class LiveVaultFilter:
         self._lock = threading.Lock()
 
     def _stat_key(self) -> tuple[int, ...]:
-        try:
-            info = os.stat(self._path)
-        except FileNotFoundError:
-            return ()
-        except OSError as exc:
-            return (-1, exc.errno or 0)
-        return (info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_mode)
+        # The templates settings too: a folder named there a moment ago is refused at once.
+        key: list[int] = []
+        for path in (self._path, *(self.vault / rel for rel, _ in TEMPLATE_SETTINGS)):
+            try:
+                info = os.stat(path)
+            except FileNotFoundError:
+                key.append(0)
+                continue
+            except OSError as exc:
+                key.extend((-1, exc.errno or 0))
+                continue
+            key.extend(
+                (info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_mode)
+            )
+        return tuple(key)
 
     def current(self) -> VaultFilter | None:
         """The rules as the file says now (``None``: it cannot be read)."""

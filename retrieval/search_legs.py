@@ -15,6 +15,7 @@ from operator import itemgetter
 from typing import Any
 
 from signaldesk.retrieval import bm25_topk
+from signaldesk.retrieval.excerpt import shown_excerpt
 from signaldesk.retrieval.filters import filters_sql
 from signaldesk.retrieval.fts_query import match_phrases
 from signaldesk.retrieval.records import SearchFilters
@@ -347,14 +348,16 @@ CHUNK_ROW_COLUMNS = (
 
 
 def chunk_row(r: Sequence[Any], vault: str | None = None) -> ChunkRow:
-    """The :class:`ChunkRow` of one row of :data:`CHUNK_ROW_COLUMNS`."""
+    """The :class:`ChunkRow` of one row of :data:`CHUNK_ROW_COLUMNS`, its text as it is
+    shown (comments and badges left out, the line number of what is shown)."""
+    text, skipped = shown_excerpt(str(r[4]))
     return ChunkRow(
         chunk_id=int(r[0]),
         ordinal=int(r[1]),
         section=str(r[2]),
         heading_path=string_tuple(r[3]),
-        text=str(r[4]),
-        start_line=int(r[5]),
+        text=text,
+        start_line=int(r[5]) + skipped,
         path=str(r[6]),
         title=str(r[7]),
         note_type=r[8],

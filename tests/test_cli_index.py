@@ -46,6 +46,18 @@ def test_index_json_then_status_json(vault: Path) -> None:
     assert status["model"] and status["degraded"] == []
     assert status["folders"] == {"01-projects": 3}
     assert status["last_indexed"].startswith("20")
+    write_note(vault, "04 - Guides, Workflows, & Courses/a.md", section("Guide", "words"))
+    write_note(vault, "top.md", section("Top", "words"))
+    invoke("--vault", str(vault), "index")
+    _, out, _ = invoke("--vault", str(vault), "index", "--status")
+    cells = [line.split("│")[2].strip() for line in out.splitlines() if line.count("│") == 3]
+    # One folder a line, count first: names with commas stay readable.
+    start = cells.index("1  (top level)")
+    assert cells[start : start + 3] == [
+        "1  (top level)",
+        "3  01-projects/",
+        "1  04 - Guides, Workflows, & Courses/",
+    ]
 
 
 def test_index_human_output_and_full(vault: Path) -> None:
@@ -85,7 +97,8 @@ def test_doctor_reports_every_check(vault: Path) -> None:
     }
     assert checks["sqlite"]["outcome"] == "ok" and "SQLite 3." in checks["sqlite"]["detail"]
     assert checks["model"]["outcome"] == "ok" and "256 dims" in checks["model"]["detail"]
-    assert checks["index"]["outcome"] == "warn" and checks["index"]["fix"] == "signaldesk index"
+    assert checks["index"]["outcome"] == "warn"
+    assert checks["index"]["fix"] == f"signaldesk --vault {vault} index"
     notes(vault, 1)
     invoke("--vault", str(vault), "index")
     code, out, _ = invoke("--vault", str(vault), "doctor")
@@ -100,7 +113,8 @@ def test_doctor_says_when_notes_are_not_indexed(vault: Path) -> None:
     code, out, _ = invoke("--vault", str(vault), "doctor", "--json")
     checks = {c["name"]: c for c in json.loads(out)["checks"]}
     index = checks["index"]
-    assert code == 0 and index["outcome"] == "warn" and index["fix"] == "signaldesk index"
+    assert code == 0 and index["outcome"] == "warn"
+    assert index["fix"] == f"signaldesk --vault {vault} index"
     assert "2 of 4 notes not indexed yet (1 new, 1 changed)" in index["detail"]
     invoke("--vault", str(vault), "index")
     code, out, _ = invoke("--vault", str(vault), "doctor", "--json")
@@ -167,3 +181,82 @@ def test_ctrl_c_stops_cleanly_with_exit_130(vault: Path) -> None:
     assert report["interrupted"] is True
     state = check_invariants(vault)
     assert 0 < state["notes"] < 1200 and report["added"] == state["notes"]
+
+
+def test_the_templates_folder_set_in_obsidian_leaves_the_index(vault: Path) -> None:
+    notes(vault, 1)
+    write_note(vault, "Templates/Meeting.md", section("{{title}}", "agenda attendees lighthouse"))
+    invoke("--vault", str(vault), "index")
+    _, out, _ = invoke("--vault", str(vault), "search", "agenda attendees", "--json")
+    assert json.loads(out)["results"][0]["path"] == "Templates/Meeting.md"
+
+    (vault / ".obsidian").mkdir(exist_ok=True)
+    (vault / ".obsidian" / "templates.json").write_text('{"folder": "Templates"}')
+    _, out, _ = invoke("--vault", str(vault), "doctor", "--json")
+    checks = {c["name"]: c for c in json.loads(out)["checks"]}
+    assert (
+        "templates Templates/ (Obsidian's templates setting): not indexed"
+        in (checks["vault"]["detail"])
+    )
+    # The file is kept: it is not "deleted", it leaves the index.
+    assert (
+        "1 indexed note no longer among the vault's notes (deleted, moved or now excluded)"
+        in (checks["index"]["detail"])
+    )
+    _, out, _ = invoke("--vault", str(vault), "index")
+    row = next(line for line in out.splitlines() if "removed from the index" in line)
+    assert row.split("│")[2].strip() == "1" and "deleted" not in out
+    _, out, _ = invoke("--vault", str(vault), "search", "agenda attendees", "--json")
+    assert "Templates/Meeting.md" not in [r["path"] for r in json.loads(out)["results"]]
+    assert (vault / "Templates" / "Meeting.md").is_file()  # the note itself is untouched
+    check_invariants(vault)
+
+
+def test_hints_name_the_vault_they_were_given(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from signaldesk.pipeline.cli._hints import vault_argument, with_vault
+
+    vault = tmp_path / "my notes"
+    vault.mkdir()
+    # A real process: the error and its hint as a person reads them.
+    done = subprocess.run(
+        [sys.executable, "-m", "signaldesk", "-v", "--vault", str(vault), "search", "x"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 1
+    assert f"hint: run `signaldesk --vault '{vault}' index` to build it" in done.stderr
+    monkeypatch.setenv("COLUMNS", "300")  # the table keeps the command on one line
+    _, out, _ = invoke("--vault", str(vault), "index", "--status")
+    assert f"no index yet: run `signaldesk --vault '{vault}' index`" in out
+
+    assert vault_argument(["--config", "c.toml", "--vault=v", "index"]) == "v"
+    assert vault_argument(["search", "--vault", "v"]) is None  # not the group's option
+    # Prose and the verbs that take their own folder are left alone; a quoted or bare
+    # command, and one that already names a vault, are not touched twice.
+    assert with_vault("signaldesk files notes into the vault", "v") == (
+        "signaldesk files notes into the vault"
+    )
+    assert with_vault("run `signaldesk init /x` or signaldesk demo", "v") == (
+        "run `signaldesk init /x` or signaldesk demo"
+    )
+    assert with_vault("`signaldesk doctor`; signaldesk index --full", "a b") == (
+        "`signaldesk --vault 'a b' doctor`; signaldesk --vault 'a b' index --full"
+    )
+    assert with_vault("signaldesk --vault w index", "v") == "signaldesk --vault w index"
+    assert with_vault("run `signaldesk index`", None) == "run `signaldesk index`"
+
+
+def test_init_says_the_obsidian_templates_folder_is_not_indexed(tmp_path: Path) -> None:
+    vault = tmp_path / "notes"
+    settings = vault / ".obsidian" / "plugins" / "templater-obsidian" / "data.json"
+    settings.parent.mkdir(parents=True)
+    settings.write_text('{"templates_folder": "Meta/Templates"}', encoding="utf-8")
+    write_note(vault, "a.md", section("A", "words"))
+    code, out, _ = invoke("init", str(vault))
+    assert code == 0
+    assert "Not indexed: Meta/Templates/ (the templates folder your Obsidian settings name)" in (
+        " ".join(out.split())
+    )

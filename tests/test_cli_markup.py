@@ -224,7 +224,7 @@ def test_search_shows_bracketed_queries_folders_and_sources(odd_vault: Path) -> 
         f"# {SUBREDDIT}\n\n## [docs] fix typo\n\n{HOWTO}", encoding="utf-8"
     )
     _ok(odd_vault, "index")
-    assert "[archive] 1" in _ok(odd_vault, "index", "--status")
+    assert "1  [archive]/" in _ok(odd_vault, "index", "--status")
     for args in (("search", SUBREDDIT), ("search", SUBREDDIT, "--explain")):
         out = _ok(odd_vault, *args)
         assert f"Results for “{SUBREDDIT}”" in out and "[archive]/python.md" in out

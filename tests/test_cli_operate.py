@@ -43,7 +43,9 @@ def _utc_config(vault: Path) -> None:
 def test_status_before_serve_ever_ran(vault: Path) -> None:
     out = _ok(vault, "status").output
     assert "serve is not running" in out and "never started" in out
-    assert "index: none yet" in out
+    # The commands name the vault: a bare `signaldesk serve` would find none.
+    assert f"never started for this vault: `signaldesk --vault {vault} serve`" in out
+    assert f"index: none yet (`signaldesk --vault {vault} index`)" in out
     data = json.loads(_ok(vault, "status", "--json").stdout)
     assert data["running"] is False and data["jobs"] == []
     assert data["index"]["exists"] is False

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -73,7 +74,7 @@ def test_missing_index_is_a_clean_error(vault: Path, capsys: pytest.CaptureFixtu
     code, out, err = _run(capsys, "--vault", str(vault), "search", "anything")
     assert code == 1
     assert "Traceback" not in err
-    assert "signaldesk index" in err
+    assert f"run `signaldesk --vault {vault} index` to build it" in err
     assert out == ""
 
 
@@ -105,6 +106,24 @@ def test_explain_json_and_table(indexed_vault: Path, capsys: pytest.CaptureFixtu
     )
     assert code == 0
     assert "MATCH" in out and "kubernetes.md" in out
+
+
+def test_the_explain_table_shows_its_sources_at_80_columns(
+    indexed_vault: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COLUMNS", "80")
+    code, out, _ = _run(
+        capsys, "--vault", str(indexed_vault), "search", "kubectl pods", "--explain"
+    )
+    assert code == 0
+    table = out[out.index("candidate notes") : out.index("Results for")]
+    assert "…" not in table  # no header or figure cut short
+    assert "rank" in table and "cosine" in table
+    # The source column has room: the path reads whole once the folded lines are joined.
+    lines = table.splitlines()
+    start = next(line.index("source") for line in lines if "cosine" in line)
+    sources = "".join(line[start:].strip() for line in lines)
+    assert "03-resources/kubernetes.md" in sources
 
 
 def test_human_output_and_filters(indexed_vault: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -146,6 +165,25 @@ def test_batch_jsonl(
     assert lines[0]["results"][0]["path"] == "03-resources/sourdough.md"
     assert lines[1]["results"][0]["path"] == "03-resources/kubernetes.md"
     assert "empty" in lines[2]["error"]
+
+
+def test_a_bad_batch_line_costs_only_itself(
+    indexed_vault: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    batch = tmp_path / "queries.jsonl"
+    batch.write_text(
+        '{"id": "a", "query": "starter feeding"}\nnot json\n["a list"]\n'
+        '{"id": "d", "query": "kubectl rollout"}\n',
+        encoding="utf-8",
+    )
+    code, out, err = _run(capsys, "--vault", str(indexed_vault), "search", "--batch", str(batch))
+    lines = [json.loads(line) for line in out.splitlines()]
+    assert [line["id"] for line in lines] == ["a", 2, 3, "d"]
+    assert lines[3]["results"][0]["path"] == "03-resources/kubernetes.md"
+    assert lines[1]["error"].startswith('line 2: not a {"id", "query"} JSON object')
+    # The run still says it was not clean: exit 1 and one line naming the bad lines.
+    assert code == 1 and "2 lines not a query (2, 3); the others were run" in err
+    assert "Traceback" not in err
 
 
 def test_query_and_batch_are_exclusive(
@@ -229,3 +267,82 @@ def test_a_one_shot_search_imports_only_what_it_searches_with(indexed_vault: Pat
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert "LOADED []" in done.stdout, done.stdout[-500:]
+
+
+def test_the_table_links_each_note_and_cuts_snippets_between_words(
+    vault: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    long_words = " ".join(["lighthouse", "keeper", "maintenance"] * 40)
+    note = vault / "03 - Guides & more" / "Light house.md"
+    note.parent.mkdir(parents=True)
+    note.write_text(f"# Lighthouse\n\n{long_words}\n", encoding="utf-8")
+    workspace = resolve_workspace(vault, None)
+    Indexer(vault, workspace.config.index, LazyEmbedder(workspace.config.index)).run_sync()
+    code, out, _ = _run(capsys, "--vault", str(vault), "search", "lighthouse keeper")
+    assert code == 0
+    flat = " ".join(out.replace("│", " ").split())
+    # 220 characters of the text, cut after a whole word.
+    assert re.search(r"\b(lighthouse|keeper|maintenance)\.\.\.", flat)
+    assert not re.search(
+        r"[a-z]\.\.\.",
+        flat.replace("lighthouse...", "").replace("keeper...", "").replace("maintenance...", ""),
+    )
+    # A terminal (forced here) gets an OSC 8 link to the file, spaces and '&' quoted.
+    monkeypatch.setenv("FORCE_COLOR", "1")
+    code, out, _ = _run(capsys, "--vault", str(vault), "search", "lighthouse keeper")
+    assert code == 0
+    assert (vault / "03 - Guides & more" / "Light house.md").as_uri() in out
+    assert "Light%20house.md" in out
+
+
+def test_an_empty_answer_says_what_the_filters_narrowed_it_to(
+    indexed_vault: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    v = str(indexed_vault)
+    code, out, _ = _run(capsys, "--vault", v, "search", "starter", "--folder", "resources")
+    assert code == 0
+    flat = " ".join(out.split())
+    assert "No results for starter (only notes under resources/, a folder this vault" in flat
+    code, out, _ = _run(
+        capsys, "--vault", v, "search", "starter", "--tag", "ops", "--since", "2031-01-02"
+    )
+    flat = " ".join(out.split())
+    assert "(only notes tagged ops; updated on or after 2031-01-02)." in flat
+    # A folder as a shell completes it (./ and a trailing slash) is the same folder.
+    code, out, _ = _run(
+        capsys, "--vault", v, "search", "starter", "--folder", "./03-resources/", "--json"
+    )
+    assert [r["path"] for r in json.loads(out)["results"]][:1] == ["03-resources/sourdough.md"]
+
+
+def test_a_query_that_starts_with_a_dash_says_how_to_search_for_it(
+    indexed_vault: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, _, err = _run(capsys, "--vault", str(indexed_vault), "search", "-kubectl")
+    assert code == 2
+    assert "put -- before it: signaldesk search -- -kubectl" in " ".join(err.split())
+    code, out, _ = _run(capsys, "--vault", str(indexed_vault), "search", "--json", "--", "-kubectl")
+    assert code == 0 and json.loads(out)["results"][0]["path"] == "03-resources/kubernetes.md"
+    # A mistyped option keeps click's own suggestion, without the search hint.
+    code, _, err = _run(capsys, "--vault", str(indexed_vault), "search", "--limti", "2", "x")
+    assert code == 2 and "Did you mean '--limit'" in err and "put --" not in err
+
+
+def test_a_query_of_symbols_alone_says_why_it_found_nothing(
+    indexed_vault: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, _ = _run(capsys, "--vault", str(indexed_vault), "search", "***")
+    assert code == 0 and "No results for ***." in out
+    assert "has no letters or digits" in " ".join(out.split())
+    code, out, _ = _run(capsys, "--vault", str(indexed_vault), "search", "zzqx")
+    assert "letters or digits" not in out
+
+
+def test_a_snippet_starts_after_the_heading_its_source_ends_with() -> None:
+    from signaldesk.pipeline.cli.search import _snippet
+
+    text = "# Task List **Kanban**\n\nOrganizes all of the tasks into a kanban view."
+    assert _snippet(text, "Task List Kanban") == "Organizes all of the tasks into a kanban view."
+    # Another heading, or a heading alone, is kept: it is all the chunk says.
+    assert _snippet(text, "Other").startswith("Task List Kanban Organizes")
+    assert _snippet("# Alone", "Alone") == "Alone"

@@ -35,7 +35,7 @@ def test_doctor_checks_the_team_database(vault: Path, postgres: PostgresSettings
     assert checks["pgvector"]["outcome"] == "ok"
     assert checks["index schema"]["outcome"] == "warn"
     assert checks["index schema"]["detail"] == "not created yet"
-    assert checks["ledger schema"]["fix"] == "signaldesk scan migrates it"
+    assert checks["ledger schema"]["fix"] == f"signaldesk --vault {vault} scan migrates it"
     assert "index" not in checks  # nothing to count before the schema exists
 
     write_note(vault, "01-projects/a.md", section("Topic", "lighthouse keeper"))

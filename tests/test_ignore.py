@@ -293,3 +293,45 @@ def test_walking_one_folder(tmp_path: Path) -> None:
     assert listed("private") == []  # excluded by .indexignore
     assert listed("private", with_indexignore=False) == ["private/four.md"]
     assert listed("linked") == [] and listed("a/../b") == [] and listed("missing") == []
+
+
+def test_the_templates_folder_obsidian_is_set_to_is_not_indexed(tmp_path: Path) -> None:
+    for rel in ("Templates/Meeting.md", "Notes/Meeting with Ana.md", "Meta/[T] tpl/Weekly.md"):
+        _write(tmp_path, rel, "# {{title}}\n")
+    _write(tmp_path, "Notes/Templates/kept.md")  # same name, another folder: a note
+    assert len(_listed(tmp_path)) == 4
+    # The core Templates plugin's setting, as Obsidian writes it.
+    _write(tmp_path, ".obsidian/templates.json", '{\n  "folder": "Templates"\n}')
+    # Templater's, with a leading slash and a name that would be a gitignore class.
+    _write(
+        tmp_path,
+        ".obsidian/plugins/templater-obsidian/data.json",
+        '{"command_timeout": 5, "templates_folder": "/Meta/[T] tpl/"}',
+    )
+    rules = VaultFilter(tmp_path)
+    assert rules.template_folders == ("Templates", "Meta/[T] tpl")
+    assert _listed(tmp_path) == ["Notes/Meeting with Ana.md", "Notes/Templates/kept.md"]
+    assert rules.excluded("Templates/Meeting.md") and rules.excluded("templates/")
+    assert not rules.excluded("Notes/Templates/kept.md")
+    # The vault's own rule: also without .indexignore (the MCP server's listings).
+    assert VaultFilter(tmp_path, with_indexignore=False).excluded("Meta/[T] tpl/Weekly.md")
+
+
+@pytest.mark.parametrize(
+    "setting", ['{"folder": "/"}', '{"folder": ""}', '{"folder": "../elsewhere"}', "not json", "[]"]
+)
+def test_a_templates_setting_never_hides_the_vault(tmp_path: Path, setting: str) -> None:
+    _write(tmp_path, "Notes/a.md")
+    _write(tmp_path, ".obsidian/templates.json", setting)
+    assert VaultFilter(tmp_path).template_folders == ()
+    assert _listed(tmp_path) == ["Notes/a.md"]
+
+
+def test_a_running_server_follows_a_new_templates_setting(tmp_path: Path) -> None:
+    from signaldesk.retrieval.ignore import LiveVaultFilter
+
+    _write(tmp_path, "Templates/Daily.md")
+    live = LiveVaultFilter(tmp_path)
+    assert not live.excluded("Templates/Daily.md")
+    _write(tmp_path, ".obsidian/templates.json", '{"folder": "Templates"}')
+    assert live.excluded("Templates/Daily.md")

@@ -179,13 +179,16 @@ def _run(args: list[str]) -> None:
         from rich.console import Console
         from rich.markup import escape
 
+        from signaldesk.pipeline.cli._hints import vault_argument, with_vault
+
         console = Console(stderr=True)
         # soft_wrap: the terminal folds a long line; rich would cut a command in the hint.
         console.print(
             f"[bold red]error:[/] {escape(error.message)}", highlight=False, soft_wrap=True
         )
         if error.hint:
-            console.print(f"[bold]hint:[/] {escape(error.hint)}", highlight=False, soft_wrap=True)
+            hint = with_vault(error.hint, vault_argument(args))
+            console.print(f"[bold]hint:[/] {escape(hint)}", highlight=False, soft_wrap=True)
         sys.exit(1)
     sys.exit(code if isinstance(code, int) else 0)
 

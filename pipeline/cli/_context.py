@@ -32,6 +32,11 @@ class AppContext:
             self._console.append(Console())
         return self._console[0]
 
+    @property
+    def vault_argument(self) -> str | None:
+        """``--vault`` as typed, for the commands a hint quotes (``_hints.with_vault``)."""
+        return None if self.vault_option is None else str(self.vault_option)
+
     def workspace(self) -> Workspace:
         if self._workspace is None:
             # Imported here: the configuration builds every layer's settings (pydantic),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sqlite3
 import sys
@@ -16,11 +17,12 @@ from rich.text import Text
 
 from signaldesk.errors import SignaldeskError
 from signaldesk.pipeline.cli._context import AppContext
+from signaldesk.pipeline.cli._hints import with_vault
 from signaldesk.pipeline.cli._output import print_json
 from signaldesk.pipeline.config import Workspace
 from signaldesk.pipeline.wording import plural
 from signaldesk.retrieval.embedder import Embedder, load_embedder
-from signaldesk.retrieval.ignore import VaultFilter, iter_vault_notes
+from signaldesk.retrieval.ignore import VaultFilter, iter_vault_notes, template_folders
 from signaldesk.retrieval.settings import IndexSettings
 from signaldesk.retrieval.status import index_status
 from signaldesk.retrieval.store import capabilities, connect, get_meta, index_db_path, sqlite_module
@@ -174,6 +176,10 @@ def _vault(workspace: Workspace) -> Check:
     detail = f"{vault}; " + ", ".join(f"{name} {folder}/" for name, folder in layout.items())
     if missing:
         detail += f" ({', '.join(missing)}: made when first used)"
+    templates = template_folders(vault)
+    if templates:
+        names = ", ".join(f"{folder}/" for folder in templates)
+        detail += f"; templates {names} (Obsidian's templates setting): not indexed"
     return Check("vault", "ok", detail)
 
 
@@ -234,15 +240,18 @@ def _index(workspace: Workspace, settings: IndexSettings, embedder: Embedder | N
     if new or changed or gone:
         behind = ", ".join(
             f"{n} {what}"
-            for n, what in ((new, "new"), (changed, "changed"), (gone, "deleted"))
+            for n, what in ((new, "new"), (changed, "changed"), (gone, "to remove"))
             if n
         )
-        return Check(
-            "index",
-            "warn",
-            f"{detail}; {new + changed} of {plural(total, 'note')} not indexed yet ({behind})",
-            "signaldesk index",
+        # Only removals (a note deleted, moved or now excluded): "0 of N notes not
+        # indexed yet" would say nothing is wrong.
+        lag = (
+            f"{new + changed} of {plural(total, 'note')} not indexed yet ({behind})"
+            if new or changed
+            else f"{plural(gone, 'indexed note')} no longer among the vault's notes "
+            "(deleted, moved or now excluded)"
         )
+        return Check("index", "warn", f"{detail}; {lag}", "signaldesk index")
     if status.degraded:
         return Check("index", "warn", f"{detail}; {'; '.join(status.degraded)}", "signaldesk index")
     return Check("index", "ok", detail)
@@ -350,7 +359,11 @@ _ESSENTIAL = {"python", "sqlite", "fts5", "config", "vault", "postgres", "pgvect
 @click.pass_obj
 def doctor(app: AppContext, as_json: bool) -> None:
     """Check Python's SQLite, FTS5, sqlite-vec, the model, the config, the vault and the index."""
-    checks = run_checks(app)
+    vault = app.vault_argument
+    checks = [
+        dataclasses.replace(c, detail=with_vault(c.detail, vault), fix=with_vault(c.fix, vault))
+        for c in run_checks(app)
+    ]
     failed = any(c.outcome == "fail" and c.name in _ESSENTIAL for c in checks)
     if as_json:
         print_json({"ok": not failed, "checks": checks})
@@ -358,8 +371,9 @@ def doctor(app: AppContext, as_json: bool) -> None:
         table = Table(title="signaldesk doctor", title_justify="left")
         table.add_column("")
         table.add_column("check", style="bold")
-        table.add_column("result")
-        table.add_column("fix")
+        # Folded, never cut short with an ellipsis: a path or a command must read whole.
+        table.add_column("result", overflow="fold")
+        table.add_column("fix", overflow="fold")
         for check in checks:
             table.add_row(_MARK[check.outcome], check.name, Text(check.detail), Text(check.fix))
         app.console.print(table)

@@ -7,19 +7,40 @@ Their own module, which imports nothing but click, so that the one-shot search c
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
 import click
 
-__all__ = ["MODES", "filter_options", "search_parameters"]
+__all__ = ["MODES", "QueryCommand", "filter_options", "search_parameters"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 MODES = ("hybrid", "bm25", "vector")
 
 _DATE = click.DateTime(formats=["%Y-%m-%d"])
+
+
+class QueryCommand(click.Command):
+    """A verb whose argument is text to search for: a query that starts with ``-``
+    ("-kanban", "--no-verify") is read as an option, and click's "No such option '-k'"
+    does not say why; the error then says how to search for it."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        given = list(args)  # click consumes the list it parses
+        try:
+            return super().parse_args(ctx, args)
+        except click.NoSuchOption as exc:
+            if exc.possibilities:
+                raise  # a mistyped option: click's "Did you mean" says it
+            typed = next((a for a in given if a.startswith(exc.option_name)), exc.option_name)
+            message = (
+                f"{exc.message.rstrip('.')}; to search for text that starts with '-', put -- "
+                f"before it: signaldesk {self.name} -- {shlex.quote(typed)}"
+            )
+            raise click.NoSuchOption(exc.option_name, message, ctx=exc.ctx) from exc
 
 
 def _apply(fn: F, decorators: list[Callable[[F], F]]) -> F:

@@ -25,6 +25,7 @@ from rich.table import Table
 from rich.text import Text
 
 from signaldesk.pipeline.cli._context import AppContext
+from signaldesk.pipeline.cli._hints import with_vault
 from signaldesk.pipeline.cli._output import print_json
 from signaldesk.pipeline.ledger.index_queue import forget_indexed
 from signaldesk.retrieval.backends import index_status_of, make_indexer
@@ -61,7 +62,7 @@ def index(app: AppContext, full: bool, show_status: bool, as_json: bool) -> None
         if as_json:
             print_json(status)
         else:
-            _print_status(app.console, status)
+            _print_status(app.console, status, app.vault_argument)
         return
     # A person's `index` also reads every page once (quick_check): a damaged file is
     # rebuilt from the vault instead of being reported as up to date.
@@ -86,7 +87,7 @@ def index(app: AppContext, full: bool, show_status: bool, as_json: bool) -> None
     if as_json:
         print_json(report)
     else:
-        _print_report(app.console, report, status_now())
+        _print_report(app.console, report, status_now(), app.vault_argument)
     if report.interrupted:
         message = REBUILD_INTERRUPTED_MESSAGE if report.full_rebuild else INTERRUPTED_MESSAGE
         err.print(f"[yellow]{message}[/]", highlight=False)
@@ -145,14 +146,18 @@ def _stop_on_sigint(stop: Callable[[], None]) -> Iterator[None]:
         signal.signal(signal.SIGINT, previous)
 
 
-def _print_report(console: Console, report: IndexReport, status: IndexStatus) -> None:
+def _print_report(
+    console: Console, report: IndexReport, status: IndexStatus, vault: str | None
+) -> None:
     table = Table(title="index", show_header=False, title_justify="left")
     table.add_column(style="bold")
     table.add_column(justify="right")
     rows: list[tuple[str, str]] = [
         ("added", str(report.added)),
         ("changed", str(report.changed)),
-        ("deleted", str(report.deleted)),
+        # Not "deleted": a moved note, or one an ignore rule now covers, leaves the index
+        # too, and the file is never touched.
+        ("removed from the index", str(report.deleted)),
         ("unchanged", str(report.unchanged)),
         ("chunks embedded", str(report.chunks_embedded)),
         ("chunks reused", str(report.chunks_reused)),
@@ -168,10 +173,10 @@ def _print_report(console: Console, report: IndexReport, status: IndexStatus) ->
     for error in report.errors:
         console.print(f"[yellow]warning:[/] {escape(error)}", highlight=False)
     for note in status.degraded:
-        console.print(f"[yellow]degraded:[/] {escape(note)}", highlight=False)
+        console.print(f"[yellow]degraded:[/] {escape(with_vault(note, vault))}", highlight=False)
 
 
-def _print_status(console: Console, status: IndexStatus) -> None:
+def _print_status(console: Console, status: IndexStatus, vault: str | None) -> None:
     table = Table(title="index status", show_header=False, title_justify="left")
     table.add_column(style="bold")
     table.add_column()
@@ -186,10 +191,16 @@ def _print_status(console: Console, status: IndexStatus) -> None:
         last = status.last_indexed.isoformat(timespec="seconds") if status.last_indexed else "-"
         table.add_row("last indexed", last)
         if status.folders:
-            folders = ", ".join(f"{name} {count}" for name, count in status.folders.items())
+            # One a line, count first: folder names hold spaces and commas
+            # ("04 - Guides, Workflows, & Courses"), so a list on one line cannot be read.
+            width = len(str(max(status.folders.values())))
+            folders = "\n".join(
+                f"{count:>{width}}  {'(top level)' if name == '.' else name + '/'}"
+                for name, count in status.folders.items()
+            )
             table.add_row("folders", Text(folders))
     search = "; ".join(status.degraded) if status.degraded else "hybrid (BM25 + vectors)"
-    table.add_row("search", Text(search))
+    table.add_row("search", Text(with_vault(search, vault)))
     console.print(table)
 
 

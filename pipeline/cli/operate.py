@@ -18,6 +18,7 @@ from rich.text import Text
 
 from signaldesk.pipeline.cli._context import AppContext
 from signaldesk.pipeline.cli._demo_view import DemoView
+from signaldesk.pipeline.cli._hints import with_vault
 from signaldesk.pipeline.cli._index_note import index_note
 from signaldesk.pipeline.cli._output import print_json, to_jsonable
 from signaldesk.pipeline.config import Workspace
@@ -162,13 +163,16 @@ def status(app: AppContext, as_json: bool) -> None:
     elif state_path(workspace.vault).exists():
         console.print(
             "[yellow]serve is not running[/] (its state file cannot be read; the next "
-            "`signaldesk serve` writes a new one)",
+            f"{escape(with_vault('`signaldesk serve`', app.vault_argument))} writes a new one)",
             highlight=False,
+            soft_wrap=True,  # a command pastes as it reads
         )
     else:
         console.print(
-            "[yellow]serve is not running[/] (never started for this vault: `signaldesk serve`)",
+            "[yellow]serve is not running[/] (never started for this vault: "
+            f"{escape(with_vault('`signaldesk serve`', app.vault_argument))})",
             highlight=False,
+            soft_wrap=True,  # a command pastes as it reads
         )
     if state is not None and state.jobs:
         table = Table(title="jobs", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
@@ -217,12 +221,20 @@ def status(app: AppContext, as_json: bool) -> None:
             console.print(
                 f"index: {index.notes} notes, {index.chunks} chunks, "
                 f"last indexed {_when(index.last_indexed, tz)}"
-                + (f"; degraded: {'; '.join(index.degraded)}" if index.degraded else ""),
+                + (
+                    f"; degraded: {with_vault('; '.join(index.degraded), app.vault_argument)}"
+                    if index.degraded
+                    else ""
+                ),
                 markup=False,
                 highlight=False,
             )
         else:
-            console.print("index: none yet (`signaldesk index`)", highlight=False)
+            console.print(
+                f"index: none yet ({escape(with_vault('`signaldesk index`', app.vault_argument))})",
+                highlight=False,
+                soft_wrap=True,  # a command pastes as it reads
+            )
     console.print(
         f"[dim]state file: {escape(str(state_path(workspace.vault)))}[/]", highlight=False
     )

@@ -17,9 +17,15 @@ import click
 
 from signaldesk.errors import SignaldeskError
 from signaldesk.pipeline.cli._context import AppContext
+from signaldesk.pipeline.cli._hints import with_vault
 from signaldesk.pipeline.cli._output import print_json, to_jsonable
-from signaldesk.pipeline.cli._search_options import filter_options, search_parameters
+from signaldesk.pipeline.cli._search_options import (
+    QueryCommand,
+    filter_options,
+    search_parameters,
+)
 from signaldesk.pipeline.config import Workspace
+from signaldesk.pipeline.wording import plural
 from signaldesk.retrieval.context_block import (
     SOURCE_SEPARATOR,
     ContextExcerpts,
@@ -204,15 +210,26 @@ def _explain_json(exp: SearchExplanation) -> dict[str, Any]:
     return data
 
 
-def _snippet(text: str, width: int = 220) -> str:
-    # The words a reader sees (no badge URLs, comments or link targets), on one line.
+def _snippet(text: str, section: str = "", width: int = 220) -> str:
+    # The words a reader sees (no badge URLs, comments or link targets), on one line,
+    # cut between two words rather than inside one. A chunk opens with its heading,
+    # which the source column already ends with: the snippet starts after it.
+    from signaldesk.retrieval.budget import cut
     from signaldesk.retrieval.cleaning import readable_text
 
+    first, _, rest = text.partition("\n")
+    if (
+        section
+        and first.lstrip().startswith("#")
+        and rest.strip()
+        and readable_text(first).casefold() == readable_text(section).casefold()
+    ):
+        text = rest
     flat = readable_text(text) or re.sub(r"\s+", " ", text).strip()
-    return flat if len(flat) <= width else flat[: width - 3].rstrip() + "..."
+    return cut(flat, width)
 
 
-def _hint_empty_index(console: Console, workspace: Workspace) -> None:
+def _hint_empty_index(console: Console, workspace: Workspace, vault: str | None) -> None:
     """Say so when nothing matched because the index holds no notes at all."""
     from rich.markup import escape
 
@@ -223,19 +240,71 @@ def _hint_empty_index(console: Console, workspace: Workspace) -> None:
         console.print(
             f"[yellow]The index of {escape(str(workspace.vault))} holds 0 notes[/]: add notes "
             "to the vault (or point --vault / SIGNALDESK_VAULT at the vault you meant) and run "
-            "`signaldesk index`.",
+            f"{escape(with_vault('`signaldesk index`', vault))}.",
             highlight=False,
+            soft_wrap=True,  # the command pastes as it reads
         )
 
 
-def _print_results(console: Console, query: str, results: list[SearchResult]) -> None:
+def _narrowed_by(filters: SearchFilters | None, vault: Path | None) -> str:
+    """What the filters asked for, so an empty answer says what it was narrowed to
+    (and that a folder ``vault`` does not have cannot match; ``None``: the team
+    database, whose other vaults may have it)."""
+    if filters is None:
+        return ""
+    from signaldesk.retrieval.filters import normalise_folder
+
+    said: list[str] = []
+    if filters.folder:
+        folder = normalise_folder(filters.folder)
+        missing = (
+            ", a folder this vault does not have"
+            if vault is not None and not (vault / folder).is_dir()
+            else ""
+        )
+        said.append(f"under {folder}/{missing}")
+    for name, value in (("type", filters.type), ("domain", filters.domain)):
+        if value:
+            said.append(f"{name} {value}")
+    if filters.tags:
+        said.append("tagged " + " and ".join(filters.tags))
+    if filters.status:
+        said.append(f"status {filters.status}")
+    if filters.since:
+        said.append(f"updated on or after {filters.since.isoformat()}")
+    if filters.until:
+        said.append(f"updated on or before {filters.until.isoformat()}")
+    return " (only notes " + "; ".join(said) + ")" if said else ""
+
+
+def _print_results(
+    console: Console,
+    query: str,
+    results: list[SearchResult],
+    vault: Path,
+    filters: SearchFilters | None = None,
+    *,
+    one_vault: bool = True,
+) -> None:
     # rich's tables are imported here: `search --json` (a hook's call) never draws one.
     from rich.markup import escape
+    from rich.style import Style
     from rich.table import Table
     from rich.text import Text
 
     if not results:
-        console.print(f"No results for [bold]{escape(query)}[/].", highlight=False)
+        narrowed = _narrowed_by(filters, vault if one_vault else None)
+        console.print(
+            f"No results for [bold]{escape(query)}[/]{escape(narrowed)}.",
+            highlight=False,
+        )
+        if not any(ch.isalnum() for ch in query):
+            # Keyword search reads words, and the model has no vector for symbols alone.
+            console.print(
+                "The query has no letters or digits: punctuation and symbols alone match "
+                "nothing; search for words.",
+                highlight=False,
+            )
         return
     table = Table(title=f"Results for “{escape(query)}”", show_lines=True, expand=True)
     table.add_column("#", justify="right", no_wrap=True)
@@ -243,7 +312,11 @@ def _print_results(console: Console, query: str, results: list[SearchResult]) ->
     table.add_column("source", ratio=2, overflow="fold")
     table.add_column("snippet", ratio=3)
     for rank, r in enumerate(results, start=1):
-        table.add_row(str(rank), f"{r.score:.3f}", Text(source_label(r)), Text(_snippet(r.text)))
+        # A terminal that knows links (OSC 8) opens the note on a click, however the
+        # path wraps; the text stays the vault-relative path the JSON and MCP give.
+        link = Style(link=(vault / r.path).as_uri()) if r.vault is None else Style()
+        source = Text(source_label(r), style=link)
+        table.add_row(str(rank), f"{r.score:.3f}", source, Text(_snippet(r.text, r.section)))
     console.print(table)
 
 
@@ -252,6 +325,7 @@ def _fmt(value: float | int | None, spec: str = "") -> str:
 
 
 def _print_explain(console: Console, exp: SearchExplanation, rows_shown: int) -> None:
+    from rich import box
     from rich.markup import escape
     from rich.panel import Panel
     from rich.table import Table
@@ -271,19 +345,20 @@ def _print_explain(console: Console, exp: SearchExplanation, rows_shown: int) ->
     if exp.degraded:
         lines.append("[bold yellow]degraded[/]: " + escape("; ".join(exp.degraded)))
     console.print(Panel("\n".join(lines), title="explain", expand=False), highlight=False)
-    table = Table(title="candidate notes (fused order), each by its best chunk", expand=True)
-    for name, justify in (
-        ("#", "right"),
-        ("fused", "right"),
-        ("note rank", "right"),
-        ("note bm25", "right"),
-        ("chunk rank", "right"),
-        ("chunk bm25", "right"),
-        ("vec rank", "right"),
-        ("cosine", "right"),
-    ):
-        table.add_column(name, justify=justify, no_wrap=True)  # type: ignore[arg-type]
-    table.add_column("source", overflow="fold")
+    # Headers on two lines and no inner rules: at 80 columns the eight figures then leave
+    # the source room to be read (it was squeezed to nothing, the headers cut to "note ra…").
+    table = Table(
+        title="candidate notes (fused order), each by its best chunk",
+        expand=True,
+        box=box.SIMPLE_HEAD,
+        pad_edge=False,
+        collapse_padding=True,
+    )
+    for name in ("#", "fused", "note\nrank", "note\nbm25", "chunk\nrank", "chunk\nbm25"):
+        table.add_column(name, justify="right", no_wrap=True)
+    table.add_column("vec\nrank", justify="right", no_wrap=True)
+    table.add_column("cosine", justify="right", no_wrap=True)
+    table.add_column("source", overflow="fold", ratio=1, min_width=24)
     for rank, row in enumerate(exp.rows[:rows_shown], start=1):
         label = row.path + (f"{SOURCE_SEPARATOR}{row.section}" if row.section else "")
         if row.exact:
@@ -303,6 +378,9 @@ def _print_explain(console: Console, exp: SearchExplanation, rows_shown: int) ->
 
 
 def _batch(searches: _Searches, path: Path, kwargs: dict[str, Any]) -> None:
+    """One JSON line per query line; a line that is not a query gets an error line (its
+    line number as id) and the rest still run: one bad line never costs the others."""
+    bad: list[int] = []
     with path.open(encoding="utf-8") as handle:
         for number, line in enumerate(handle, start=1):
             if not line.strip():
@@ -311,19 +389,25 @@ def _batch(searches: _Searches, path: Path, kwargs: dict[str, Any]) -> None:
                 item = json.loads(line)
                 query_id, query = item.get("id", number), item["query"]
             except (ValueError, KeyError, AttributeError) as exc:
-                raise SignaldeskError(
-                    f'{path}:{number}: not a {{"id", "query"}} JSON object ({exc})',
-                    hint='one JSON object per line, e.g. {"id": "q1", "query": "vector search"}',
-                ) from exc
+                bad.append(number)
+                problem = f'line {number}: not a {{"id", "query"}} JSON object ({exc})'
+                print_json({"id": number, "error": problem}, lines=True)
+                continue
             try:
                 results, _ = searches.ask(str(query), False, kwargs)
             except RetrievalError as exc:
                 print_json({"id": query_id, "error": exc.message}, lines=True)
                 continue
             print_json({"id": query_id, "results": [_result_json(r) for r in results]}, lines=True)
+    if bad:
+        lines = ", ".join(str(n) for n in bad[:10]) + (", ..." if len(bad) > 10 else "")
+        raise SignaldeskError(
+            f"{path}: {plural(len(bad), 'line')} not a query ({lines}); the others were run",
+            hint='one JSON object per line, e.g. {"id": "q1", "query": "vector search"}',
+        )
 
 
-@click.command("search")
+@click.command("search", cls=QueryCommand)
 @search_parameters
 @click.pass_obj
 def search(
@@ -364,12 +448,19 @@ def search(
         return
     if exp is not None:
         _print_explain(app.console, exp, max(10, len(results) * 2))
-    _print_results(app.console, query, results)
+    _print_results(
+        app.console,
+        query,
+        results,
+        workspace.vault,
+        filters,
+        one_vault=workspace.config.index.backend == "sqlite",
+    )
     if not results:
-        _hint_empty_index(app.console, workspace)
+        _hint_empty_index(app.console, workspace, app.vault_argument)
 
 
-@click.command("context")
+@click.command("context", cls=QueryCommand)
 @click.argument("query")
 @click.option("--max-tokens", type=click.IntRange(min=1), help="Token budget for the block.")
 @filter_options

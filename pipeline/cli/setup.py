@@ -12,6 +12,7 @@ from signaldesk.pipeline.cli._context import AppContext
 from signaldesk.pipeline.cli._doctor import doctor
 from signaldesk.pipeline.cli._output import print_json
 from signaldesk.pipeline.vault_setup import Layout, init_vault
+from signaldesk.retrieval.ignore import template_folders
 
 _FOLDER = click.Path(path_type=str)
 
@@ -75,6 +76,15 @@ def init(
             "([vault] inbox_folder, [triage] signals_folder, [report] path, "
             "[captains_log] path) or run init with --inbox/--signals/--daily on a "
             "vault without a config.",
+            markup=False,
+            highlight=False,
+        )
+    templates = template_folders(report.vault)
+    if templates:
+        names = ", ".join(f"{folder}/" for folder in templates)
+        app.console.print(
+            f"\nNot indexed: {names} (the templates folder your Obsidian settings name), "
+            "like 07-templates/.",
             markup=False,
             highlight=False,
         )
