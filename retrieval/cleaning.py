@@ -18,17 +18,25 @@ import html
 import re
 from collections.abc import Sequence
 
-__all__ = ["embedding_input", "readable_text", "without_badges"]
+__all__ = [
+    "CODE_CLOSE",
+    "CODE_OPEN",
+    "CODE_PLACEHOLDER",
+    "HTML_COMMENT",
+    "embedding_input",
+    "readable_text",
+    "without_badges",
+]
 
 # Placeholders for code while the rest of the text is cleaned (private-use chars
-# cannot occur in a note by accident in any meaningful way).
-_PH_OPEN, _PH_CLOSE = "\ue000", "\ue001"
-_PLACEHOLDER = re.compile(f"{_PH_OPEN}(\\d+){_PH_CLOSE}")
+# cannot occur in a note by accident in any meaningful way); excerpt.py uses them too.
+CODE_OPEN, CODE_CLOSE = "\ue000", "\ue001"
+CODE_PLACEHOLDER = re.compile(f"{CODE_OPEN}(\\d+){CODE_CLOSE}")
 
 _FENCE_OPEN = re.compile(r"^ {0,3}(`{3,}(?=[^`]*$)|~{3,})")
 # [^`] rather than .+? so a lone backtick costs one scan to the next one, not to the end.
 _INLINE_CODE = re.compile(r"(`+)([^`]+)\1")
-_HTML_COMMENT = re.compile(r"<!--.*?(?:-->|\Z)", re.DOTALL)
+HTML_COMMENT = re.compile(r"<!--.*?(?:-->|\Z)", re.DOTALL)
 _OBSIDIAN_COMMENT = re.compile(r"%%.*?%%", re.DOTALL)
 _EMBED = re.compile(r"!\[\[[^\]\n]*\]\]")
 _WIKILINK = re.compile(r"\[\[([^\]\n]*)\]\]")
@@ -84,14 +92,14 @@ def readable_text(markdown: str) -> str:
         return ""
     code: list[str] = []
     text = markdown.replace("\r\n", "\n").replace("\r", "\n")
-    if _PH_OPEN in text or _PH_CLOSE in text:
+    if CODE_OPEN in text or CODE_CLOSE in text:
         # A note holding our placeholder characters must not confuse the restore step.
-        text = text.replace(_PH_OPEN, " ").replace(_PH_CLOSE, " ")
+        text = text.replace(CODE_OPEN, " ").replace(CODE_CLOSE, " ")
     # Each pass runs only when its trigger character occurs: most chunks need few.
     if "`" in text or "~~~" in text:
         text = _extract_code(text, code)
     if "<!--" in text:
-        text = _HTML_COMMENT.sub(" ", text)
+        text = HTML_COMMENT.sub(" ", text)
     if "%%" in text:
         text = _OBSIDIAN_COMMENT.sub(" ", text).replace("%%", " ")
     if "[" in text:
@@ -137,7 +145,7 @@ def readable_text(markdown: str) -> str:
     if "&" in text:
         text = html.unescape(text)
     if code:
-        text = _PLACEHOLDER.sub(lambda m: f" {code[int(m.group(1))]} ", text)
+        text = CODE_PLACEHOLDER.sub(lambda m: f" {code[int(m.group(1))]} ", text)
     return " ".join(text.split())
 
 
@@ -205,7 +213,7 @@ def _extract_code(text: str, code: list[str]) -> str:
             body.append(lines[i])
             i += 1
         code.append("\n".join(body))
-        out.append(f"{_PH_OPEN}{len(code) - 1}{_PH_CLOSE}")
+        out.append(f"{CODE_OPEN}{len(code) - 1}{CODE_CLOSE}")
     joined = "\n".join(out)
 
     return _INLINE_CODE.sub(lambda m: _keep_code(m, code), joined)
@@ -213,7 +221,7 @@ def _extract_code(text: str, code: list[str]) -> str:
 
 def _keep_code(match: re.Match[str], code: list[str]) -> str:
     code.append(match.group(2).strip())
-    return f"{_PH_OPEN}{len(code) - 1}{_PH_CLOSE}"
+    return f"{CODE_OPEN}{len(code) - 1}{CODE_CLOSE}"
 
 
 def _hashes(match: re.Match[str]) -> str:

@@ -17,18 +17,20 @@ from __future__ import annotations
 
 import re
 
-from signaldesk.retrieval.cleaning import without_badges
+from signaldesk.retrieval.cleaning import (
+    CODE_CLOSE,
+    CODE_OPEN,
+    CODE_PLACEHOLDER,
+    HTML_COMMENT,
+    without_badges,
+)
 
 __all__ = ["shown_excerpt"]
 
-# Private-use placeholders for code while comments are removed.
-_PH_OPEN, _PH_CLOSE = "\ue000", "\ue001"
-_PLACEHOLDER = re.compile(f"{_PH_OPEN}(\\d+){_PH_CLOSE}")
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 _INLINE_CODE = re.compile(r"(`+)[^`]+?\1")
 # An unclosed comment runs to the end, as Obsidian reads one (a chunk cut inside it).
 _OBSIDIAN_COMMENT = re.compile(r"%%.*?(?:%%|\Z)", re.DOTALL)
-_HTML_COMMENT = re.compile(r"<!--.*?(?:-->|\Z)", re.DOTALL)
 _BLANK_RUN = re.compile(r"\n{3,}")
 
 
@@ -43,14 +45,14 @@ def shown_excerpt(markdown: str) -> tuple[str, int]:
     if "%%" not in markdown and "<!--" not in markdown and "![" not in markdown:
         return _trim(markdown)
     code: list[str] = []
-    text = _hide_code(markdown.replace(_PH_OPEN, " ").replace(_PH_CLOSE, " "), code)
+    text = _hide_code(markdown.replace(CODE_OPEN, " ").replace(CODE_CLOSE, " "), code)
     if "%%" in text:
         text = _OBSIDIAN_COMMENT.sub(_line_breaks, text)
     if "<!--" in text:
-        text = _HTML_COMMENT.sub(_line_breaks, text)
+        text = HTML_COMMENT.sub(_line_breaks, text)
     text = without_badges(text)
     if code:
-        text = _PLACEHOLDER.sub(lambda m: code[int(m.group(1))], text)
+        text = CODE_PLACEHOLDER.sub(lambda m: code[int(m.group(1))], text)
     text = "\n".join(line.rstrip() if not line.strip() else line for line in text.split("\n"))
     return _trim(text)
 
@@ -69,7 +71,7 @@ def _line_breaks(match: re.Match[str]) -> str:
 
 def _keep(code: list[str], original: str) -> str:
     code.append(original)
-    return f"{_PH_OPEN}{len(code) - 1}{_PH_CLOSE}"
+    return f"{CODE_OPEN}{len(code) - 1}{CODE_CLOSE}"
 
 
 def _hide_code(text: str, code: list[str]) -> str:
