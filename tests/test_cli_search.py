@@ -346,3 +346,20 @@ def test_a_snippet_starts_after_the_heading_its_source_ends_with() -> None:
     # Another heading, or a heading alone, is kept: it is all the chunk says.
     assert _snippet(text, "Other").startswith("Task List Kanban Organizes")
     assert _snippet("# Alone", "Alone") == "Alone"
+
+
+def test_a_table_in_a_snippet_keeps_its_cells_apart() -> None:
+    # A daily report's "Filed" table read "note domain composite Path traversal in
+    # tarsafe security 0.76 SQLite WAL mode data 0.75": header and rows run together.
+    from signaldesk.pipeline.cli.search import _snippet
+
+    text = (
+        "## Filed\n\n| note | domain | composite |\n| --- | --- | ---: |\n"
+        "| [Path traversal in tarsafe](05-signals/x.md) | security | 0.76 |\n"
+        "| SQLite WAL mode | data | 0.75 |\n"
+    )
+    assert _snippet(text, "Filed") == (
+        "note · domain · composite; Path traversal in tarsafe · security · 0.76; "
+        "SQLite WAL mode · data · 0.75;"
+    )
+    assert _snippet("A line | with a bar", "") == "A line with a bar"  # not a row: as before

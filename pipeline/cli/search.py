@@ -225,8 +225,30 @@ def _snippet(text: str, section: str = "", width: int = 220) -> str:
         and readable_text(first).casefold() == readable_text(section).casefold()
     ):
         text = rest
-    flat = readable_text(text) or re.sub(r"\s+", " ", text).strip()
+    flat = readable_text(_table_rows(text)) or re.sub(r"\s+", " ", text).strip()
     return cut(flat, width)
+
+
+_TABLE_RULE_CELL = re.compile(r":?-{3,}:?")
+
+
+def _table_rows(text: str) -> str:
+    """Markdown table rows as ``cell · cell;`` (their rule line dropped): on one line a
+    table's cells otherwise run into each other, header and rows alike ("note domain
+    composite Path traversal in ... security 0.76")."""
+    if "|" not in text:
+        return text
+    out: list[str] = []
+    for line in text.split("\n"):
+        row = line.strip()
+        if not (row.startswith("|") and row.endswith("|") and len(row) > 1):
+            out.append(line)
+            continue
+        cells = [c.strip() for c in row[1:-1].split("|")]
+        if all(_TABLE_RULE_CELL.fullmatch(c) for c in cells if c):
+            continue
+        out.append(" · ".join(c for c in cells if c) + ";")
+    return "\n".join(out)
 
 
 def _hint_empty_index(console: Console, workspace: Workspace, vault: str | None) -> None:
