@@ -355,7 +355,7 @@ def test_a_table_in_a_snippet_keeps_its_cells_apart() -> None:
 
     text = (
         "## Filed\n\n| note | domain | composite |\n| --- | --- | ---: |\n"
-        "| [Path traversal in tarsafe](05-signals/x.md) | security | 0.76 |\n"
+        "| [[05-signals/x\\|Path traversal in tarsafe]] | security | 0.76 |\n"
         "| SQLite WAL mode | data | 0.75 |\n"
     )
     assert _snippet(text, "Filed") == (

@@ -230,6 +230,7 @@ def _snippet(text: str, section: str = "", width: int = 220) -> str:
 
 
 _TABLE_RULE_CELL = re.compile(r":?-{3,}:?")
+_CELL_BAR = re.compile(r"(?<!\\)\|")  # "\|" is a bar inside a cell ([[note\|alias]])
 
 
 def _table_rows(text: str) -> str:
@@ -244,7 +245,7 @@ def _table_rows(text: str) -> str:
         if not (row.startswith("|") and row.endswith("|") and len(row) > 1):
             out.append(line)
             continue
-        cells = [c.strip() for c in row[1:-1].split("|")]
+        cells = [c.strip() for c in _CELL_BAR.split(row[1:-1])]
         if all(_TABLE_RULE_CELL.fullmatch(c) for c in cells if c):
             continue
         out.append(" · ".join(c for c in cells if c) + ";")
