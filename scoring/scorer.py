@@ -227,6 +227,7 @@ class Scorer:
                 feed_url=item.source_id if item.source_kind == "rss" else None,
             ),
         }
+        dims = {name: self._calibrated(name, dim) for name, dim in dims.items()}
         if item.teaser:
             depth = dims["depth"]
             dims["depth"] = DimensionScore(
@@ -244,6 +245,16 @@ class Scorer:
             composite=composite,
             passed=composite > self.settings.threshold,
             route=self._router.route(view, counts, domain_similarities, shape=_shape(view)),
+        )
+
+    def _calibrated(self, name: str, dim: DimensionScore) -> DimensionScore:
+        """``dim`` mapped into the composite's scale (settings.calibration); what was
+        measured stays among its features."""
+        value = round(self.settings.calibration.apply(name, dim.value), 4)
+        if value == dim.value:
+            return dim
+        return DimensionScore(
+            value=value, reason=dim.reason, features={**dim.features, "measured": dim.value}
         )
 
     def _encode(self, texts: list[str]) -> npt.NDArray[np.float32]:

@@ -12,7 +12,13 @@ from pydantic import Field, field_validator, model_validator
 from signaldesk.settings import SettingsModel
 from signaldesk.vault import DOMAINS
 
-__all__ = ["DomainRuleSettings", "ScoreWeights", "ScoringSettings", "TopicSettings"]
+__all__ = [
+    "DomainRuleSettings",
+    "ScoreCalibration",
+    "ScoreWeights",
+    "ScoringSettings",
+    "TopicSettings",
+]
 
 
 class TopicSettings(SettingsModel):
@@ -64,6 +70,32 @@ class ScoreWeights(SettingsModel):
         return self
 
 
+_SCALE = (
+    " is multiplied by before the weights combine the four (value = min(1, scale x measured); "
+    "1.0 keeps it as measured, 0 stays 0)."
+)
+
+
+class ScoreCalibration(SettingsModel):
+    """How much each measured score is stretched or shrunk before the composite weighs it.
+
+    The defaults were fitted by ``python -m bench.triage.calibrate`` on the tuning halves of
+    both labelled triage sets (bench/triage/README.md), so that "composite > threshold"
+    under the default weights is the curator's line. A scale keeps a score's order and its
+    zero: what measured nothing still reads 0, and a higher measure never scores lower.
+    """
+
+    relevance: float = Field(1.265, gt=0, le=4, description="What relevance" + _SCALE)
+    actionability: float = Field(1.218, gt=0, le=4, description="What actionability" + _SCALE)
+    depth: float = Field(0.695, gt=0, le=4, description="What depth" + _SCALE)
+    authority: float = Field(1.0, gt=0, le=4, description="What authority" + _SCALE)
+
+    def apply(self, name: str, measured: float) -> float:
+        """The calibrated value of the score ``name`` (one of the four dimensions)."""
+        scale: float = getattr(self, name)
+        return min(1.0, scale * measured)
+
+
 class ScoringSettings(SettingsModel):
     """The four scores, the composite, the filing threshold and domain routing."""
 
@@ -78,6 +110,13 @@ class ScoringSettings(SettingsModel):
         description=(
             "Weights of relevance, actionability, depth and authority in the composite "
             "(divided by their sum, so the composite stays in 0..1)."
+        ),
+    )
+    calibration: ScoreCalibration = Field(
+        default_factory=ScoreCalibration,
+        description=(
+            "How each measured score is mapped before the weights combine them (fitted on "
+            "labelled real items; see bench/triage/README.md)."
         ),
     )
     default_profile: bool = Field(

@@ -257,7 +257,7 @@ def test_a_short_how_to_is_not_shallow_for_being_short() -> None:
     # the code says what prose would need three times the words for. Depth was 0.27.
     card = _score("Show used and available system memory", MEMORY_TIP)
     assert card.depth.features["words"] < 200
-    assert card.depth.value >= 0.35
+    assert card.depth.features["measured"] >= 0.35  # before the calibration maps it
 
 
 PERF_ANSWER = """perf is Linux's built-in profiler, backed by hardware counters. perf stat ./myapp
@@ -276,3 +276,35 @@ def test_commands_written_into_plain_text_are_commands() -> None:
     # A command word as an English word is not a command.
     plain = _score("Feel free", "Feel free to find the best way - make it fast and free - today.")
     assert plain.actionability.features["commands"] == 0
+
+
+def test_the_calibration_scales_each_measured_score_and_keeps_its_zero() -> None:
+    import pytest
+    from pydantic import ValidationError
+
+    from signaldesk.scoring.settings import ScoreCalibration
+
+    item = Item(
+        source_kind="rss", source_id="https://feeds.example/f", title="Memory", text=MEMORY_TIP
+    )
+    as_measured = ScoringSettings(
+        calibration=ScoreCalibration(relevance=1, actionability=1, depth=1, authority=1)
+    )
+    measured = Scorer(as_measured, None).score(item)
+    calibrated = Scorer(ScoringSettings(), None).score(item)
+    defaults = ScoreCalibration()
+    for name in ("relevance", "actionability", "depth", "authority"):
+        raw = measured.dimension(name).value
+        value = calibrated.dimension(name).value
+        assert value == pytest.approx(min(1.0, getattr(defaults, name) * raw), abs=1e-4)
+        assert calibrated.dimension(name).reason == measured.dimension(name).reason
+        if value != raw:
+            assert calibrated.dimension(name).features["measured"] == raw
+    nothing = Scorer(ScoringSettings(), None).score(
+        Item(
+            source_kind="rss", source_id="f", title="Hello", text="A short hello to everyone here."
+        )
+    )
+    assert nothing.actionability.value == 0.0  # 0 stays 0 beside "nothing to act on"
+    with pytest.raises(ValidationError):
+        ScoreCalibration(depth=0)  # a scale must keep the order of the measures

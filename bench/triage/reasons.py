@@ -147,8 +147,11 @@ def contradictions(card: ScoreCard, item: Item, threshold: float) -> list[str]:
     if clipped != (item.source_kind == "clipper" and "clipping_intent" in rel.features):
         out.append("relevance: 'clipped by you' on an item that was not clipped, or missing")
     floor = rel.features.get("clipping_intent", 0.0)
-    if rel.reason.startswith("matches no interest topic") and rel.value > floor + 0.06:
-        out.append(f"relevance: 'matches no interest topic' at {rel.value}")
+    # The reason speaks of the measure; the calibration's scale (a "measured" feature
+    # when it changed the value) only stretches it.
+    measured = rel.features.get("measured", rel.value)
+    if rel.reason.startswith("matches no interest topic") and measured > floor + 0.06:
+        out.append(f"relevance: 'matches no interest topic' at {measured} measured")
     if "you kept" in rel.reason or "you rejected" in rel.reason:
         out.append("relevance: speaks of corrections (they belong to the learned shift)")
     muted = re.search(r"looks like muted topic .* \((\d\.\d\d)\)", rel.reason)
