@@ -59,11 +59,6 @@ def _when(value: datetime | None) -> str:
     return value.astimezone().strftime("%Y-%m-%d %H:%M") if value else "-"
 
 
-def _next_check(value: datetime | None, now: datetime) -> str:
-    """When a feed is polled: a time to come, or the next scan (a time passed is due)."""
-    return _when(value) if value is not None and value > now else "next scan"
-
-
 @click.group()
 def feeds() -> None:
     """Manage feed subscriptions (RSS, Atom, RDF, JSON Feed)."""
@@ -147,7 +142,7 @@ def list_feeds(app: AppContext, as_json: bool) -> None:
         table.add_row(
             Text(f"{s.title}\n{s.url}" if s.title else s.url),
             state,
-            "-" if s.disabled_reason else _next_check(s.next_check_at, now),
+            "-" if s.disabled_reason else "next scan" if s.is_due(now) else _when(s.next_check_at),
             _when(s.last_success_at),
             str(s.error_count),
             "yes" if s.full_text else "no",

@@ -140,15 +140,11 @@ def feed_issues(records: Iterable[FeedRecord], now: datetime) -> list[FeedIssue]
                 state="disabled" if r.disabled else "backoff",
                 error_count=r.state.error_count,
                 last_error=r.state.disabled_reason or r.state.last_error,
-                next_check_at=_still_ahead(r.state.next_check_at, now),
+                next_check_at=None if r.state.is_due(now) else r.state.next_check_at,
                 last_success_at=r.state.last_success_at,
             )
         )
     return sorted(issues, key=lambda f: (f.state != "disabled", f.url))
-
-
-def _still_ahead(when: datetime | None, now: datetime) -> datetime | None:
-    return when if when is not None and when > now else None
 
 
 def _waiting_folders(workspace: Workspace) -> tuple[list[Path], list[Path]]:
