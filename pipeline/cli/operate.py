@@ -282,7 +282,8 @@ def report(app: AppContext, day_text: str | None, as_json: bool) -> None:
         print_json(_report_json(result, report_path(workspace, day)))
         return
     result, note = anyio.run(lambda: write_triage_report(workspace, day, tz=tz))
-    _print_note(app.console, note, workspace)
+    _print_note(app.console, note, workspace.vault)
+    _index_written(app.console, note, workspace)
     app.console.print(
         f"{len(result.items)} arrived, {len(result.filed)} filed, "
         f"{len(result.with_status('rejected'))} rejected ({len(result.near_misses)} worth a "
@@ -299,18 +300,22 @@ def _report_json(result: TriageReportNote, path: Path) -> dict[str, Any]:
     return data
 
 
-def _print_note(console: Console, note: GeneratedNote, workspace: Workspace) -> None:
-    """What became of the note, which is then indexed (as `serve` does after writing it)."""
+def _print_note(console: Console, note: GeneratedNote, vault: Path) -> None:
     messages = {
         "created": "[green]written[/]",
         "updated": "[green]updated[/]",
         "unchanged": "unchanged",
         "kept_edited": "[yellow]kept: edited by hand (delete it to regenerate)[/]",
     }
-    where = escape(_rel(note.path, workspace.vault))
-    console.print(f"{where}: {messages[note.outcome]}", highlight=False)
+    console.print(f"{escape(_rel(note.path, vault))}: {messages[note.outcome]}", highlight=False)
+
+
+def _index_written(console: Console, note: GeneratedNote, workspace: Workspace) -> None:
+    """Index the note just written, as `serve` does after writing it (when the vault has
+    an index); a failure is one line, the note stays written."""
     problem = index_note(workspace, note.path, create=False)
     if problem is not None:
+        where = escape(_rel(note.path, workspace.vault))
         console.print(f"[yellow]{where} is not indexed yet:[/] {escape(problem)}", highlight=False)
 
 
@@ -336,7 +341,8 @@ def log(app: AppContext, day_text: str | None, as_json: bool) -> None:
         print_json(data)
         return
     result, note = write_captains_log(workspace.vault, settings, day, tz=tz, skip=skip)
-    _print_note(app.console, note, workspace)
+    _print_note(app.console, note, workspace.vault)
+    _index_written(app.console, note, workspace)
     app.console.print(summary_line(result), highlight=False)
     for problem in result.errors:
         app.console.print(f"[yellow]warning:[/] {escape(problem)}", highlight=False)
