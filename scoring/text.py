@@ -304,21 +304,14 @@ def _code_link_count(urls: list[str]) -> int:
     return len(found)
 
 
-_FENCED = re.compile(r"^(```|~~~).*?^\1", re.MULTILINE | re.DOTALL)
-
-
-def _outside_code(body: str) -> str:
-    """``body`` without its fenced blocks and inline spans (their commands are counted)."""
-    return _INLINE_CODE.sub(" ", _FENCED.sub(" ", body))
-
-
 def _first_word(text: str) -> str:
     parts = text.split(None, 1)
     return parts[0] if parts else ""
 
 
 def _scan_lines(body: str) -> _Lines:
-    """One pass over the lines: headings, lists, fenced and indented code, commands, tables."""
+    """One pass over the lines: headings, lists, fenced and indented code, commands (also
+    those written into running text), tables."""
     out = _Lines()
     in_fence = False
     indented_run = 0
@@ -335,6 +328,8 @@ def _scan_lines(body: str) -> _Lines:
                 word = _first_word(stripped.lstrip("$#>% "))
                 out.commands += word in _COMMAND_WORDS
             continue
+        if "-" in stripped or "/" in stripped:  # a flag or a path: maybe a command in prose
+            out.commands += len(_PROSE_COMMAND.findall(_INLINE_CODE.sub(" ", stripped)))
         if not stripped:
             continue
         if line.startswith(("    ", "\t")) and not stripped.startswith(("-", "*", "+")):
@@ -378,7 +373,6 @@ def analyse(item: Item, *, max_chars: int) -> TextView:
     lines = _scan_lines(raw_body)
     inline = _INLINE_CODE.findall(raw_body)
     inline_commands = sum(_first_word(span.strip("`")) in _COMMAND_WORDS for span in inline)
-    prose_commands = len(_PROSE_COMMAND.findall(_outside_code(raw_body)))
     urls = [*_MD_LINK.findall(raw_body), *_BARE_URL.findall(raw_body)]
     links = tuple(host for host in (host_of(u) for u in dict.fromkeys(urls)) if host)
     both = f"{lowered_title}\n{body}"
@@ -409,7 +403,7 @@ def analyse(item: Item, *, max_chars: int) -> TextView:
         code_blocks=lines.code_blocks,
         code_lines=lines.code_lines,
         inline_code=len(inline),
-        commands=lines.commands + inline_commands + prose_commands,
+        commands=lines.commands + inline_commands,
         links=links,
         numbers=len(_NUMBER.findall(body)),
         table_rows=lines.table_rows,
