@@ -14,8 +14,10 @@ from rich.text import Text
 from signaldesk.pipeline.demo.tour import DemoResult, DemoStep, DemoVault
 from signaldesk.pipeline.intake.summary import ScanStats
 from signaldesk.pipeline.reports.captains_log import CaptainsLog
+from signaldesk.pipeline.reports.captains_log import summary_line as log_summary
 from signaldesk.pipeline.reports.generated_notes import GeneratedNote
 from signaldesk.pipeline.reports.triage_report import TriageReportNote
+from signaldesk.pipeline.reports.triage_report import summary_line as report_summary
 from signaldesk.pipeline.triage.records import TriageReport
 from signaldesk.retrieval.records import IndexReport, SearchResult
 from signaldesk.vault import SIGNALS_FOLDER
@@ -137,21 +139,11 @@ class DemoView:
 
     def _show_report(self, data: tuple[TriageReportNote, GeneratedNote]) -> None:
         report, note = data
-        self._show_note(
-            note,
-            f"{len(report.items)} arrived, {len(report.filed)} filed, "
-            f"{len(report.near_misses)} worth a look, {len(report.duplicates)} duplicates, "
-            f"{len(report.feed_issues)} feeds needing attention",
-        )
+        self._show_note(note, report_summary(report))
 
     def _show_log(self, data: tuple[CaptainsLog, GeneratedNote]) -> None:
         log, note = data
-        commits = sum(len(c) for c in log.commits.values())
-        self._show_note(
-            note,
-            f"{commits} commits, {len(log.decisions)} decisions, "
-            f"{len(log.todos) + len(log.unchecked)} open loops, {len(log.signals)} signals",
-        )
+        self._show_note(note, log_summary(log))
 
     def _show_index(self, report: IndexReport) -> None:
         self.console.print(

@@ -38,11 +38,11 @@ from signaldesk.pipeline.reports.triage_report import (
     report_path,
     write_triage_report,
 )
+from signaldesk.pipeline.reports.triage_report import summary_line as report_summary
 from signaldesk.pipeline.service.job_state import state_path
 from signaldesk.pipeline.service.scheduler import ScheduleError, resolve_timezone
 from signaldesk.pipeline.service.scheduler import serve as run_serve
 from signaldesk.pipeline.service.status import ServiceStatus, gather_status
-from signaldesk.pipeline.wording import plural
 
 __all__ = ["COMMANDS", "demo", "log", "report", "serve", "status"]
 
@@ -284,13 +284,7 @@ def report(app: AppContext, day_text: str | None, as_json: bool) -> None:
     result, note = anyio.run(lambda: write_triage_report(workspace, day, tz=tz))
     _print_note(app.console, note, workspace.vault)
     _index_written(app.console, note, workspace)
-    app.console.print(
-        f"{len(result.items)} arrived, {len(result.filed)} filed, "
-        f"{len(result.with_status('rejected'))} rejected ({len(result.near_misses)} worth a "
-        f"look), {plural(len(result.duplicates), 'duplicate')}, {len(result.parked)} parked; "
-        f"{plural(len(result.feed_issues), 'feed needs', 'feeds need')} attention",
-        highlight=False,
-    )
+    app.console.print(report_summary(result), highlight=False)
 
 
 def _report_json(result: TriageReportNote, path: Path) -> dict[str, Any]:

@@ -33,6 +33,7 @@ from signaldesk.pipeline.reports.triage_report_model import (
     WaitingNote,
 )
 from signaldesk.pipeline.reports.triage_report_render import render_triage_report, score_histogram
+from signaldesk.pipeline.wording import plural
 from signaldesk.retrieval.ignore import VaultFilter, iter_vault_notes
 from signaldesk.signal_note import score_number, weakest_score
 
@@ -49,6 +50,7 @@ __all__ = [
     "render_triage_report",
     "report_path",
     "score_histogram",
+    "summary_line",
     "write_triage_report",
 ]
 
@@ -124,6 +126,16 @@ async def _day_entries(ledger: ItemLedger, day: date, tz: tzinfo) -> list[Ledger
     ids = [row[0] for row in rows]
     entries = [await ledger.get(item_id) for item_id in ids]
     return [e for e in entries if e is not None]
+
+
+def summary_line(report: TriageReportNote) -> str:
+    """What the report holds, in one line (``signaldesk report`` and the demo print it)."""
+    return (
+        f"{len(report.items)} arrived, {len(report.filed)} filed, "
+        f"{len(report.with_status('rejected'))} rejected ({len(report.near_misses)} worth a "
+        f"look), {plural(len(report.duplicates), 'duplicate')}, {len(report.parked)} parked; "
+        f"{plural(len(report.feed_issues), 'feed needs', 'feeds need')} attention"
+    )
 
 
 def feed_issues(records: Iterable[FeedRecord], now: datetime) -> list[FeedIssue]:
