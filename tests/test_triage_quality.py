@@ -29,7 +29,8 @@ def _all_rows() -> list[dict[str, object]]:
 
 
 def _rows() -> list[dict[str, object]]:
-    """The first set (the second, ``"set": "fresh"``, is split and measured on its own)."""
+    """The first set (the second, ``"set": "fresh"``, and the third, ``"fresh2"``, are split
+    and measured on their own)."""
     return [r for r in _all_rows() if r.get("set", "first") == "first"]
 
 
@@ -70,7 +71,7 @@ def test_the_set_is_labelled_by_a_written_rule_and_split_once() -> None:
 def test_the_fresh_set_is_labelled_like_the_first_and_split_once_on_its_own() -> None:
     rows = _all_rows()
     assert len({r["id"] for r in rows}) == len(rows)
-    fresh = [r for r in rows if r.get("set", "first") != "first"]
+    fresh = [r for r in rows if r.get("set", "first") == "fresh"]
     assert len(fresh) >= 150
     first_keys = {k for r in _rows() for k in r}
     for r in fresh:
@@ -86,15 +87,45 @@ def test_the_fresh_set_is_labelled_like_the_first_and_split_once_on_its_own() ->
         assert labels[True] >= 35 and labels[False] >= 35
     keepers = Counter(str(r["domain"]) for r in fresh if r["file"])
     assert all(keepers[d] >= 3 for d in DOMAINS)
-    # Its halves are dealt within the set, and assigning again moves nothing in either set.
-    again = assign([dict(r) for r in rows])
-    assert [r["split"] for r in again] == [r["split"] for r in rows]
+    # Its halves are dealt within the set, and assigning again moves nothing in any set.
+    placed = [r for r in rows if "split" in r]
+    again = assign([dict(r) for r in placed])
+    assert [r["split"] for r in again] == [r["split"] for r in placed]
     # Loading one set leaves the other's rows out.
     fresh_ids = {r["id"] for r in fresh}
     examples, missing = load_examples(shared=None)
     assert not fresh_ids & ({x.id for x in examples} | set(missing))
     examples, missing = load_examples(shared=None, sets=("fresh",))
     assert {x.id for x in examples} | set(missing) == fresh_ids
+
+
+def test_the_third_set_is_labelled_like_the_others_and_kept_apart() -> None:
+    """``"set": "fresh2"``, labelled before anything scored it; the coordinator splits it once,
+    on its own, so its rows may not have a ``split`` yet."""
+    rows = _all_rows()
+    fresh2 = [r for r in rows if r.get("set") == "fresh2"]
+    assert len(fresh2) >= 40
+    assert {str(r.get("set", "first")) for r in rows} <= {"first", "fresh", "fresh2"}
+    first_keys = {k for r in _rows() for k in r}
+    for r in fresh2:
+        assert r["domain"] in DOMAINS and isinstance(r["file"], bool)
+        assert r["why"] and r["licence"] and r["url"] and r["title"]
+        assert set(r) <= first_keys | {"set"} and r.get("split") in (None, "tuning", "heldout")
+        if r["source"] == "repo":
+            assert set(r["ref"]) == {"repo", "commit", "path"}
+    # No source of the earlier sets is reused: not a repository, not a site.
+    earlier = [r for r in rows if r.get("set", "first") != "fresh2"]
+    used_repos = {r["ref"]["repo"] for r in earlier if r["source"] == "repo"}
+    used_sites = {r["site"] for r in earlier if r.get("site")}
+    for r in fresh2:
+        assert r.get("site") not in used_sites
+        assert r["source"] != "repo" or r["ref"]["repo"] not in used_repos
+    # Placing its rows leaves every earlier split as it was.
+    before = {r["id"]: r["split"] for r in earlier}
+    again = assign([dict(r) for r in rows])
+    assert {r["id"]: r["split"] for r in again if r["id"] in before} == before
+    examples, missing = load_examples(shared=None, sets=("first", "fresh"))
+    assert not {r["id"] for r in fresh2} & ({x.id for x in examples} | set(missing))
 
 
 def test_the_committed_part_loads_as_the_pipeline_presents_items(shared_data: Path) -> None:

@@ -121,3 +121,51 @@ published: "2099-01-01T00:00:00Z"
         source_path="vulns/pkg/PYSEC-2099-1.yaml",
     )
     assert b"<p>Bad things.</p>" in page
+
+
+_HSEC = """```toml
+[advisory]
+id = "HSEC-2099-0001"
+aliases = ["CVE-2099-1"]
+
+[[affected]]
+package = "some-pkg"
+cvss = "CVSS:3.1/AV:N/AC:L/PR:N/UI:N/S:U/C:N/I:N/A:H"
+[[affected.versions]]
+introduced = "0.1.0"
+fixed = "0.2.6"
+```
+
+# some-pkg: quadratic parsing
+
+Update to `0.2.6`.
+"""
+
+
+def test_an_hsec_advisory_lists_its_affected_package_and_the_fixed_version() -> None:
+    page, title = render_page(
+        _HSEC, url="https://h.example/HSEC-2099-0001", site="HSEC", source_path="a/b.md"
+    )
+    text = page.decode("utf-8")
+    assert title == "some-pkg: quadratic parsing"
+    assert "<th>Package</th><td>some-pkg</td>" in text
+    assert "<th>Introduced</th><td>0.1.0</td>" in text
+    assert "<th>Patched</th><td>&gt;= 0.2.6</td>" in text
+    assert "CVSS:3.1/AV:N" in text and "CVE-2099-1" in text
+
+
+def test_a_title_given_without_an_atx_heading_is_read_from_the_first_line() -> None:
+    sources = {
+        "Code of Conduct\n===============\n\nBe kind.\n": "Code of Conduct",
+        "[//]: # (title: Expected and actual)\n\nUse `expect`.\n": "Expected and actual",
+        "### For releases\n\nRun it in production.\n": "For releases",
+    }
+    for source, expected in sources.items():
+        page, title = render_page(source, url="https://d.example/x", site="Docs", default_title="r")
+        text = page.decode("utf-8")
+        assert title == expected
+        # In <title>, og:title and the one <h1>: not repeated in the body.
+        assert text.count(expected) == 3
+    # A first line that is plain text keeps the default title, and an ATX "# " heading wins.
+    assert render_page("Just text.\n", url="u", site="s", default_title="repo")[1] == "repo"
+    assert render_page("## Sub\n\n# Main\n", url="u", site="s", default_title="r")[1] == "Main"

@@ -40,6 +40,13 @@ _DEFAULT_MIRRORS = Path("/work/.mirror")
 _FRONT = re.compile(r"\A(?:---\n(.*?)\n---|\+\+\+\n(.*?)\n\+\+\+)\n", re.S)
 _TOML_BLOCK = re.compile(r"\A```toml\n(.*?)\n```\n", re.S)
 _H1 = re.compile(r"^#\s+(.+)$", re.M)
+# Title forms of sources with no ATX "# " heading: a setext heading ("Title" over "====="),
+# a Writerside title comment ("[//]: # (title: ...)"), or a lower heading as the first line
+# (a MkDocs page whose first line is "### Title"). Each is read only at the file's start.
+_LEADING_TITLE = re.compile(
+    r"\A\s*(?:(?P<setext>[^\n#].*)\n=+[ \t]*\n|\[//\]: # \(title: (?P<ws>.+)\)[ \t]*\n"
+    r"|#{2,6}\s+(?P<atx>.+)\n)"
+)
 _MDX_IMPORT = re.compile(r"^(?:import|export)\s.+$", re.M)
 _TOC_MARKER = re.compile(r"^\[TOC\]$", re.M)
 
@@ -63,20 +70,30 @@ def _split_front(text: str) -> tuple[dict[str, Any], str]:
 
 
 def _advisory_fields(raw: str) -> str:
-    """A RustSec advisory's TOML header as the fields its web page lists."""
+    """An advisory's TOML header as the fields its web page lists: RustSec's (``package``
+    and ``versions`` under the advisory) or the Haskell HSEC database's (an ``[[affected]]``
+    list, each package with its own CVSS and ``introduced`` / ``fixed`` ranges)."""
     data = tomllib.loads(raw)
     adv = data.get("advisory", {})
+    # RustSec's [affected] is a table of functions, not this list: only HSEC's is read here.
+    affected = data.get("affected") if isinstance(data.get("affected"), list) else []
+    ranges = [v for a in affected for v in a.get("versions", [])]
     return field_table(
         [
             ("ID", adv.get("id")),
-            ("Package", adv.get("package")),
+            ("Package", adv.get("package") or ", ".join(str(a["package"]) for a in affected)),
             ("Date", adv.get("date")),
             ("URL", adv.get("url")),
-            ("CVSS", adv.get("cvss")),
+            ("CVSS", adv.get("cvss") or ", ".join(str(a["cvss"]) for a in affected if "cvss" in a)),
             ("Categories", ", ".join(adv.get("categories", []))),
             ("Aliases", ", ".join(adv.get("aliases", []))),
             ("Informational", adv.get("informational")),
-            ("Patched", ", ".join(data.get("versions", {}).get("patched", []))),
+            ("Introduced", ", ".join(str(v["introduced"]) for v in ranges if "introduced" in v)),
+            (
+                "Patched",
+                ", ".join(data.get("versions", {}).get("patched", []))
+                or ", ".join(f">= {v['fixed']}" for v in ranges if "fixed" in v),
+            ),
             ("Unaffected", ", ".join(data.get("versions", {}).get("unaffected", []))),
         ]
     )
@@ -127,6 +144,10 @@ def render_page(
     meta, header, body = _source(markdown_text, source_path)
     title = str(meta.get("title") or "")
     h1 = _H1.search(body)
+    leading = _LEADING_TITLE.match(body) if not title and not h1 else None
+    if leading:
+        title = next(t for t in leading.group("setext", "ws", "atx") if t).strip()
+        body = body[leading.end() :]
     if not title and h1:
         title = h1.group(1).strip().strip("`")
     title = title or default_title

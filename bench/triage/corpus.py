@@ -220,7 +220,8 @@ def load_examples(
         are skipped).
     :param sets: which labelled sets to read: ``first`` (rows without a ``set``) and/or
         ``fresh``, the second set (labelled after the first one's figures were known, from
-        other sources, and split once on its own).
+        other sources, and split once on its own), and/or ``fresh2``, the third (likewise,
+        from sources neither earlier set uses).
     """
     if shared is not None and not shared.is_dir():
         shared = None
