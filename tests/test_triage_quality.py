@@ -70,7 +70,7 @@ def test_the_set_is_labelled_by_a_written_rule_and_split_once() -> None:
 def test_the_fresh_set_is_labelled_like_the_first_and_split_once_on_its_own() -> None:
     rows = _all_rows()
     assert len({r["id"] for r in rows}) == len(rows)
-    fresh = [r for r in rows if r.get("set", "first") != "first"]
+    fresh = [r for r in rows if r.get("set") == "fresh"]
     assert len(fresh) >= 150
     first_keys = {k for r in _rows() for k in r}
     for r in fresh:
@@ -86,15 +86,36 @@ def test_the_fresh_set_is_labelled_like_the_first_and_split_once_on_its_own() ->
         assert labels[True] >= 35 and labels[False] >= 35
     keepers = Counter(str(r["domain"]) for r in fresh if r["file"])
     assert all(keepers[d] >= 3 for d in DOMAINS)
-    # Its halves are dealt within the set, and assigning again moves nothing in either set.
+    # Its halves are dealt within the set, and assigning again moves nothing already dealt.
     again = assign([dict(r) for r in rows])
-    assert [r["split"] for r in again] == [r["split"] for r in rows]
+    dealt = [i for i, r in enumerate(rows) if "split" in r]
+    assert [again[i]["split"] for i in dealt] == [rows[i]["split"] for i in dealt]
     # Loading one set leaves the other's rows out.
     fresh_ids = {r["id"] for r in fresh}
     examples, missing = load_examples(shared=None)
     assert not fresh_ids & ({x.id for x in examples} | set(missing))
     examples, missing = load_examples(shared=None, sets=("fresh",))
     assert {x.id for x in examples} | set(missing) == fresh_ids
+
+
+def test_the_third_set_is_labelled_like_the_others_and_dealt_on_its_own() -> None:
+    rows = _all_rows()
+    third = [r for r in rows if r.get("set") == "fresh2"]
+    assert len(third) >= 50
+    assert {r.get("set", "first") for r in rows} == {"first", "fresh", "fresh2"}
+    first_keys = {k for r in _rows() for k in r}
+    for r in third:
+        assert r["domain"] in DOMAINS and isinstance(r["file"], bool)
+        assert r["why"] and r["licence"] and r["url"] and r["title"]
+        assert set(r) <= first_keys | {"set"}
+        assert r.get("split") in (None, "tuning", "heldout")
+    # Dealing it (once, by the coordinator) places only its own rows, in its own halves.
+    again = assign([dict(r) for r in rows])
+    for before, after in zip(rows, again, strict=True):
+        if before.get("set") != "fresh2":
+            assert after["split"] == before["split"]
+    halves = Counter(str(r["split"]) for r in again if r.get("set") == "fresh2")
+    assert abs(halves["tuning"] - halves["heldout"]) <= len(DOMAINS) * 2
 
 
 def test_the_committed_part_loads_as_the_pipeline_presents_items(shared_data: Path) -> None:
