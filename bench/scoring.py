@@ -17,8 +17,9 @@ half side by side:
   confirmations among the decisions near the threshold (``--draws``);
 - items scored per second with embeddings, and the peak memory of scoring N and 4N items.
 
-Options: ``--set fresh`` (the second labelled set, from other sources, labelled after the
-first set's figures were known; split once on its own), ``--keyword-only`` (no embedder),
+Options: ``--set fresh`` / ``--set fresh2`` (the second and third labelled sets, each from
+sources the sets before it do not use, labelled after their figures were known, and split once
+on its own), ``--keyword-only`` (no embedder),
 ``--mode`` (one mode only), ``--worst N``,
 ``--throughput N``, ``--draws N``, ``--json``, ``--shared PATH`` (another copy of ``shared/data``).
 Items whose text is not here (the local page cache of ``python -m bench.triage.build_cache``,
@@ -41,7 +42,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from bench.triage.corpus import MODES, Example, load_examples
+from bench.triage.corpus import MODES, SETS, Example, load_examples
 from bench.triage.metrics import (
     Agreement,
     LogisticBaseline,
@@ -215,10 +216,11 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--set",
         dest="which",
-        choices=("first", "fresh"),
+        choices=SETS,
         default="first",
-        help="the labelled set: the first one, or the fresh one labelled after its figures "
-        "were known (each is split once into its own halves)",
+        help="the labelled set: the first one, or a later one labelled after the figures of "
+        "those before it were known, from other sources (each is split once into its own "
+        "halves)",
     )
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     parser.add_argument("--shared", type=Path, default=_DEFAULT_SHARED, help="shared/data folder")
@@ -355,7 +357,7 @@ def main(argv: list[str] | None = None) -> int:
         highlight=False,
     )
     command = "python -m bench.scoring" + (" --keyword-only" if args.keyword_only else "")
-    command += " --set fresh" if args.which == "fresh" else ""
+    command += f" --set {args.which}" if args.which != "first" else ""
     console.print(f"reproduce: [bold]{command}[/]")
     return 0
 

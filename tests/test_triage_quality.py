@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.triage.corpus import LABELS, MODES, Example, load_examples
+from bench.triage.corpus import LABELS, MODES, SETS, Example, load_examples
 from bench.triage.metrics import auc, measure
 from bench.triage.reasons import contradictions
 from bench.triage.replay import choose_corrections, replay_corrections
@@ -100,17 +100,17 @@ def test_the_fresh_set_is_labelled_like_the_first_and_split_once_on_its_own() ->
 
 
 def test_the_third_set_is_labelled_like_the_others_and_kept_apart() -> None:
-    """``"set": "fresh2"``, labelled before anything scored it; the coordinator splits it once,
-    on its own, so its rows may not have a ``split`` yet."""
+    """``"set": "fresh2"``, labelled before anything scored it, from sources neither earlier
+    set uses, and split once on its own."""
     rows = _all_rows()
     fresh2 = [r for r in rows if r.get("set") == "fresh2"]
-    assert len(fresh2) >= 40
-    assert {str(r.get("set", "first")) for r in rows} <= {"first", "fresh", "fresh2"}
+    assert len(fresh2) >= 140
+    assert {str(r.get("set", "first")) for r in rows} == set(SETS)
     first_keys = {k for r in _rows() for k in r}
     for r in fresh2:
         assert r["domain"] in DOMAINS and isinstance(r["file"], bool)
         assert r["why"] and r["licence"] and r["url"] and r["title"]
-        assert set(r) <= first_keys | {"set"} and r.get("split") in (None, "tuning", "heldout")
+        assert set(r) <= first_keys | {"set"} and r["split"] in ("tuning", "heldout")
         if r["source"] == "repo":
             assert set(r["ref"]) == {"repo", "commit", "path"}
     # No source of the earlier sets is reused: not a repository, not a site.
@@ -120,10 +120,15 @@ def test_the_third_set_is_labelled_like_the_others_and_kept_apart() -> None:
     for r in fresh2:
         assert r.get("site") not in used_sites
         assert r["source"] != "repo" or r["ref"]["repo"] not in used_repos
-    # Placing its rows leaves every earlier split as it was.
-    before = {r["id"]: r["split"] for r in earlier}
+    keepers = Counter(str(r["domain"]) for r in fresh2 if r["file"])
+    assert all(keepers[d] >= 3 for d in DOMAINS)
+    # Its halves are stratified within the set, and dealing again moves nothing anywhere.
+    groups = Counter((str(r["domain"]), bool(r["file"]), str(r["split"])) for r in fresh2)
+    for domain in DOMAINS:
+        for label in (True, False):
+            assert abs(groups[(domain, label, "tuning")] - groups[(domain, label, "heldout")]) <= 1
     again = assign([dict(r) for r in rows])
-    assert {r["id"]: r["split"] for r in again if r["id"] in before} == before
+    assert [r["split"] for r in again] == [r["split"] for r in rows]
     examples, missing = load_examples(shared=None, sets=("first", "fresh"))
     assert not {r["id"] for r in fresh2} & ({x.id for x in examples} | set(missing))
 
