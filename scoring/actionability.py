@@ -81,9 +81,35 @@ def is_advisory(view: TextView) -> bool:
     )
 
 
+# "Go Developer Survey 2022 Q2 Results": a survey's results are something learned from
+# measurement (LABELLING.md), not the survey's announcement.
+_RESULTS_TITLE = re.compile(r"\bresults?\b|\breport\b|\bfindings\b", re.IGNORECASE)
+
+
+# A list of links this long, making up four in five list items, is a link round-up (the
+# curated "awesome" lists); release notes link their changes in lists of 10-25.
+_LINK_LIST_ITEMS = 40
+# What an announcement keeps of its actionability. At 0.5 (the first choice), an on-topic
+# recap from a project's own blog still passed on relevance and authority alone.
+_ANNOUNCEMENT_FACTOR = 0.25
+
+
 def is_bare_announcement(view: TextView) -> bool:
-    """An event, team, survey or brand announcement with nothing technical in it."""
+    """An event, team, governance, survey or brand announcement, or a link round-up.
+
+    An item whose title says it is one ("React Conf 2025 Recap", "Announcing the Language
+    Workgroup", "This Week in Rust 419") is one, whatever code or versions it quotes along
+    the way, unless it is an advisory, a paper or a report of results: on both labelled sets
+    42 of 44 such titles are rejects, and the two keepers are survey results. Otherwise the
+    opening must have the phrases of one and nothing technical. A long list of links is a
+    round-up too.
+    """
     prose = view.prose
+    lists = view.bullets + view.numbered
+    if view.link_items >= _LINK_LIST_ITEMS and view.link_items * 5 >= lists * 4:
+        return True  # a curated list of links ("awesome" lists): a round-up
+    if prose.titled_announcement:
+        return not (is_advisory(view) or prose.paper_shaped or _RESULTS_TITLE.search(view.title))
     technical = (
         view.code_blocks
         or prose.code_lines >= 2
@@ -133,8 +159,9 @@ def score_actionability(view: TextView) -> DimensionScore:
         value *= 0.5
     announcement = value > 0 and is_bare_announcement(view)
     if announcement:
-        # "Register now" and "take the survey" say what to do, but not with software.
-        value *= 0.5
+        # "Register now" and "take the survey" say what to do, but not with software; what
+        # a recap quotes from a keynote is not the reader's to act on either.
+        value *= _ANNOUNCEMENT_FACTOR
     features = {
         "code_blocks": float(view.code_blocks),
         "code_lines": float(prose.code_lines),
@@ -185,5 +212,7 @@ def score_actionability(view: TextView) -> DimensionScore:
         if tiny:
             reason += f"; halved: only {view.words} words"
         if announcement:
-            reason += "; halved: an announcement with nothing technical"
+            reason += (
+                f"; x{_ANNOUNCEMENT_FACTOR}: an announcement (event, team, governance, round-up)"
+            )
     return DimensionScore(value=round(clamp(value), 4), reason=reason, features=features)

@@ -5,8 +5,9 @@ the shape of a paper, being a primary source), plus a density share so that a sh
 packed with versions, code or numbers (a 100-word advisory, a postmortem with figures) is
 not judged by its length alone. Penalties then apply only where their condition holds: thin
 text with nothing dense in it, a listicle or clickbait title, a title in capitals, and an
-announcement (event, team, survey, brand) that carries nothing technical. Every penalty that
-applied is in the reason and in the features (``penalty_*`` = 1).
+announcement (an event, team, governance, survey or brand announcement, or a link round-up:
+:func:`~scoring.actionability.is_bare_announcement`). Every penalty that applied is in the
+reason and in the features (``penalty_*`` = 1).
 """
 
 from __future__ import annotations
@@ -132,9 +133,9 @@ def score_depth(view: TextView, is_primary: Callable[[str], bool]) -> DimensionS
     if shouting:
         penalties.append(("shouting", 0.8, "shouting title"))
     if announcement:
-        penalties.append(
-            ("announcement", 0.55, "an announcement (event, team, survey) with nothing technical")
-        )
+        # At 0.55 (the first choice) an on-topic recap from a project's own blog still
+        # passed on relevance and authority alone.
+        penalties.append(("announcement", 0.3, "an announcement (event, team, survey)"))
     for _, factor, _ in penalties:
         value *= factor
 

@@ -6,7 +6,9 @@ SQL or Python, results as "3.2x faster" or "p99 dropped to 40 ms". This module c
 in one pass over the lines outside fenced code, plus a few token-phrase matchers:
 
 - ``guidance``: sentences that tell the reader what to do (an imperative verb first, or
-  "you should / must / need to", "make sure", "do not", "never", "always");
+  "you should / must / need to", "make sure", "do not", "never", "always"; a rule stated
+  about its subject, "a primary button should ..."; a heading a flattened page ran into
+  its first sentence, "Primary Use button.primary ...");
 - ``prose_steps``: sentences that sequence work ("First,", "Then", "Next,", "Finally,", "Step 3");
 - ``code_lines``: lines outside fences that read as code or a shell command;
 - ``measurements``: numbers with a unit (%, ms, GB, x, req/s, ...);
@@ -104,6 +106,15 @@ _YOU_SHOULD = re.compile(
     r"^(?:you|we)\s+(?:should|must|need\s+to|can|will\s+need|have\s+to)\b|^make\s+sure\b"
     r"|^it'?s\s+(?:best|important|a\s+good\s+idea)\b|^(?:do\s+not|don't|never|always)\b"
 )
+# A rule stated about its subject, in the sentence's first words ("A primary button should
+# only appear once", "Lateral moves between tracks should be encouraged"): design and
+# career guidance is written this way more than in the imperative.
+_SUBJECT_SHOULD = re.compile(r"^(?:\S+\s+){1,6}?(?:should|must)(?:n't)?\s+\w")
+# A heading run into its first sentence by a page flattened to plain text ("Primary Use
+# button.primary to ..."): one to three capitalised words, then a capitalised verb of
+# guidance and a lower-case word.
+_RUN_IN = re.compile(r"^(?:[A-Z][\w-]*\s+){1,3}([A-Z][a-z']+)\s+[a-z]")
+_ARTICLES = frozenset(("the", "a", "an", "this", "that", "our", "my", "your", "their", "its"))
 _STEP_START = re.compile(
     r"^(?:first(?:ly)?|second(?:ly)?|third(?:ly)?|then|next|finally|after\s+that|once\s+"
     r"(?:that|this|you've|you\s+have)|now|step\s+\d+)\b[, :]"
@@ -252,11 +263,16 @@ _ANNOUNCEMENT = KeywordMatcher(
         "graduated",
         "foundation",
         "podcast",
+        "donat*",
     )
 )
 _OPENING_TOKENS = 300
 # Conference names in titles: "TokioConf 2026", "PromCon is only one month away".
-_EVENT_TITLE = re.compile(r"\w(?:conf|con)\b|\b(?:conf|summit|meetup|hackathon)\b", re.IGNORECASE)
+# Milestones too: "Helm Turns 5", "10 years of ...", "Happy 10th Birthday".
+_EVENT_TITLE = re.compile(
+    r"\w(?:conf|con)\b|\b(?:conf|summit|meetup|hackathon)\b|\bturns\s+\d+\b|\b\d+\s+years\s+of\b",
+    re.IGNORECASE,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -272,6 +288,8 @@ class ProseView:
     announcement: int
     paper_result: bool = False
     """The opening states a result ("we show", "outperforms", an evaluation...)."""
+    titled_announcement: bool = False
+    """The title itself names an event, a team or governance change, a survey or a round-up."""
 
     @property
     def paper_shaped(self) -> bool:
@@ -305,6 +323,15 @@ def _is_code_line(line: str) -> bool:
     return bool(_YAML_KEY.fullmatch(words[0])) and words[1][:1] not in "*_"
 
 
+def _run_in_guidance(sentence: str) -> bool:
+    """A flattened heading followed by an imperative ("Primary Use button.primary to")."""
+    match = _RUN_IN.match(sentence)
+    if match is None or match.group(1).lower() not in _GUIDE_VERBS:
+        return False
+    before = sentence[: match.start(1)].split()
+    return before[-1].lower() not in _ARTICLES
+
+
 def analyse_prose(body: str, title: str, body_tokens: tuple[str, ...]) -> ProseView:
     """Count the prose signals of ``body`` (markdown, original case) and its title."""
     sentences = guidance = steps = code_lines = 0
@@ -328,7 +355,12 @@ def analyse_prose(body: str, title: str, body_tokens: tuple[str, ...]) -> ProseV
                 continue
             sentences += 1
             first = lowered.split(None, 1)[0].strip(",:;") if lowered else ""
-            if first in _GUIDE_VERBS or _YOU_SHOULD.match(lowered):
+            if (
+                first in _GUIDE_VERBS
+                or _YOU_SHOULD.match(lowered)
+                or _SUBJECT_SHOULD.match(lowered)
+                or _run_in_guidance(sentence.strip())
+            ):
                 guidance += 1
             if _STEP_START.match(lowered):
                 steps += 1
@@ -341,11 +373,10 @@ def analyse_prose(body: str, title: str, body_tokens: tuple[str, ...]) -> ProseV
     marks = int(abstract) + int(method) + int(result) + int(bool(_ARXIV_ID.search(head)))
     # A paper says what it does ("we propose", or under "Abstract") and one more mark.
     paper = marks if (abstract or method) else 0
-    announcement = (
-        2 * sum(_ANNOUNCEMENT.count_tokens(title_tokens).values())
-        + 2 * len(_EVENT_TITLE.findall(title))
-        + sum(_ANNOUNCEMENT.count_tokens(opening).values())
+    in_title = sum(_ANNOUNCEMENT.count_tokens(title_tokens).values()) + len(
+        _EVENT_TITLE.findall(title)
     )
+    announcement = 2 * in_title + sum(_ANNOUNCEMENT.count_tokens(opening).values())
     return ProseView(
         sentences=sentences,
         guidance=guidance,
@@ -355,4 +386,5 @@ def analyse_prose(body: str, title: str, body_tokens: tuple[str, ...]) -> ProseV
         paper=paper,
         announcement=announcement,
         paper_result=bool(paper) and result,
+        titled_announcement=in_title > 0,
     )

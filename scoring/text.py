@@ -246,6 +246,8 @@ class TextView:
     links: tuple[str, ...]
     numbers: int
     table_rows: int
+    link_items: int
+    """List items that carry a link (a curated list is mostly these)."""
     versions: int
     cves: int
     fixes: int
@@ -284,6 +286,7 @@ class _Lines:
     code_lines: int = 0
     commands: int = 0
     table_rows: int = 0
+    link_items: int = 0
     references: bool = False
 
 
@@ -348,9 +351,11 @@ def _scan_lines(body: str) -> _Lines:
             continue
         if first in "-*+•" and stripped[1:2] == " ":
             out.bullets += 1
+            out.link_items += "](http" in stripped
             out.imperative += _first_word(stripped[2:]).lower() in _IMPERATIVES
         elif (first.isdigit() or first in "sS") and _NUMBERED.match(stripped):
             out.numbered += 1
+            out.link_items += "](http" in stripped
             rest = stripped.split(None, 1)[1] if " " in stripped else ""
             out.imperative += _first_word(rest).lower() in _IMPERATIVES
         elif first == "|" and stripped.endswith("|"):
@@ -407,6 +412,7 @@ def analyse(item: Item, *, max_chars: int) -> TextView:
         links=links,
         numbers=len(_NUMBER.findall(body)),
         table_rows=lines.table_rows,
+        link_items=lines.link_items,
         versions=versions,
         cves=len(set(_CVE.findall(both))) if ("cve-" in both or "ghsa-" in both) else 0,
         fixes=fixes,

@@ -124,8 +124,8 @@ def contradictions(card: ScoreCard, item: Item, threshold: float) -> list[str]:
         out.append("actionability: 'without a named fix' where a fix is seen or no advisory")
     if ("halved: only" in act.reason) != bool(act.features.get("penalty_tiny")):
         out.append("actionability: tiny-item halving and its reason disagree")
-    if ("halved: an announcement" in act.reason) != bool(act.features.get("penalty_announcement")):
-        out.append("actionability: announcement halving and its reason disagree")
+    if (": an announcement" in act.reason) != bool(act.features.get("penalty_announcement")):
+        out.append("actionability: announcement penalty and its reason disagree")
 
     depth = card.depth
     out += _counts(depth.reason, depth.features, _COUNTS_DEPTH, "depth")
