@@ -368,6 +368,9 @@ def test_an_item_whose_title_announces_an_event_is_an_announcement_whatever_it_q
     assert not card.passed
     for title in ("Helm Turns 5, and a Gift of Charts", "Announcing the Language Workgroup"):
         assert _score(title, CONF_RECAP).depth.features["penalty_announcement"] == 1
+    # A release that "turns" a version number is not a birthday.
+    release = _score("Widget turns 3.5, oh my!", "Widget 3.5 adds a Liquid 4 parser.")
+    assert release.depth.features["penalty_announcement"] == 0
     # A survey's results are something learned from measurement, not an announcement.
     results = _score("Go Developer Survey 2099 Q2 Results", CONF_RECAP)
     assert results.depth.features["penalty_announcement"] == 0
