@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import gc
 import json
 import os
 import re
@@ -81,24 +80,6 @@ async def _open(workspace: Workspace) -> Retriever:
         embedder,
         postgres=workspace.config.postgres,
     )
-
-
-@contextmanager
-def _collector_paused(paused: bool) -> Iterator[None]:
-    """Python's cyclic garbage collector off while one search runs.
-
-    Trigger: a one-shot search imports pydantic, numpy and the model, and the
-    collector's passes over those new objects cost it ~15 ms (issue 15). Why it may:
-    one search allocates a bounded amount, freed with the process; a batch keeps it on.
-    """
-    if not paused or not gc.isenabled():
-        yield
-        return
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.enable()
 
 
 class _Searches(Protocol):
@@ -457,14 +438,13 @@ def search(
         raise click.UsageError("give either a QUERY or --batch FILE")
     filters = _filters(folder, note_type, domain, tags, status, since, until)
     kwargs = search_arguments(limit, filters, mode, max_tokens)
-    with _collector_paused(batch is None):
-        setup = app.search_setup()
-        with _searcher(app, setup) as searches:
-            if batch is not None:
-                _batch(searches, batch, kwargs)
-                return
-            assert query is not None
-            results, exp = searches.ask(query, explain, kwargs)
+    setup = app.search_setup()
+    with _searcher(app, setup) as searches:
+        if batch is not None:
+            _batch(searches, batch, kwargs)
+            return
+        assert query is not None
+        results, exp = searches.ask(query, explain, kwargs)
     if as_json:
         payload = search_payload(query, results)
         if exp is not None:
@@ -506,10 +486,9 @@ def context(
 ) -> None:
     """Print a markdown block of vault excerpts about QUERY, each with its source."""
     filters = _filters(folder, note_type, domain, tags, status, since, until)
-    with _collector_paused(True):
-        setup = app.search_setup()
-        with _searcher(app, setup) as searches:
-            excerpts = searches.context(query, filters)
+    setup = app.search_setup()
+    with _searcher(app, setup) as searches:
+        excerpts = searches.context(query, filters)
     budget = setup.search.max_tokens if max_tokens is None else max(1, max_tokens)
     block = render_context(excerpts, budget).text
     if as_json:
