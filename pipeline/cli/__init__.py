@@ -139,7 +139,7 @@ def main(argv: list[str] | None = None) -> None:
     paused = one_shot and gc.isenabled()
     if paused:
         # Trigger: a one-shot search imports numpy, the search modules and the model, and
-        # the cyclic collector's passes over those new objects cost it ~15 ms (issue 15).
+        # the cyclic collector's passes over those new objects cost it ~10 ms (issue 15).
         # Why it may: one search allocates a bounded amount, freed with the process.
         gc.disable()
     try:
