@@ -399,3 +399,18 @@ def test_routing_knows_psql_and_upstart() -> None:
         "On a machine that runs Upstart, `initctl list` prints every job and its status.",
     )
     assert upstart.route.domain == "systems"
+
+
+def test_routing_knows_kotlin_multiplatform_and_heap_profiling() -> None:
+    kmp = _score(
+        "Expected and actual declarations",
+        "Kotlin Multiplatform shares code between platforms: declare expect fun in common "
+        "code and give an actual implementation for each platform.",
+    )
+    assert kmp.route.domain == "mobile"
+    heap = _score(
+        "Heap profiles",
+        "heapprofd samples the allocations of a process for heap profiling: each sample "
+        "records the call stack.",
+    )
+    assert heap.route.domain == "systems"
