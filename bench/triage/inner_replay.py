@@ -33,7 +33,7 @@ import statistics
 import sys
 from collections.abc import Sequence
 
-from bench.triage.corpus import MODES, Example, load_examples
+from bench.triage.corpus import MODES, SETS, Example, load_examples
 from bench.triage.metrics import Agreement, measure
 from bench.triage.replay import choose_corrections
 from signaldesk.scoring import ScoreCard, Scorer, ScoringSettings
@@ -117,9 +117,16 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--seeds", type=int, default=10)
     parser.add_argument("--keyword-only", action="store_true", help="score without an embedder")
+    parser.add_argument("--set", dest="which", choices=SETS, default="first")
+    parser.add_argument(
+        "--whole-set",
+        action="store_true",
+        help="replay inside the whole set, both halves (for a set whose held-out half has "
+        "been read, as the fresh set was in stop 24)",
+    )
     args = parser.parse_args(argv)
-    examples, _ = load_examples()
-    tuning = [x for x in examples if x.split == "tuning"]
+    examples, _ = load_examples(sets=(args.which,))
+    tuning = [x for x in examples if args.whole_set or x.split == "tuning"]
     embedder = None
     if not args.keyword_only:
         from signaldesk.retrieval.embedder import LazyEmbedder
@@ -140,7 +147,8 @@ def main(argv: list[str] | None = None) -> int:
                 f": {fixed} of {wrong} wrong decisions put right, {broken} right decisions turned "
                 f"wrong (agreement {(fixed - broken) / len(tuning):+.4f})"
             )
-        print(f"reproduce: python -m bench.triage.inner_replay --protocol {args.protocol}")
+        command = f"python -m bench.triage.inner_replay --protocol {args.protocol}"
+        print(f"reproduce: {command}{_which(args)}")
         return 0
     args.corrections = args.corrections or 10
     for mode in MODES:
@@ -174,9 +182,15 @@ def main(argv: list[str] | None = None) -> int:
         )
     print(
         "reproduce: python -m bench.triage.inner_replay --corrections "
-        f"{args.corrections} --seeds {args.seeds}"
+        f"{args.corrections} --seeds {args.seeds}{_which(args)}"
     )
     return 0
+
+
+def _which(args: argparse.Namespace) -> str:
+    return (f" --set {args.which}" if args.which != "first" else "") + (
+        " --whole-set" if args.whole_set else ""
+    )
 
 
 if __name__ == "__main__":
