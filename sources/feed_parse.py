@@ -12,6 +12,7 @@ from __future__ import annotations
 import calendar
 import dataclasses
 import hashlib
+import html
 import io
 import json
 import logging
@@ -90,7 +91,7 @@ def parse_feed(
         raise FeedParseError(f"feed parser crashed on {url}: {exc!r}") from exc
     warning = _bozo_warning(parsed)
     feed = parsed.get("feed", {})
-    title = html_to_text(feed.get("title", "")) or None
+    title = _text_field(feed, "title") or None
     entries = parsed.get("entries", [])
     # A well-formed document with channel data but no entries yet is an empty feed;
     # a broken one without entries, or XML that is no feed at all, is an error.
@@ -153,10 +154,13 @@ def _item_from_entry(
     link = _first_link(entry)
     text = _content_markdown(entry, link)
     summary_html = entry.get("summary", "")
-    summary = _markdown(summary_html, base_url=link) if summary_html else ""
+    if _is_plain(entry, "summary"):
+        summary = summary_html.strip()
+    else:
+        summary = _markdown(summary_html, base_url=link) if summary_html else ""
     if not text:
         text = summary
-    title = html_to_text(entry.get("title", ""))
+    title = _text_field(entry, "title")
     if not (title or text or link):
         return None
     # dict.get, not entry.get: FeedParserDict maps a missing updated_parsed onto
@@ -191,6 +195,25 @@ def _item_from_entry(
         site_name=feed_title,
         extra=extra,
     )
+
+
+def _is_plain(element: Mapping[str, Any], key: str) -> bool:
+    """Whether feedparser read ``element[key]`` as plain text (``<title type="text">``).
+
+    Why: plain text is already decoded, so its ``<`` is a character: "The &lt;dialog&gt;
+    element" arrives as "The <dialog> element", and read as HTML again it lost the
+    element name (a ``<script>`` in a title lost all that followed it).
+    """
+    detail = element.get(f"{key}_detail")
+    return isinstance(detail, Mapping) and detail.get("type") == "text/plain"
+
+
+def _text_field(element: Mapping[str, Any], key: str) -> str:
+    """A title (of a feed or an entry) as one line of plain text."""
+    value = element.get(key, "")
+    if not isinstance(value, str):
+        return ""
+    return html_to_text(html.escape(value, quote=False) if _is_plain(element, key) else value)
 
 
 def _first_link(entry: Mapping[str, Any]) -> str | None:
