@@ -137,3 +137,21 @@ def test_hostile_input_does_not_raise() -> None:
     assert "deep text" in html_to_markdown(deep)
     assert "deep" in html_to_markdown("<pre>" + "<span>" * 5_000 + "deep" + "</pre>")
     assert html_to_markdown("text with a NUL \x00 and \ud800 a surrogate") != ""
+
+
+def test_line_breaks_in_a_table_cell_are_kept() -> None:
+    # Trigger: the Google Ads Developer Blog's table (rss-parser's feedburner.atom) has
+    # cells of two lines, "<b>Text ads</b>: ...<br /><br /><b>Lightbox ads</b>: ...";
+    # the note ran them into one line.
+    html = (
+        "<table><tr><th>Field</th><th>v201509</th></tr>"
+        "<tr><td><code>Clicks</code></td><td><b>Text ads</b>: clickthrough<br /><br />"
+        "<b>Lightbox ads</b>: hover<br></td></tr>"
+        "<tr><td>a | b</td><td><a href='http://e.com/x'>one<br>two</a></td></tr></table>"
+    )
+    assert html_to_markdown(html, profile=FEED).splitlines() == [
+        "| Field | v201509 |",
+        "| --- | --- |",
+        "| `Clicks` | **Text ads**: clickthrough<br>**Lightbox ads**: hover |",
+        "| a \\| b | [one two](http://e.com/x) |",  # a link stays on one line
+    ]
