@@ -411,7 +411,9 @@ class _Renderer:
         src = self._absolute(el.get("src") or el.get("data-src"))
         if src is None:
             return f" {alt} " if alt else ""
-        return f" ![{alt}]({_md_url(src)}) "
+        # Set apart from a word it touches, as a link is, not padded on both sides:
+        # "a chart ![x](u) ." read as a stray full stop.
+        return f"{_LINK_OPEN}![{alt}]({_md_url(src)}){_LINK_CLOSE}"
 
     def _absolute(self, url: str | None) -> str | None:
         url = (url or "").strip()

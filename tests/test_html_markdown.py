@@ -155,3 +155,17 @@ def test_line_breaks_in_a_table_cell_are_kept() -> None:
         "| `Clicks` | **Text ads**: clickthrough<br>**Lightbox ads**: hover |",
         "| a \\| b | [one two](http://e.com/x) |",  # a link stays on one line
     ]
+
+
+def test_an_image_is_set_apart_from_words_not_from_punctuation() -> None:
+    # Trigger: a feed entry's "and <img alt='Latency chart'>." was filed as
+    # "and ![Latency chart](...) .", a stray full stop after every inline image.
+    src = "http://e.com/chart.png"
+    cases = {
+        f"<p>See <img src='{src}' alt='Latency chart'>.</p>": f"See ![Latency chart]({src}).",
+        f"<p>See<img src='{src}' alt='x'>and</p>": f"See ![x]({src}) and",
+        f"<p>(<img src='{src}' alt='x'>)</p>": f"(![x]({src}))",
+        f"<p><img src='{src}' alt='a'><img src='{src}' alt='b'></p>": f"![a]({src}) ![b]({src})",
+    }
+    for html, markdown in cases.items():
+        assert html_to_markdown(html, profile=FEED) == markdown, html
