@@ -22,6 +22,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
+from urllib.parse import urlsplit
 
 import feedparser
 
@@ -217,14 +218,21 @@ def _text_field(element: Mapping[str, Any], key: str) -> str:
 
 
 def _first_link(entry: Mapping[str, Any]) -> str | None:
-    link = (entry.get("link") or "").strip()
-    if link:
-        return str(link)
-    for candidate in entry.get("links", []):
-        if isinstance(candidate, Mapping) and candidate.get("rel", "alternate") == "alternate":
-            href = (candidate.get("href") or "").strip()
-            if href:
-                return str(href)
+    """The entry's web address: its link, else its first alternate link, if http(s).
+
+    Why: an entry without a link gets its id as ``link`` from feedparser
+    (``guidislink``), and a note was filed with ``source: urn:uuid:6f1c…`` or
+    ``tag:github.com,2008:…`` (and its page was asked for); an id is no address.
+    """
+    candidates = [entry.get("link")] + [
+        c.get("href")
+        for c in entry.get("links", [])
+        if isinstance(c, Mapping) and c.get("rel", "alternate") == "alternate"
+    ]
+    for candidate in candidates:
+        link = str(candidate or "").strip()
+        if link and urlsplit(link).scheme.lower() in {"http", "https"}:
+            return link
     return None
 
 
