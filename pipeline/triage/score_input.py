@@ -17,7 +17,6 @@ from signaldesk.pipeline.errors import PipelineError
 from signaldesk.pipeline.intake.stages import normalise
 from signaldesk.sources.clipper import clipping_to_item
 from signaldesk.sources.decoding import decode_bytes
-from signaldesk.sources.errors import FetchError
 from signaldesk.sources.fulltext import fetch_article
 from signaldesk.sources.http import build_client
 from signaldesk.sources.newsletter import parse_email
@@ -100,20 +99,11 @@ def _drop(path: Path, name: str, data: bytes) -> Item:
 async def item_from_url(url: str, http: HttpSettings) -> Item:
     """Fetch ``url`` and extract its article (trafilatura) as an item.
 
-    :raises ScoreInputError: the page could not be fetched, or has no article text.
+    :raises ScoreInputError: the page has no article text.
+    :raises FetchError: the page could not be fetched.
     """
-    try:
-        async with build_client(http) as client:
-            article = await fetch_article(client, url, http=http)
-    except FetchError as exc:
-        # The fetch's own message names no address ("connection refused: All
-        # connection attempts failed"): a person scoring one URL is told which.
-        raise ScoreInputError(
-            f"cannot fetch {url}: {exc.message}",
-            hint=exc.hint
-            or "check the address and the network (HTTP_PROXY / HTTPS_PROXY are used when "
-            "set), or save the page and score the file",
-        ) from exc
+    async with build_client(http) as client:
+        article = await fetch_article(client, url, http=http)
     if article is None or not article.text_markdown.strip():
         raise ScoreInputError(f"no article text could be extracted from {url}")
     item = Item(
