@@ -12,6 +12,7 @@ from __future__ import annotations
 import calendar
 import dataclasses
 import hashlib
+import html
 import io
 import json
 import logging
@@ -21,6 +22,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
+from urllib.parse import urlsplit
 
 import feedparser
 
@@ -90,7 +92,7 @@ def parse_feed(
         raise FeedParseError(f"feed parser crashed on {url}: {exc!r}") from exc
     warning = _bozo_warning(parsed)
     feed = parsed.get("feed", {})
-    title = html_to_text(feed.get("title", "")) or None
+    title = _text_field(feed, "title") or None
     entries = parsed.get("entries", [])
     # A well-formed document with channel data but no entries yet is an empty feed;
     # a broken one without entries, or XML that is no feed at all, is an error.
@@ -153,10 +155,13 @@ def _item_from_entry(
     link = _first_link(entry)
     text = _content_markdown(entry, link)
     summary_html = entry.get("summary", "")
-    summary = _markdown(summary_html, base_url=link) if summary_html else ""
+    if _is_plain(entry, "summary"):
+        summary = summary_html.strip()
+    else:
+        summary = _markdown(summary_html, base_url=link) if summary_html else ""
     if not text:
         text = summary
-    title = html_to_text(entry.get("title", ""))
+    title = _text_field(entry, "title")
     if not (title or text or link):
         return None
     # dict.get, not entry.get: FeedParserDict maps a missing updated_parsed onto
@@ -193,15 +198,41 @@ def _item_from_entry(
     )
 
 
+def _is_plain(element: Mapping[str, Any], key: str) -> bool:
+    """Whether feedparser read ``element[key]`` as plain text (``<title type="text">``).
+
+    Why: plain text is already decoded, so its ``<`` is a character: "The &lt;dialog&gt;
+    element" arrives as "The <dialog> element", and read as HTML again it lost the
+    element name (a ``<script>`` in a title lost all that followed it).
+    """
+    detail = element.get(f"{key}_detail")
+    return isinstance(detail, Mapping) and detail.get("type") == "text/plain"
+
+
+def _text_field(element: Mapping[str, Any], key: str) -> str:
+    """A title (of a feed or an entry) as one line of plain text."""
+    value = element.get(key, "")
+    if not isinstance(value, str):
+        return ""
+    return html_to_text(html.escape(value, quote=False) if _is_plain(element, key) else value)
+
+
 def _first_link(entry: Mapping[str, Any]) -> str | None:
-    link = (entry.get("link") or "").strip()
-    if link:
-        return str(link)
-    for candidate in entry.get("links", []):
-        if isinstance(candidate, Mapping) and candidate.get("rel", "alternate") == "alternate":
-            href = (candidate.get("href") or "").strip()
-            if href:
-                return str(href)
+    """The entry's web address: its link, else its first alternate link, if http(s).
+
+    Why: an entry without a link gets its id as ``link`` from feedparser
+    (``guidislink``), and a note was filed with ``source: urn:uuid:6f1c…`` or
+    ``tag:github.com,2008:…`` (and its page was asked for); an id is no address.
+    """
+    candidates = [entry.get("link")] + [
+        c.get("href")
+        for c in entry.get("links", [])
+        if isinstance(c, Mapping) and c.get("rel", "alternate") == "alternate"
+    ]
+    for candidate in candidates:
+        link = str(candidate or "").strip()
+        if link and urlsplit(link).scheme.lower() in {"http", "https"}:
+            return link
     return None
 
 

@@ -135,6 +135,8 @@ _HEAD_CLOSE = "\ue004"
 _LINK_START = "\ue005"
 _LINK_END = "\ue006"
 _MARKERS = re.compile("[\ue000-\ue006]")
+# A <br> in a table cell, which outlives the cell's collapsing to one line.
+_CELL_BR = "\ue007"
 _ADJACENT_LINKS = re.compile("[\ue002\ue006][\ue001\ue005]")
 # A letter or digit of a script that separates words with spaces (not CJK, kana,
 # hangul or Thai, where a link runs on from its neighbours by design).
@@ -315,10 +317,7 @@ class _Renderer:
             self.profile.tables == "headed" and _has_header_row(rows)
         )
         if wanted and _is_data_table(el, rows):
-            cells = [
-                [_one_line(self.inline_children(c)).replace("|", "\\|") for c in row]
-                for row in rows
-            ]
+            cells = [[_cell(self.inline_children(c)) for c in row] for row in rows]
             cells = [row for row in cells if any(row)]
             width = max((len(r) for r in cells), default=0)
             if width >= 2 and len(cells) >= 2:
@@ -412,7 +411,9 @@ class _Renderer:
         src = self._absolute(el.get("src") or el.get("data-src"))
         if src is None:
             return f" {alt} " if alt else ""
-        return f" ![{alt}]({_md_url(src)}) "
+        # Set apart from a word it touches, as a link is, not padded on both sides:
+        # "a chart ![x](u) ." read as a stray full stop.
+        return f"{_LINK_OPEN}![{alt}]({_md_url(src)}){_LINK_CLOSE}"
 
     def _absolute(self, url: str | None) -> str | None:
         url = (url or "").strip()
@@ -523,6 +524,17 @@ def _one_line(text: str) -> str:
     text = WHITESPACE.sub(" ", INVISIBLE.sub("", text.replace(_BR, " ")))
     text = _unglue(text)
     return _MARKERS.sub("", _HEAD_LEVEL.sub("", text)).strip()
+
+
+def _cell(text: str) -> str:
+    """A data table cell on its one line, its line breaks kept as ``<br>``.
+
+    Why: a cell's lines ("**Text ads**: ...<br><br>**Lightbox ads**: ...") ran into
+    one; a pipe-table cell cannot hold a newline, and Obsidian shows ``<br>`` as one.
+    """
+    text = _one_line(text.replace(_BR, _CELL_BR))
+    lines = (line.strip() for line in text.split(_CELL_BR))
+    return "<br>".join(line for line in lines if line).replace("|", "\\|")
 
 
 def _heading_text(text: str) -> str:

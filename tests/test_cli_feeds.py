@@ -202,6 +202,26 @@ def test_add_checks_the_feed_once(vault: Path) -> None:
     assert listed == {server.url("/feed.xml"): "Real feed", dead: None}
 
 
+def test_a_refused_feed_says_whether_it_was_unreachable_or_unreadable(
+    vault: Path, shared_data: Path
+) -> None:
+    # Trigger: "not subscribed: U is not a readable feed (not a readable feed: U
+    # (SAXParseException: ...))" named the URL twice, and a 404 or a timeout was called
+    # "not a readable feed" too, though nothing had been read.
+    from tests.feedserver import FeedServer, Reply
+
+    junk = (shared_data / "feeds/rss-parser_tests/input/unrecognized.rss").read_bytes()
+    with FeedServer() as server:
+        server.route("/junk.rss", Reply(body=junk))
+        junk_url, missing = server.url("/junk.rss"), server.url("/missing.xml")
+        refusals = [_run(vault, "feeds", "add", u).exception for u in (junk_url, missing)]
+    assert all(isinstance(e, FeedRegistryError) for e in refusals)
+    unreadable, unreachable = (e.message for e in refusals if isinstance(e, FeedRegistryError))
+    assert unreadable.startswith(f"not subscribed: {junk_url} is not a readable feed (")
+    assert unreadable.count(junk_url) == 1 and "SAXParseException" in unreadable
+    assert unreachable == f"not subscribed: {missing} could not be fetched (HTTP 404)"
+
+
 def test_feeds_list_says_a_feed_whose_time_has_come_is_polled_at_the_next_scan(
     vault: Path,
 ) -> None:

@@ -105,6 +105,28 @@ def test_extract_article_keeps_inline_code_blocks_and_numbered_steps() -> None:
     assert "2. Or pass `follow_links=False` until" in text
 
 
+def test_links_wrapped_in_a_link_class_stay_in_their_sentence(shared_data: Path) -> None:
+    # Trigger: a CBS Sports page (Zyte benchmark 08f79376...) wraps each link of its
+    # text in <span class="link">, which trafilatura's precision mode drops: "has
+    # reported that the NFL will fine Rudolph for his role" lost its middle.
+    name = "08f793762792bd252c75fb57544cdf506ffcc04785136cb87503f02364b82b56"
+    html = gzip.decompress((shared_data / "articles/html" / f"{name}.html.gz").read_bytes())
+    article = extract_article(html, "https://www.cbssports.com/nfl/news/x/")
+    assert article is not None
+    text = re.sub(r"\]\([^)]*\)", "", article.text_markdown).replace("[", "")
+    assert "has reported that the NFL will fine Rudolph for his role in the fight" in text
+    assert "the NFL decided to move the teams' Week 13 rematch in Pittsburgh" in text
+    menu = (
+        "<html><body><article><p>" + "A sentence of the article body. " * 30 + "</p>"
+        "<p>It cites <span class='link'><a href='https://e.com/s'>the study</a></span>.</p>"
+        "</article><div class='link'><a href='/a'>Home</a> <a href='/b'>Sports</a></div>"
+        "</body></html>"
+    )
+    kept = extract_article(menu, "https://e.com/p", mode="precision")
+    assert kept is not None and "It cites [the study](https://e.com/s)." in kept.text_markdown
+    assert "Sports" not in kept.text_markdown  # a class="link" block is still boilerplate
+
+
 @pytest.mark.parametrize("html", ["", "<html><body></body></html>", b"\x00\x01\x02"])
 def test_extract_article_gives_none_on_nothing(html: str | bytes) -> None:
     assert extract_article(html, None) is None

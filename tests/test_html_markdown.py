@@ -137,3 +137,35 @@ def test_hostile_input_does_not_raise() -> None:
     assert "deep text" in html_to_markdown(deep)
     assert "deep" in html_to_markdown("<pre>" + "<span>" * 5_000 + "deep" + "</pre>")
     assert html_to_markdown("text with a NUL \x00 and \ud800 a surrogate") != ""
+
+
+def test_line_breaks_in_a_table_cell_are_kept() -> None:
+    # Trigger: the Google Ads Developer Blog's table (rss-parser's feedburner.atom) has
+    # cells of two lines, "<b>Text ads</b>: ...<br /><br /><b>Lightbox ads</b>: ...";
+    # the note ran them into one line.
+    html = (
+        "<table><tr><th>Field</th><th>v201509</th></tr>"
+        "<tr><td><code>Clicks</code></td><td><b>Text ads</b>: clickthrough<br /><br />"
+        "<b>Lightbox ads</b>: hover<br></td></tr>"
+        "<tr><td>a | b</td><td><a href='http://e.com/x'>one<br>two</a></td></tr></table>"
+    )
+    assert html_to_markdown(html, profile=FEED).splitlines() == [
+        "| Field | v201509 |",
+        "| --- | --- |",
+        "| `Clicks` | **Text ads**: clickthrough<br>**Lightbox ads**: hover |",
+        "| a \\| b | [one two](http://e.com/x) |",  # a link stays on one line
+    ]
+
+
+def test_an_image_is_set_apart_from_words_not_from_punctuation() -> None:
+    # Trigger: a feed entry's "and <img alt='Latency chart'>." was filed as
+    # "and ![Latency chart](...) .", a stray full stop after every inline image.
+    src = "http://e.com/chart.png"
+    cases = {
+        f"<p>See <img src='{src}' alt='Latency chart'>.</p>": f"See ![Latency chart]({src}).",
+        f"<p>See<img src='{src}' alt='x'>and</p>": f"See ![x]({src}) and",
+        f"<p>(<img src='{src}' alt='x'>)</p>": f"(![x]({src}))",
+        f"<p><img src='{src}' alt='a'><img src='{src}' alt='b'></p>": f"![a]({src}) ![b]({src})",
+    }
+    for html, markdown in cases.items():
+        assert html_to_markdown(html, profile=FEED) == markdown, html

@@ -456,6 +456,23 @@ def test_summary_takes_prose_not_a_flattened_code_block() -> None:
     assert "PRAGMA" not in section and "```" not in section
 
 
+def test_summary_skips_the_pictures_a_post_opens_with(shared_data: Path) -> None:
+    # Trigger: rss-parser's content-encoded.rss (a Medium feed): "THE CREATIVE FORAGER"
+    # opens with a heading, a picture, a heading and a picture, and its Summary was the
+    # whole post's markdown on one line ("#### Using Wild ... ![](...) #### HEY, ...").
+    from signaldesk.sources.feed_parse import parse_feed
+
+    data = (shared_data / "feeds/rss-parser_tests/input/content-encoded.rss").read_bytes()
+    items = parse_feed(data, url="https://medium.com/feed/invironment").items
+    [item] = [i for i in items if i.title == "THE CREATIVE FORAGER"]
+    section = render_body(item).split("## Summary", 1)[1].split("## Key points", 1)[0]
+    assert section.strip().startswith("Food is all around us, if you learn where to look")
+    assert "#" not in section and "![" not in section
+    linked = "[![SourceForge](https://e.org/a.jpeg)](https://e.org/post)\n\nThe new owner."
+    teaser = Item(source_kind="rss", source_id="f", title="T", text=linked, summary=linked)
+    assert "\n\nThe new owner.\n\n" in render_body(teaser)
+
+
 def test_a_link_whose_text_holds_two_sentences_is_not_cut_into_broken_markdown() -> None:
     text = (
         "The release is out and brings the new planner to every installation we ship. "

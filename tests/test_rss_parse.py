@@ -52,8 +52,9 @@ def test_real_world_feeds_parse(shared_data: Path, path: Path) -> None:
             parse_feed(data, url=URL)
         return
     parsed = parse_feed(data, url=URL)
-    # incomplete-fields.atom holds one entry with nothing in it: nothing to make an item of.
-    assert parsed.items or path.name == "incomplete-fields.atom"
+    # incomplete-fields.atom holds one entry with nothing in it, missing-fields.atom one
+    # with only an id (no title, text or link): nothing to make an item of.
+    assert parsed.items or path.name in {"incomplete-fields.atom", "missing-fields.atom"}
     _check_items(parsed.items)
 
 
@@ -305,3 +306,56 @@ def test_markdown_link_forms() -> None:
         '<a href="http://b.example/(y)">why</a> <a href="#top">top</a></p>'
     )
     assert md == "<http://a.example/x> [why](<http://b.example/(y)>) top"
+
+
+def test_plain_text_titles_keep_their_angle_brackets() -> None:
+    # Trigger: an RSS title "Caf&#233; &lt;script&gt; tags &#x2014; a guide" came out as
+    # "Café": feedparser hands plain text over decoded, and reading it as HTML again
+    # dropped the "element" and everything after it.
+    rss = b"""<?xml version="1.0" encoding="utf-8"?>
+<rss version="2.0"><channel><title>Web &lt;dev&gt; notes</title><link>http://example.com/</link>
+<description>d</description>
+<item><title>Caf&#233; &lt;script&gt; tags &#x2014; a guide</title>
+<link>http://example.com/1</link><description>x</description></item>
+<item><title>Rust&amp;#8217;s &lt;b&gt;async&lt;/b&gt; traits &amp;amp; you</title>
+<link>http://example.com/2</link><description>y</description></item>
+</channel></rss>"""
+    parsed = parse_feed(rss, url="http://example.com/feed.xml")
+    assert [i.title for i in parsed.items] == [
+        "Café <script> tags — a guide",
+        "Rust\u2019s async traits & you",  # escaped HTML is still HTML
+    ]
+    atom = b"""<?xml version="1.0" encoding="utf-8"?>
+<feed xmlns="http://www.w3.org/2005/Atom"><title>Atom</title><id>urn:a</id>
+<updated>2026-11-30T10:00:00Z</updated>
+<entry><title type="text">The &lt;dialog&gt; element,   explained</title>
+<link href="http://example.com/d"/><id>urn:a:1</id><updated>2026-11-30T10:00:00Z</updated>
+<summary type="text">Use &lt;dialog open&gt; for a modal.</summary></entry>
+<entry><title type="html">Styling &lt;code&gt;::backdrop&lt;/code&gt;</title>
+<link href="http://example.com/b"/><id>urn:a:2</id><updated>2026-11-30T10:00:00Z</updated>
+<summary>s</summary></entry>
+</feed>"""
+    items = parse_feed(atom, url="http://example.com/atom.xml").items
+    assert [i.title for i in items] == ["The <dialog> element, explained", "Styling ::backdrop"]
+    assert items[0].summary == "Use <dialog open> for a modal."
+
+
+def test_an_entry_id_is_not_taken_for_its_link() -> None:
+    # Trigger: entries without a <link> were filed with `source: urn:uuid:6f1c...`
+    # (feedparser hands the id over as the link), and their "page" was fetched.
+    rss = b"""<?xml version="1.0" encoding="utf-8"?>
+<rss version="2.0"><channel><title>Releases</title><link>http://example.com/</link>
+<description>d</description>
+<item><title>Release 2.2</title><guid>urn:uuid:6f1c2b1e-2.2</guid>
+<description>a</description></item>
+<item><title>Release 2.3</title><guid isPermaLink="true">https://example.com/r/2.3</guid>
+<description>b</description></item>
+<item><title>Release 2.4</title><guid>tag:example.com,2026:2.4</guid>
+<link>https://example.com/r/2.4</link><description>c</description></item>
+</channel></rss>"""
+    items = parse_feed(rss, url="http://example.com/feed.xml").items
+    assert [(i.url, i.guid) for i in items] == [
+        (None, "urn:uuid:6f1c2b1e-2.2"),
+        ("https://example.com/r/2.3", "https://example.com/r/2.3"),
+        ("https://example.com/r/2.4", "tag:example.com,2026:2.4"),
+    ]

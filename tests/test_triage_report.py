@@ -458,3 +458,23 @@ def test_the_weakest_score_is_read_once_for_the_report_and_items() -> None:
     assert weakest_score(card) == "actionability 0.12 (nothing to act on)"
     assert weakest_score({"authority": {"value": 0.3}}) == "authority 0.30"
     assert weakest_score({"composite": 0.2}) is None and weakest_score(None) is None
+
+
+@pytest.mark.anyio
+async def test_feeds_with_the_same_title_are_counted_apart(vault: Path) -> None:
+    # Trigger: three subscribed feeds titled "Übersicht - Grüße" made one row of the
+    # "Arrived" table with all their items.
+    ws = resolve_workspace(vault)
+    urls = ["https://one.example/feed.xml", "https://two.example/feed.xml"]
+    async with open_ledger(ws) as ledger:
+        registry = FeedRegistry(ledger)
+        for n, url in enumerate([*urls, "https://three.example/atom"], start=1):
+            await registry.add(url, title="Blog" if n < 3 else "Other blog")
+            [item_id] = await ledger.record([_item(n, source=url)], now=_at(DAY, 8 + n))
+            await ledger.settle(item_id, _item(n, source=url))
+        report = await gather_triage_report(ws, ledger, DAY, tz=UTC)
+    assert {s.source: s.arrived for s in report.by_source} == {
+        f"Blog ({urls[0]})": 1,
+        f"Blog ({urls[1]})": 1,
+        "Other blog": 1,
+    }

@@ -127,17 +127,35 @@ async def check_feed(url: str, *, http: HttpSettings, rss: RssSettings) -> FeedC
             found = await poll(link)
             if found.outcome == "updated":
                 return FeedCheck(link, found.state.title, len(found.items), page=url)
-    if links is None:
-        why = result.error or result.outcome
-    elif links:
-        why = f"a web page whose feed links cannot be read either: {', '.join(links)}"
+    if links:
+        problem = (
+            "is not a readable feed (a web page whose feed links cannot be read either: "
+            f"{', '.join(links)})"
+        )
+    elif links is not None:
+        problem = "is not a readable feed (a web page that links to no RSS, Atom or JSON feed)"
+    elif result.cause == "not a feed":
+        problem = _parse_problem(result.error or "", url)
     else:
-        why = "a web page that links to no RSS, Atom or JSON feed"
+        # Why: a host that did not answer or a 404 says nothing about whether it serves
+        # a feed; "not a readable feed (timed out after 30 s)" sent people to the URL.
+        problem = f"could not be fetched ({result.error or result.outcome})"
     raise FeedRegistryError(
-        f"not subscribed: {url} is not a readable feed ({why})",
+        f"not subscribed: {url} {problem}",
         hint="check the URL (the feed's own, or a page that links to it), or add it anyway "
         "with --no-check",
     )
+
+
+def _parse_problem(error: str, url: str) -> str:
+    """The parser's complaint about ``url`` without the "not a readable feed: URL" it
+    opens with (the refusal names the URL once): "is not a readable feed (why)"."""
+    rest = error.removeprefix(f"not a readable feed: {url}").strip()
+    if rest.startswith("is "):  # "is an HTML page"
+        return rest
+    if rest.startswith("(") and rest.endswith(")"):
+        rest = rest[1:-1]
+    return f"is not a readable feed ({rest})" if rest else "is not a readable feed"
 
 
 async def _linked_feeds(

@@ -9,6 +9,7 @@ rewritten later and still lists the same items, only further along.
 from __future__ import annotations
 
 import logging
+from collections import Counter
 from collections.abc import Iterable
 from datetime import UTC, date, datetime, time, timedelta, tzinfo
 from pathlib import Path
@@ -81,19 +82,32 @@ def _dimension_values(scores: dict[str, Any] | None) -> dict[str, float]:
     return values
 
 
-def _source_name(entry: LedgerEntry, feeds: dict[str, FeedRecord]) -> str:
+def _feed_names(records: Iterable[FeedRecord]) -> dict[str, str]:
+    """Each subscribed feed's name in the report: its title, and its URL beside the
+    title when another feed has the same title.
+
+    Why: the "Arrived" table counts per name, and three feeds titled "Übersicht -
+    Grüße" (or two called "Blog") were counted as one source.
+    """
+    records = list(records)
+    counts = Counter(r.state.title for r in records if r.state.title)
+    return {
+        r.url: (f"{r.state.title} ({r.url})" if counts[r.state.title] > 1 else r.state.title)
+        for r in records
+        if r.state.title
+    }
+
+
+def _source_name(entry: LedgerEntry, feeds: dict[str, str]) -> str:
     item = entry.item
     if item.source_kind == "rss":
-        record = feeds.get(item.source_id)
-        return (record.state.title if record else None) or item.site_name or item.source_id
+        return feeds.get(item.source_id) or item.site_name or item.source_id
     if item.source_kind == "newsletter":
         return item.site_name or item.author or item.source_id
     return item.source_id
 
 
-def _report_item(
-    entry: LedgerEntry, feeds: dict[str, FeedRecord], titles: dict[str, str]
-) -> ReportItem:
+def _report_item(entry: LedgerEntry, feeds: dict[str, str], titles: dict[str, str]) -> ReportItem:
     item = entry.item
     return ReportItem(
         id=entry.id,
@@ -227,7 +241,7 @@ async def gather_triage_report(
         near_margin=config.report.near_threshold,
     )
     records = await FeedRegistry(ledger).records()
-    feeds = {r.url: r for r in records}
+    feeds = _feed_names(records)
     entries = await _day_entries(ledger, day, zone)
     titles: dict[str, str] = {}
     for original_id in {e.duplicate_of for e in entries if e.duplicate_of}:

@@ -145,6 +145,8 @@ def _cap(slug: str, max_chars: int) -> str:
 # -- key points -------------------------------------------------------------------
 
 _FENCE = re.compile(r"^\s*(```|~~~)")
+# A line of nothing but images, each maybe a link: ![alt](src) or [![alt](src)](href).
+_IMAGES_ONLY = re.compile(r"^\s*(?:\[?!\[[^\]]*\]\([^)\s]*\)(?:\]\([^)\s]*\))?\s*)+$")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'“(\[]?[A-Z0-9])|(?<=[\u3002\uff01\uff1f])")
 _WORD = re.compile(r"[^\W\d_]{3,}|\d+(?:\.\d+)+", re.UNICODE)
 _WIDE_RUN = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]+")
@@ -334,6 +336,10 @@ def _first_paragraph(text: str) -> str:
         elif not in_code and _HEADING.match(line.strip()):
             if seen_prose:
                 break
+            continue
+        elif not in_code and _IMAGES_ONLY.match(line):
+            # A picture is no opening prose: under one, a Medium post's Summary was its
+            # whole markdown on one line ("#### Using Wild ... ![](...) #### HEY, ...").
             continue
         elif not in_code and line.strip():
             seen_prose = True
