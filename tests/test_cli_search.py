@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from signaldesk.pipeline.cli import main
 from signaldesk.pipeline.config import resolve_workspace
 from signaldesk.retrieval.context_block import SOURCE_SEPARATOR as SEP
 from signaldesk.retrieval.embedder import LazyEmbedder
 from signaldesk.retrieval.indexer import Indexer
+from tests.cli_run import run_cli as _run
 
 NOTES = {
     "03-resources/sourdough.md": """---
@@ -41,16 +41,6 @@ tags: [ops]
 Use kubectl get pods to list workloads and kubectl rollout undo to go back.
 """,
 }
-
-
-def _run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    code = 0
-    try:
-        main(list(args))
-    except SystemExit as exc:
-        code = int(exc.code or 0)
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 @pytest.fixture(autouse=True)

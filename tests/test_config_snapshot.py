@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from signaldesk.pipeline.cli import _is_one_shot, main
+from signaldesk.pipeline.cli import _is_one_shot
 from signaldesk.pipeline.config import ConfigError, resolve_workspace
 from signaldesk.pipeline.config_snapshot import (
     SNAPSHOT_NAME,
@@ -21,6 +21,7 @@ from signaldesk.retrieval.embedder import LazyEmbedder
 from signaldesk.retrieval.indexer import Indexer
 from signaldesk.retrieval.settings import IndexSettings, SearchSettings
 from signaldesk.vault import STATE_DIR
+from tests.cli_run import run_cli as _run
 
 NOTES = {
     f"03-resources/lighthouse-{i}.md": f"# Lighthouse {i}\n\nThe lighthouse keeper {i} "
@@ -37,16 +38,6 @@ recency_weight = 0.1
 [index]
 chunk_max_chars = 900
 """
-
-
-def _run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    code = 0
-    try:
-        main(list(args))
-    except SystemExit as exc:
-        code = int(exc.code or 0)
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 @pytest.fixture
