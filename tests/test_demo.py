@@ -155,3 +155,21 @@ def test_the_demo_repositorys_commits_of_today_are_in_a_log_written_just_after_m
     [commits] = log.commits.values()
     assert len(commits) == 2, commits
     assert all(now.replace(hour=0, minute=0) <= c.date <= now for c in commits)
+
+
+@pytest.mark.anyio
+async def test_a_second_demo_names_the_disabled_feeds_reason_once(tmp_path: Path) -> None:
+    from rich.console import Console
+
+    from signaldesk.pipeline.cli._demo_view import DemoView
+
+    shown: list[str] = []
+    for _ in range(2):
+        console = Console(record=True, width=200)
+        view = DemoView(console)
+        view.finish(await run_demo(tmp_path / "d", on_step=view.step))
+        shown.append(console.export_text())
+    # The first run sees the 410; the second skips the feed it disabled, and says why.
+    assert "Retired Feed: gone (410)\n" in shown[0]
+    assert "Retired Feed: disabled (gone (410))\n" in shown[1]
+    assert "(gone (410)) (gone (410))" not in shown[1] and "(410) (gone" not in shown[1]
