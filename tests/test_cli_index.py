@@ -260,3 +260,43 @@ def test_init_says_the_obsidian_templates_folder_is_not_indexed(tmp_path: Path) 
     assert "Not indexed: Meta/Templates/ (the templates folder your Obsidian settings name)" in (
         " ".join(out.split())
     )
+
+
+def test_an_interrupted_rebuild_does_not_report_the_notes_it_dropped_as_added(
+    vault: Path,
+) -> None:
+    from rich.console import Console
+
+    from signaldesk.pipeline.cli.index import _print_report
+    from signaldesk.retrieval.records import IndexReport
+    from signaldesk.retrieval.status import index_status
+
+    notes(vault)
+    assert invoke("--vault", str(vault), "index")[0] == 0
+    status = index_status(vault, IndexSettings())
+
+    def shown(report: IndexReport) -> list[str]:
+        console = Console(record=True, width=100)
+        _print_report(console, report, status, None)
+        return [
+            " ".join(line.replace("│", " ").split()) for line in console.export_text().splitlines()
+        ]
+
+    # Ctrl-C during `index --full`: the new index is dropped, the old one (3 notes) kept.
+    dropped = shown(
+        IndexReport(
+            added=2,
+            chunks_embedded=2,
+            full_rebuild=True,
+            interrupted=True,
+            rebuild_reason="full rebuild requested",
+        )
+    )
+    assert dropped[0] == "index: rebuild interrupted, the previous index is kept"
+    assert "rebuild dropped after 2 notes" in dropped
+    assert "notes / chunks in index 3 / 3" in dropped
+    assert not any(line.startswith(("added", "chunks embedded")) for line in dropped)
+    # Ctrl-C during `index`: what it did is in the index, and the table says so.
+    partial = shown(IndexReport(added=2, chunks_embedded=2, interrupted=True))
+    assert partial[0] == "index: interrupted, what it did is kept" and "added 2" in partial
+    assert shown(IndexReport(unchanged=3))[0] == "index"
