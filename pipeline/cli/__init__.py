@@ -61,6 +61,18 @@ class _LazyGroup(click.Group):
         commands: list[click.Command] = module.COMMANDS
         return next(command for command in commands if command.name == cmd_name)
 
+    def resolve_command(
+        self, ctx: click.Context, args: list[str]
+    ) -> tuple[str | None, click.Command | None, list[str]]:
+        try:
+            return super().resolve_command(ctx, args)
+        except click.exceptions.NoSuchCommand as exc:
+            # click suggests from ``self.commands``, which a lazy group leaves empty:
+            # `signaldesk serch` would get no "Did you mean 'search'?".
+            raise click.exceptions.NoSuchCommand(
+                args[0], possibilities=list(_VERBS), ctx=ctx
+            ) from exc
+
 
 @click.group(cls=_LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option(
