@@ -300,3 +300,37 @@ def test_an_interrupted_rebuild_does_not_report_the_notes_it_dropped_as_added(
     partial = shown(IndexReport(added=2, chunks_embedded=2, interrupted=True))
     assert partial[0] == "index: interrupted, what it did is kept" and "added 2" in partial
     assert shown(IndexReport(unchanged=3))[0] == "index"
+
+
+def test_doctor_tells_a_broken_config_from_a_missing_or_wrong_vault(
+    vault: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("SIGNALDESK_VAULT", raising=False)
+    monkeypatch.delenv("SIGNALDESK_CONFIG", raising=False)
+
+    def checks(*args: str) -> tuple[int, dict[str, dict[str, str]]]:
+        code, out, _ = invoke(*args, "doctor", "--json")
+        return code, {c["name"]: c for c in json.loads(out)["checks"]}
+
+    # A typo in the config: the config fails; the vault is the one given, not "none".
+    (vault / "signaldesk.toml").write_text("[search]\nlimt = 3\n", encoding="utf-8")
+    code, found = checks("--vault", str(vault))
+    assert code == 1 and found["config"]["outcome"] == "fail"
+    assert "limt" in found["config"]["detail"]
+    assert found["vault"]["outcome"] == "warn" and str(vault) in found["vault"]["detail"]
+    # A vault folder that is not there: the config (defaults) is fine, the vault is not.
+    missing = tmp_path / "nowhere"
+    code, found = checks("--vault", str(missing))
+    assert code == 1 and found["config"]["outcome"] == "ok"
+    assert found["vault"]["detail"] == f"vault folder does not exist: {missing}"
+    assert "signaldesk init" in found["vault"]["fix"]
+    # SIGNALDESK_VAULT naming a file: init would refuse it, so the hint does not say init.
+    note = tmp_path / "note.md"
+    note.write_text("# a note\n", encoding="utf-8")
+    monkeypatch.setenv("SIGNALDESK_VAULT", str(note))
+    code, found = checks()
+    assert code == 1 and found["config"]["outcome"] == "ok"
+    assert "is a file" in found["vault"]["detail"] and "init" not in found["vault"]["fix"]
+    monkeypatch.delenv("SIGNALDESK_VAULT")
+    code, found = checks()
+    assert found["config"]["outcome"] == "ok" and found["vault"]["detail"] == "no vault given"
