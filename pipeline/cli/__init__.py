@@ -18,6 +18,7 @@ import click
 from signaldesk.errors import SignaldeskError
 from signaldesk.faults import is_corruption_error, is_disk_full_error, is_read_only_error
 from signaldesk.pipeline.cli._context import AppContext
+from signaldesk.pipeline.cli._examples import add_examples, examples_epilog
 from signaldesk.retrieval.scrub_logging import ScrubbingFilter
 
 __all__ = ["cli", "explain_fault", "main"]
@@ -59,7 +60,8 @@ class _LazyGroup(click.Group):
             return None
         module = importlib.import_module(f"signaldesk.pipeline.cli.{module_name}")
         commands: list[click.Command] = module.COMMANDS
-        return next(command for command in commands if command.name == cmd_name)
+        command = next(command for command in commands if command.name == cmd_name)
+        return add_examples(command, cmd_name)
 
     def resolve_command(
         self, ctx: click.Context, args: list[str]
@@ -74,7 +76,11 @@ class _LazyGroup(click.Group):
             ) from exc
 
 
-@click.group(cls=_LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(
+    cls=_LazyGroup,
+    context_settings={"help_option_names": ["-h", "--help"]},
+    epilog=examples_epilog(""),
+)
 @click.option(
     "--vault",
     type=click.Path(file_okay=False, path_type=Path),
