@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from click.testing import CliRunner
 
@@ -23,3 +25,43 @@ def test_a_word_like_no_verb_gets_no_suggestion() -> None:
     result = CliRunner().invoke(cli, ["xyzzy"])
     assert result.exit_code == 2
     assert "No such command 'xyzzy'" in result.stderr and "Did you mean" not in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "fixed"),
+    [
+        (["index", "--vault", "{v}"], "signaldesk --vault {v} index"),
+        (
+            ["search", "foo bar", "--vault={v}", "--limit", "3"],
+            "signaldesk --vault {v} search 'foo bar' --limit 3",
+        ),
+        (
+            ["feeds", "list", "--config", "{v}/signaldesk.toml"],
+            "signaldesk --config {v}/signaldesk.toml feeds list",
+        ),
+    ],
+)
+def test_a_global_option_after_the_verb_is_shown_where_it_goes(
+    args: list[str], fixed: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from signaldesk.pipeline.cli import main
+
+    typed = [a.replace("{v}", str(tmp_path)) for a in args]
+    with pytest.raises(SystemExit) as stopped:
+        main(typed)
+    assert stopped.value.code == 2
+    err = capsys.readouterr().err
+    assert "No such option" in err
+    option = next(a for a in typed if a.startswith("--")).partition("=")[0]
+    hint = f"hint: {option} goes before the verb: "
+    assert hint + fixed.replace("{v}", str(tmp_path)) in err
+
+
+def test_a_query_after_double_dash_is_not_taken_for_an_option(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from signaldesk.pipeline.cli import main
+
+    with pytest.raises(SystemExit):
+        main(["--vault", str(tmp_path / "none"), "search", "--", "--vault"])
+    assert "goes before the verb" not in capsys.readouterr().err

@@ -10,6 +10,7 @@ from __future__ import annotations
 import gc
 import importlib
 import logging
+import shlex
 import sys
 from pathlib import Path
 
@@ -183,6 +184,8 @@ def _run(args: list[str]) -> None:
         sys.exit(130)
     except click.ClickException as exc:
         exc.show()
+        if isinstance(exc, click.UsageError):
+            _hint_misplaced_global_option(args)
         sys.exit(exc.exit_code)
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
@@ -209,6 +212,35 @@ def _run(args: list[str]) -> None:
             console.print(f"[bold]hint:[/] {escape(hint)}", highlight=False, soft_wrap=True)
         sys.exit(1)
     sys.exit(code if isinstance(code, int) else 0)
+
+
+# The options of `signaldesk` itself, which go before the verb.
+_GLOBAL_OPTIONS = ("--vault", "--config")
+
+
+def _hint_misplaced_global_option(args: list[str]) -> None:
+    """After a usage error: `signaldesk index --vault ~/v` (the README's order is
+    `signaldesk --vault ~/v index`) gets a line saying where the option goes."""
+    verb = next((i for i, arg in enumerate(args) if arg in _VERBS), None)
+    if verb is None:
+        return
+    rest = args[verb + 1 :]
+    rest = rest[: rest.index("--")] if "--" in rest else rest
+    for i, arg in enumerate(rest):
+        name, _, value = arg.partition("=")
+        if name not in _GLOBAL_OPTIONS:
+            continue
+        if not value and i + 1 < len(rest):
+            value = rest[i + 1]
+            moved = rest[:i] + rest[i + 2 :]
+        else:
+            moved = rest[:i] + rest[i + 1 :]
+        fixed = ["signaldesk", *args[:verb], name, value, args[verb], *moved]
+        click.echo(
+            f"hint: {name} goes before the verb: {shlex.join(w for w in fixed if w)}",
+            err=True,
+        )
+        return
 
 
 def explain_fault(exc: BaseException) -> SignaldeskError | None:
