@@ -169,6 +169,9 @@ async def test_a_second_demo_names_the_disabled_feeds_reason_once(tmp_path: Path
         view = DemoView(console)
         view.finish(await run_demo(tmp_path / "d", on_step=view.step))
         shown.append(console.export_text())
+    # Everything of the first run's vault is new; nothing of the second's is.
+    assert "27 folders/files created, 0 kept;" in shown[0]
+    assert "0 folders/files created, 27 kept;" in shown[1]
     # The first run sees the 410; the second skips the feed it disabled, and says why.
     assert "Retired Feed: gone (410)\n" in shown[0]
     assert "Retired Feed: disabled (gone (410))\n" in shown[1]

@@ -220,7 +220,8 @@ def prepare_vault(target: Path, *, now: datetime) -> DemoVault:
     target = target.expanduser().resolve()
     repo = target / STATE_DIR / _REPO
     config = target / CONFIG_FILENAME
-    if not config.exists():
+    config_written = not config.exists()
+    if config_written:
         # Written before init_vault, which keeps an existing config: the demo's own
         # settings point the captain's log at the demo repository.
         overrides: dict[str, dict[str, Any]] = {
@@ -232,6 +233,11 @@ def prepare_vault(target: Path, *, now: datetime) -> DemoVault:
         }
         atomic_write_text(config, render_default_config(overrides))
     result = DemoVault(init=init_vault(target))
+    if config_written:
+        # init_vault found the config this run wrote a moment ago: created, not kept
+        # (a first demo said "26 folders/files created, 1 kept" of a folder it made).
+        result.init.kept.remove(CONFIG_FILENAME)
+        result.init.created.append(CONFIG_FILENAME)
     _copy_tree(DEMO_DATA / "vault", target, "", result.notes_added)
 
     marker_path = target / STATE_DIR / _MARKER
