@@ -248,7 +248,9 @@ def _parse_day(value: str | None, timezone: str | None, *, writing: bool) -> dat
     try:
         day = date.fromisoformat(value)
     except ValueError as exc:
-        raise click.BadParameter(f"{value!r} is not a date (YYYY-MM-DD)") from exc
+        raise click.BadParameter(
+            f"{value!r} is not a date (YYYY-MM-DD)", param_hint="--date"
+        ) from exc
     if writing and day > today:
         raise click.BadParameter(
             f"{day.isoformat()} has not happened yet (today is {today.isoformat()}); "
