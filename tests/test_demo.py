@@ -176,3 +176,21 @@ async def test_a_second_demo_names_the_disabled_feeds_reason_once(tmp_path: Path
     assert "Retired Feed: gone (410)\n" in shown[0]
     assert "Retired Feed: disabled (gone (410))\n" in shown[1]
     assert "(gone (410)) (gone (410))" not in shown[1] and "(410) (gone" not in shown[1]
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("note", ["Start here.md", "03-resources/sqlite.md"])
+async def test_the_demo_refuses_a_vault_that_holds_notes_and_writes_nothing(
+    tmp_path: Path, note: str
+) -> None:
+    from signaldesk.pipeline.demo.tour import DemoError
+
+    vault = tmp_path / "vault"
+    (vault / note).parent.mkdir(parents=True, exist_ok=True)
+    (vault / note).write_text("# my note\n", encoding="utf-8")
+    before = _snapshot(vault)
+    with pytest.raises(DemoError) as refused:
+        await run_demo(vault)
+    assert "already holds notes" in refused.value.message
+    assert refused.value.hint and "signaldesk init" in refused.value.hint
+    assert _snapshot(vault) == before and not (vault / ".signaldesk").exists()

@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import shlex
 import shutil
 import subprocess
 import time
@@ -45,7 +46,7 @@ from signaldesk.pipeline.reports.generated_notes import GeneratedNote
 from signaldesk.pipeline.reports.triage_report import TriageReportNote, write_triage_report
 from signaldesk.pipeline.triage.records import TriageReport
 from signaldesk.pipeline.triage.run import scan_and_triage
-from signaldesk.pipeline.vault_setup import InitReport, init_vault
+from signaldesk.pipeline.vault_setup import InitReport, holds_notes, init_vault
 from signaldesk.retrieval.embedder import LazyEmbedder
 from signaldesk.retrieval.indexer import Indexer
 from signaldesk.retrieval.records import IndexReport, SearchResult
@@ -202,6 +203,19 @@ def _make_repo(repo: Path, now: datetime) -> None:
         _git(repo, "commit", "-q", "-m", message, when=when)
 
 
+def _someones_vault(target: Path) -> bool:
+    """Whether ``target`` holds a person's notes rather than an earlier demo's (which
+    leaves its marker) or nothing: `signaldesk demo ~/vault` must not fill a real
+    vault with sample notes, feeds on 127.0.0.1 and a demo repository."""
+    if not target.is_dir() or (target / STATE_DIR / _MARKER).is_file():
+        return False
+    if holds_notes(target):
+        return True
+    # A vault `signaldesk init` made keeps its notes in the convention's folders.
+    notes = (p for p in target.rglob("*.md") if not p.relative_to(target).parts[0].startswith("."))
+    return next(notes, None) is not None
+
+
 def _load_marker(path: Path) -> dict[str, Any]:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
@@ -213,11 +227,18 @@ def _load_marker(path: Path) -> dict[str, Any]:
 def prepare_vault(target: Path, *, now: datetime) -> DemoVault:
     """Create (or top up) the demo vault; nothing that exists is overwritten.
 
-    :raises DemoError: ``target`` exists and is not a folder.
+    :raises DemoError: ``target`` exists and is not a folder, or is someone's vault.
     """
     if target.exists() and not target.is_dir():
         raise DemoError(f"{target} exists and is not a folder", hint="pick another folder")
     target = target.expanduser().resolve()
+    if _someones_vault(target):
+        raise DemoError(
+            f"{target} already holds notes, and the demo would add its sample notes, "
+            "feeds and daily notes to them",
+            hint="give the demo a new or empty folder (`signaldesk demo /tmp/d`); to use "
+            f"signaldesk on this vault, run `signaldesk init {shlex.quote(str(target))}`",
+        )
     repo = target / STATE_DIR / _REPO
     config = target / CONFIG_FILENAME
     config_written = not config.exists()
