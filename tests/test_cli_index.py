@@ -334,3 +334,19 @@ def test_doctor_tells_a_broken_config_from_a_missing_or_wrong_vault(
     monkeypatch.delenv("SIGNALDESK_VAULT")
     code, found = checks()
     assert found["config"]["outcome"] == "ok" and found["vault"]["detail"] == "no vault given"
+
+
+def test_doctor_on_a_damaged_index_gives_one_command_and_it_repairs_it(vault: Path) -> None:
+    notes(vault)
+    assert invoke("--vault", str(vault), "index")[0] == 0
+    db = index_db_path(vault, IndexSettings())
+    db.write_bytes(b"not a database at all" * 100)
+    _, out, _ = invoke("--vault", str(vault), "doctor", "--json")
+    check = {c["name"]: c for c in json.loads(out)["checks"]}["index"]
+    assert check["outcome"] == "fail"
+    # The detail and the fix name the same command, and that command repairs the index.
+    assert check["fix"] == f"signaldesk --vault {vault} index"
+    assert "--full" not in check["fix"] and "index` to rebuild" in check["detail"]
+    assert invoke("--vault", str(vault), "index")[0] == 0
+    _, out, _ = invoke("--vault", str(vault), "doctor", "--json")
+    assert {c["name"]: c for c in json.loads(out)["checks"]}["index"]["outcome"] == "ok"

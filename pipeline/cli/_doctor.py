@@ -253,7 +253,9 @@ def _index(workspace: Workspace, settings: IndexSettings, embedder: Embedder | N
     if not status.exists:
         return Check("index", "warn", f"no index at {status.db_path}", "signaldesk index")
     if status.notes == 0 and status.degraded:
-        return Check("index", "fail", "; ".join(status.degraded), "signaldesk index --full")
+        # `index` checks the file and rebuilds a damaged one, as the detail says; a
+        # second command in the fix column (--full) only made the person choose.
+        return Check("index", "fail", "; ".join(status.degraded), "signaldesk index")
     detail = (
         f"{plural(status.notes, 'note')}, {plural(status.chunks, 'chunk')}, "
         f"{plural(status.vectors, 'vector')}"
