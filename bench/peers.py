@@ -44,7 +44,7 @@ from typing import Any
 
 import anyio
 
-from bench.scale import _load, _one_shot, _p50_p95, _queries
+from bench.scale import _load, _one_shot, _p50_p95, _queries, _save_settings
 from bench.serving import QUIET_SCHEDULE, serving
 from signaldesk.retrieval.embedder import BUNDLED_MODEL_NAME, Embedder, load_embedder
 from signaldesk.retrieval.indexer import Indexer
@@ -194,6 +194,7 @@ def run(vault: Path, prefix: Path, n_queries: int, rounds: int, cli_runs: int) -
             for key in ("hybrid", "bm25", "hybrid cpu", "bm25 cpu"):
                 ours[key].extend(got[key])
         base = [sys.executable, "-m", "signaldesk", "--vault", str(vault), "--config", str(config)]
+        _save_settings(base, queries[0])
 
         def cli_round() -> dict[str, list[tuple[float, float, float]]]:
             """qmd's one-shot search and ours in both modes, alternating, per query."""

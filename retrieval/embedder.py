@@ -38,11 +38,12 @@ from signaldesk.retrieval.onnx_embedder import (
     is_onnx_folder,
     load_onnx_embedder,
 )
-from signaldesk.retrieval.settings import IndexSettings
 from signaldesk.retrieval.static_model import MODEL_FILES, read_folder
 
 if TYPE_CHECKING:
     import numpy.typing as npt
+
+    from signaldesk.retrieval.settings import IndexSettings
 
 __all__ = [
     "BUNDLED_MODEL_NAME",

@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from signaldesk.retrieval._connections import lease_and_check
 from signaldesk.retrieval.budget import BudgetFit
@@ -31,8 +32,10 @@ from signaldesk.retrieval.search_core import (
     SearchRequest,
     context_excerpts,
 )
-from signaldesk.retrieval.settings import IndexSettings, SearchSettings
 from signaldesk.retrieval.store import Connection, index_base_path
+
+if TYPE_CHECKING:
+    from signaldesk.retrieval.settings import IndexSettings, SearchSettings
 
 __all__ = ["OneShot", "open_one_shot"]
 

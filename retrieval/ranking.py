@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from datetime import UTC, date, datetime
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -46,7 +46,6 @@ from signaldesk.retrieval.note_rank import (
 from signaldesk.retrieval.records import SearchFilters, SearchMode
 from signaldesk.retrieval.schema import NOTE_FTS_SINCE_FORMAT, NOTE_FTS_TABLE
 from signaldesk.retrieval.search_legs import ChunkKey, ChunkRow
-from signaldesk.retrieval.settings import SearchSettings
 from signaldesk.retrieval.store import Connection, get_meta
 from signaldesk.retrieval.vector_matrix import VectorMatrix, query_blob
 from signaldesk.retrieval.weights import (
@@ -55,6 +54,9 @@ from signaldesk.retrieval.weights import (
     resolve_weights,
     vector_weight_for,
 )
+
+if TYPE_CHECKING:
+    from signaldesk.retrieval.settings import SearchSettings
 
 __all__ = [
     "NOTES_NOT_READY",

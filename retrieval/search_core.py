@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypeVar, get_args
+from typing import TYPE_CHECKING, TypeVar, get_args
 
 import numpy as np
 import numpy.typing as npt
@@ -45,10 +45,12 @@ from signaldesk.retrieval.query_vectors import NO_MODEL, QueryVectors
 from signaldesk.retrieval.ranking import NOTES_NOT_READY, Ranked, RankRequest, rank
 from signaldesk.retrieval.records import SearchFilters, SearchMode, SearchResult
 from signaldesk.retrieval.search_legs import ChunkRow
-from signaldesk.retrieval.settings import IndexSettings, SearchSettings
 from signaldesk.retrieval.status import search_modes
 from signaldesk.retrieval.store import Connection, is_corruption_error, sqlite_module
 from signaldesk.retrieval.vector_cache import cache_token
+
+if TYPE_CHECKING:
+    from signaldesk.retrieval.settings import IndexSettings, SearchSettings
 
 __all__ = ["DAMAGED_HINT", "SearchCore", "SearchRequest", "Searchable", "context_excerpts"]
 

@@ -27,6 +27,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from signaldesk.retrieval.static_tokenizer import TokenizerFile
+
 if TYPE_CHECKING:
     import numpy.typing as npt
     from tokenizers import Tokenizer
@@ -46,7 +48,7 @@ class StaticModel:
     def __init__(
         self,
         embedding: npt.NDArray[Any],
-        tokenizer: Tokenizer,
+        tokenizers: TokenizerFile,
         *,
         weights: npt.NDArray[Any] | None,
         mapping: npt.NDArray[Any] | None,
@@ -56,13 +58,8 @@ class StaticModel:
         self.weights = weights
         self.token_mapping = mapping
         self.max_length = max_length
-        self._tokenizer = tokenizer
-        tokenizer.no_padding()
-        if max_length is None:
-            tokenizer.no_truncation()
-        else:
-            tokenizer.enable_truncation(max_length)
-        self._unk_id = _unknown_id(tokenizer)
+        self._tokenizers = tokenizers
+        self._unk: tuple[Tokenizer, int | None] | None = None
         self._tokens: tuple[str, ...] | None = None
         self._median_length: int | None = None
         # An int8 model's means are float32; other dtypes keep their own.
@@ -77,7 +74,7 @@ class StaticModel:
     def tokens(self) -> tuple[str, ...]:
         """The vocabulary in token-id order (read on first use: the fingerprint needs it)."""
         if self._tokens is None:
-            vocab = self._tokenizer.get_vocab()
+            vocab = self._tokenizers.whole().get_vocab()
             self._tokens = tuple(sorted(vocab, key=vocab.__getitem__))
         return self._tokens
 
@@ -97,11 +94,17 @@ class StaticModel:
         """Each text's token ids as the model reads them."""
         limit = self._char_limit(texts)
         cut = [t[:limit] for t in texts] if limit is not None else list(texts)
-        encodings = self._tokenizer.encode_batch_fast(cut, add_special_tokens=False)
-        if self._unk_id is None:
+        tokenizer = self._tokenizers.for_texts(cut)
+        encodings = tokenizer.encode_batch_fast(cut, add_special_tokens=False)
+        unk = self._unknown_id(tokenizer)
+        if unk is None:
             return [e.ids for e in encodings]
-        unk = self._unk_id
         return [[i for i in e.ids if i != unk] for e in encodings]
+
+    def _unknown_id(self, tokenizer: Tokenizer) -> int | None:
+        if self._unk is None or self._unk[0] is not tokenizer:
+            self._unk = (tokenizer, _unknown_id(tokenizer))
+        return self._unk[1]
 
     def encode(self, texts: Sequence[str]) -> npt.NDArray[Any]:
         """The mean token vector of each text (not normalised), one row per text."""
@@ -154,22 +157,21 @@ def read_folder(folder: Path) -> StaticModel | None:
     config = json.loads(config_path.read_text(encoding="utf-8"))
     if not isinstance(config, dict):
         return None
-    from tokenizers import Tokenizer
-
-    tokenizer = Tokenizer.from_file(str(tokenizer_path))
+    max_length = config.get("max_length", DEFAULT_MAX_LENGTH)
+    max_length = None if max_length is None else int(max_length)
+    tokenizers = TokenizerFile(tokenizer_path.read_text(encoding="utf-8"), max_length)
     mapping = tensors.get("mapping")
-    if mapping is None and embedding.shape[0] != tokenizer.get_vocab_size():
+    if mapping is None and embedding.shape[0] != tokenizers.vocab_size:
         raise ValueError(
-            f"the vocabulary has {tokenizer.get_vocab_size()} tokens "
+            f"the vocabulary has {tokenizers.vocab_size} tokens "
             f"but there are {embedding.shape[0]} vectors"
         )
-    max_length = config.get("max_length", DEFAULT_MAX_LENGTH)
     return StaticModel(
         embedding,
-        tokenizer,
+        tokenizers,
         weights=tensors.get("weights"),
         mapping=mapping,
-        max_length=None if max_length is None else int(max_length),
+        max_length=max_length,
     )
 
 

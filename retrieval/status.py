@@ -7,13 +7,16 @@ import logging
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from signaldesk.retrieval.errors import StoreError
 from signaldesk.retrieval.generations import ReaderLease
 from signaldesk.retrieval.records import IndexStatus
 from signaldesk.retrieval.schema import VECTOR_TABLE
-from signaldesk.retrieval.settings import IndexSettings
 from signaldesk.retrieval.store import Connection, capabilities, connect, get_meta, index_base_path
+
+if TYPE_CHECKING:
+    from signaldesk.retrieval.settings import IndexSettings
 
 __all__ = ["SearchModes", "db_bytes", "index_status", "read_status", "search_modes"]
 

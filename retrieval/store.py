@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from signaldesk.faults import (
     cannot_write_in,
@@ -25,7 +25,9 @@ from signaldesk.faults import (
 from signaldesk.retrieval.errors import IndexUnavailableError, StoreError
 from signaldesk.retrieval.generations import read_pointer
 from signaldesk.retrieval.schema import MIGRATIONS, SCHEMA_VERSION
-from signaldesk.retrieval.settings import IndexSettings
+
+if TYPE_CHECKING:
+    from signaldesk.retrieval.settings import IndexSettings
 
 __all__ = [
     "BUSY_TIMEOUT_MS",

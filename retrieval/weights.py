@@ -15,9 +15,12 @@ import heapq
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from signaldesk.retrieval.onnx_embedder import ONNX_MODEL_NAME, is_onnx_folder
-from signaldesk.retrieval.settings import SearchSettings
+
+if TYPE_CHECKING:
+    from signaldesk.retrieval.settings import SearchSettings
 
 __all__ = [
     "DECISIVE_DEPTH",

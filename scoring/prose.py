@@ -268,9 +268,10 @@ _ANNOUNCEMENT = KeywordMatcher(
 )
 _OPENING_TOKENS = 300
 # Conference names in titles: "TokioConf 2026", "PromCon is only one month away".
-# Milestones too: "Helm Turns 5", "10 years of ...", "Happy 10th Birthday".
+# Milestones too: "Helm Turns 5", "10 years of ...", but not a release ("Jekyll turns 3.5").
 _EVENT_TITLE = re.compile(
-    r"\w(?:conf|con)\b|\b(?:conf|summit|meetup|hackathon)\b|\bturns\s+\d+\b|\b\d+\s+years\s+of\b",
+    r"\w(?:conf|con)\b|\b(?:conf|summit|meetup|hackathon)\b|\bturns\s+\d+(?![.\d])"
+    r"|\b\d+\s+years\s+of\b",
     re.IGNORECASE,
 )
 

@@ -85,9 +85,9 @@ class ScoreCalibration(SettingsModel):
     zero: what measured nothing still reads 0, and a higher measure never scores lower.
     """
 
-    relevance: float = Field(1.247, gt=0, le=4, description="What relevance" + _SCALE)
-    actionability: float = Field(1.214, gt=0, le=4, description="What actionability" + _SCALE)
-    depth: float = Field(0.784, gt=0, le=4, description="What depth" + _SCALE)
+    relevance: float = Field(1.259, gt=0, le=4, description="What relevance" + _SCALE)
+    actionability: float = Field(1.140, gt=0, le=4, description="What actionability" + _SCALE)
+    depth: float = Field(0.997, gt=0, le=4, description="What depth" + _SCALE)
     authority: float = Field(1.0, gt=0, le=4, description="What authority" + _SCALE)
 
     def apply(self, name: str, measured: float) -> float:

@@ -7,7 +7,6 @@ import itertools
 import os
 import re
 import stat
-import tempfile
 import threading
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
@@ -157,6 +156,10 @@ def atomic_write_bytes(path: Path, data: bytes, *, mode: int | None = None) -> N
     path.parent.mkdir(parents=True, exist_ok=True)
     if mode is None:
         mode = file_mode(path)
+    # Imported here: tempfile imports shutil, random and the compressors (~5 ms), and a
+    # one-shot search imports this module for the state dir's name alone.
+    import tempfile
+
     fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         os.fchmod(fd, new_file_mode() if mode is None else mode)
@@ -197,6 +200,8 @@ def write_new_file(
     :raises FileExistsError: none of ``tries`` names was free.
     """
     folder.mkdir(parents=True, exist_ok=True)
+    import tempfile  # imported here: see atomic_write_bytes
+
     fd, tmp_name = tempfile.mkstemp(prefix=".signaldesk-", suffix=".tmp", dir=folder)
     try:
         os.fchmod(fd, new_file_mode() if mode is None else mode)

@@ -243,7 +243,8 @@ def test_limit_is_honoured_and_the_budget_only_trims_text(
 def test_a_one_shot_search_imports_only_what_it_searches_with(indexed_vault: Path) -> None:
     """`signaldesk search` in a new process (a hook's call) must not pay for the indexer,
     the scrubber's rules, the team backend, the MCP SDK, rich (its --json output) or an
-    event loop (asyncio: the SQLite search runs in the process's own thread)."""
+    event loop (asyncio: the SQLite search runs in the process's own thread); from the
+    second search on, the settings come from the first one's snapshot: no pydantic."""
     watch = (
         "asyncio",
         "signaldesk.retrieval.indexer",
@@ -255,18 +256,27 @@ def test_a_one_shot_search_imports_only_what_it_searches_with(indexed_vault: Pat
         "rich",
         "mcp",
     )
+    # The process ends with os._exit once its output is written (no atexit): what it
+    # loaded is printed there.
     code = (
-        "import atexit, sys\n"
-        f"watch = {watch!r}\n"
-        "atexit.register(lambda: print('LOADED', [m for m in watch if m in sys.modules]))\n"
+        "import os, sys\n"
+        "watch = sys.argv[1].split(',')\n"
+        "real_exit = os._exit\n"
+        "def _exit(status):\n"
+        "    print('LOADED', [m for m in watch if m in sys.modules], status, flush=True)\n"
+        "    real_exit(status)\n"
+        "os._exit = _exit\n"
         f"sys.argv = ['signaldesk', '--vault', {str(indexed_vault)!r}, 'search', 'lighthouse',"
         " '--json']\n"
         "import runpy\n"
         "runpy.run_module('signaldesk', run_name='__main__')\n"
     )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr
-    assert "LOADED []" in done.stdout, done.stdout[-500:]
+    for watched in (watch, (*watch, "pydantic")):
+        done = subprocess.run(
+            [sys.executable, "-c", code, ",".join(watched)], capture_output=True, text=True
+        )
+        assert done.returncode == 0, done.stderr
+        assert "LOADED [] 0" in done.stdout, done.stdout[-500:]
 
 
 def test_the_table_links_each_note_and_cuts_snippets_between_words(

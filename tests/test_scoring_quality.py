@@ -368,6 +368,9 @@ def test_an_item_whose_title_announces_an_event_is_an_announcement_whatever_it_q
     assert not card.passed
     for title in ("Helm Turns 5, and a Gift of Charts", "Announcing the Language Workgroup"):
         assert _score(title, CONF_RECAP).depth.features["penalty_announcement"] == 1
+    # A release that "turns" a version number is not a birthday.
+    release = _score("Widget turns 3.5, oh my!", "Widget 3.5 adds a Liquid 4 parser.")
+    assert release.depth.features["penalty_announcement"] == 0
     # A survey's results are something learned from measurement, not an announcement.
     results = _score("Go Developer Survey 2099 Q2 Results", CONF_RECAP)
     assert results.depth.features["penalty_announcement"] == 0
@@ -396,3 +399,18 @@ def test_routing_knows_psql_and_upstart() -> None:
         "On a machine that runs Upstart, `initctl list` prints every job and its status.",
     )
     assert upstart.route.domain == "systems"
+
+
+def test_routing_knows_kotlin_multiplatform_and_heap_profiling() -> None:
+    kmp = _score(
+        "Expected and actual declarations",
+        "Kotlin Multiplatform shares code between platforms: declare expect fun in common "
+        "code and give an actual implementation for each platform.",
+    )
+    assert kmp.route.domain == "mobile"
+    heap = _score(
+        "Heap profiles",
+        "heapprofd samples the allocations of a process for heap profiling: each sample "
+        "records the call stack.",
+    )
+    assert heap.route.domain == "systems"

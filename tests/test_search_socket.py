@@ -401,11 +401,17 @@ async def test_a_forwarded_search_imports_almost_nothing(short_vault: Path) -> N
         "signaldesk.pipeline.cli.search",
         "signaldesk.retrieval.retriever",
     )
+    # The process ends with os._exit once the answer is written (no atexit): what it
+    # loaded is printed there.
     code = (
-        "import atexit, sys\n"
+        "import os, sys\n"
         f"watch = {watch!r}\n"
-        "atexit.register(lambda: print('LOADED', [m for m in watch if m in sys.modules],"
-        " file=sys.stderr))\n"
+        "real_exit = os._exit\n"
+        "def _exit(status):\n"
+        "    print('LOADED', [m for m in watch if m in sys.modules], file=sys.stderr)\n"
+        "    sys.stderr.flush()\n"
+        "    real_exit(status)\n"
+        "os._exit = _exit\n"
         f"sys.argv = ['signaldesk', '--vault', {str(short_vault)!r}, *{QUERY!r}]\n"
         "import runpy\n"
         "runpy.run_module('signaldesk', run_name='__main__')\n"

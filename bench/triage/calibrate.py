@@ -24,7 +24,7 @@ import numpy as np
 import numpy.typing as npt
 
 from bench.scoring import score_examples
-from bench.triage.corpus import MODES, Example, load_examples
+from bench.triage.corpus import MODES, SETS, Example, load_examples
 from signaldesk.scoring import Scorer, ScoringSettings
 from signaldesk.scoring.settings import ScoreCalibration
 
@@ -70,9 +70,8 @@ def fit(
 
 
 def main() -> int:
-    first, _ = load_examples(sets=("first",))
-    fresh, _ = load_examples(sets=("fresh",))
-    tuning = [x for x in [*first, *fresh] if x.split == "tuning"]
+    examples, _ = load_examples(sets=SETS)
+    tuning = [x for x in examples if x.split == "tuning"]
     if not tuning:
         print("no tuning items could be read (see bench/triage/corpus.py)")
         return 1

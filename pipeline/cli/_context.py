@@ -10,6 +10,7 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from signaldesk.pipeline.config import Workspace
+    from signaldesk.pipeline.config_snapshot import SearchSetup
 
 
 @dataclass
@@ -45,3 +46,17 @@ class AppContext:
 
             self._workspace = resolve_workspace(self.vault_option, self.config_option)
         return self._workspace
+
+    def search_setup(self) -> SearchSetup:
+        """The vault and the settings a search needs: saved by an earlier search when the
+        config has not changed since (``pipeline/config_snapshot.py``, no pydantic), else
+        from the workspace (the config loaded and validated), saved for the next one."""
+        from signaldesk.pipeline.config_snapshot import SearchSetup, read_snapshot, write_snapshot
+
+        if self._workspace is None:
+            saved = read_snapshot(self.vault_option, self.config_option)
+            if saved is not None:
+                return saved
+        workspace = self.workspace()
+        write_snapshot(workspace)
+        return SearchSetup(workspace.vault, workspace.config.index, workspace.config.search)

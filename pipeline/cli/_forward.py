@@ -18,7 +18,6 @@ import contextlib
 import json
 import logging
 import os
-import socket
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -174,6 +173,8 @@ def _answer(vault: Path, request: dict[str, Any]) -> int:
 
 def _exchange(path: Path, line: bytes, timeout: float) -> bytes:
     """Send ``line``, return the reply line; the whole exchange within ``timeout``."""
+    import socket  # here: a search with no serve to hand it to never opens one
+
     deadline = time.monotonic() + timeout
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
         sock.settimeout(timeout)

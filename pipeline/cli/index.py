@@ -27,6 +27,7 @@ from rich.text import Text
 from signaldesk.pipeline.cli._context import AppContext
 from signaldesk.pipeline.cli._hints import with_vault
 from signaldesk.pipeline.cli._output import print_json
+from signaldesk.pipeline.config_snapshot import write_snapshot
 from signaldesk.pipeline.ledger.index_queue import forget_indexed
 from signaldesk.pipeline.wording import plural
 from signaldesk.retrieval.backends import index_status_of, make_indexer
@@ -85,6 +86,8 @@ def index(app: AppContext, full: bool, show_status: bool, as_json: bool) -> None
     if not report.interrupted:
         # Every path triage queued before this run began has now been looked at.
         anyio.run(forget_indexed, workspace, started)
+        # The next one-shot search reads its settings without validating the config.
+        write_snapshot(workspace)
     if as_json:
         print_json(report)
     else:

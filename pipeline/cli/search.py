@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import gc
 import json
 import os
 import re
@@ -24,7 +23,6 @@ from signaldesk.pipeline.cli._search_options import (
     filter_options,
     search_parameters,
 )
-from signaldesk.pipeline.config import Workspace
 from signaldesk.pipeline.wording import plural
 from signaldesk.retrieval.context_block import (
     SOURCE_SEPARATOR,
@@ -40,6 +38,8 @@ if TYPE_CHECKING:
     from anyio.from_thread import BlockingPortal
     from rich.console import Console
 
+    from signaldesk.pipeline.config import Workspace
+    from signaldesk.pipeline.config_snapshot import SearchSetup
     from signaldesk.retrieval.one_shot import OneShot
     from signaldesk.retrieval.retriever import Retriever
 
@@ -80,24 +80,6 @@ async def _open(workspace: Workspace) -> Retriever:
         embedder,
         postgres=workspace.config.postgres,
     )
-
-
-@contextmanager
-def _collector_paused(paused: bool) -> Iterator[None]:
-    """Python's cyclic garbage collector off while one search runs.
-
-    Trigger: a one-shot search imports pydantic, numpy and the model, and the
-    collector's passes over those new objects cost it ~15 ms (issue 15). Why it may:
-    one search allocates a bounded amount, freed with the process; a batch keeps it on.
-    """
-    if not paused or not gc.isenabled():
-        yield
-        return
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.enable()
 
 
 class _Searches(Protocol):
@@ -148,11 +130,10 @@ class _Team:
 
 
 @contextmanager
-def _searcher(workspace: Workspace) -> Iterator[_Searches]:
+def _searcher(app: AppContext, setup: SearchSetup) -> Iterator[_Searches]:
     """Searches for this process: in this thread on SQLite, no event loop (a one-shot
     search is a hook's whole latency); the team database's async retriever otherwise."""
-    config = workspace.config
-    if config.index.backend == "sqlite":
+    if setup.index.backend == "sqlite":
         # Before numpy is imported: these searches never run a BLAS product (a scan is
         # numpy's own loop, vector_matrix.py), yet OpenBLAS starts a thread per core at
         # import, ~0.1 s of CPU a one-shot search takes from a loaded machine.
@@ -161,14 +142,14 @@ def _searcher(workspace: Workspace) -> Iterator[_Searches]:
         from signaldesk.retrieval.one_shot import open_one_shot
 
         with open_one_shot(
-            workspace.vault, config.index, config.search, LazyEmbedder(config.index)
+            setup.vault, setup.index, setup.search, LazyEmbedder(setup.index)
         ) as one:
             yield _Here(one)
         return
     from anyio.from_thread import start_blocking_portal
 
     with start_blocking_portal() as portal:
-        retriever = portal.call(_open, workspace)
+        retriever = portal.call(_open, app.workspace())
         try:
             yield _Team(portal, retriever)
         finally:
@@ -252,12 +233,14 @@ def _table_rows(text: str) -> str:
     return "\n".join(out)
 
 
-def _hint_empty_index(console: Console, workspace: Workspace, vault: str | None) -> None:
+def _hint_empty_index(console: Console, app: AppContext) -> None:
     """Say so when nothing matched because the index holds no notes at all."""
     from rich.markup import escape
 
     from signaldesk.retrieval.backends import index_status_of
 
+    workspace = app.workspace()
+    vault = app.vault_argument
     status = index_status_of(workspace.vault, workspace.config.index, workspace.config.postgres)
     if status.exists and status.notes == 0:
         console.print(
@@ -455,14 +438,13 @@ def search(
         raise click.UsageError("give either a QUERY or --batch FILE")
     filters = _filters(folder, note_type, domain, tags, status, since, until)
     kwargs = search_arguments(limit, filters, mode, max_tokens)
-    with _collector_paused(batch is None):
-        workspace = app.workspace()
-        with _searcher(workspace) as searches:
-            if batch is not None:
-                _batch(searches, batch, kwargs)
-                return
-            assert query is not None
-            results, exp = searches.ask(query, explain, kwargs)
+    setup = app.search_setup()
+    with _searcher(app, setup) as searches:
+        if batch is not None:
+            _batch(searches, batch, kwargs)
+            return
+        assert query is not None
+        results, exp = searches.ask(query, explain, kwargs)
     if as_json:
         payload = search_payload(query, results)
         if exp is not None:
@@ -475,12 +457,12 @@ def search(
         app.console,
         query,
         results,
-        workspace.vault,
+        setup.vault,
         filters,
-        one_vault=workspace.config.index.backend == "sqlite",
+        one_vault=setup.index.backend == "sqlite",
     )
     if not results:
-        _hint_empty_index(app.console, workspace, app.vault_argument)
+        _hint_empty_index(app.console, app)
 
 
 @click.command("context", cls=QueryCommand)
@@ -504,11 +486,10 @@ def context(
 ) -> None:
     """Print a markdown block of vault excerpts about QUERY, each with its source."""
     filters = _filters(folder, note_type, domain, tags, status, since, until)
-    with _collector_paused(True):
-        workspace = app.workspace()
-        with _searcher(workspace) as searches:
-            excerpts = searches.context(query, filters)
-    budget = workspace.config.search.max_tokens if max_tokens is None else max(1, max_tokens)
+    setup = app.search_setup()
+    with _searcher(app, setup) as searches:
+        excerpts = searches.context(query, filters)
+    budget = setup.search.max_tokens if max_tokens is None else max(1, max_tokens)
     block = render_context(excerpts, budget).text
     if as_json:
         print_json({"query": query, "context": block})
