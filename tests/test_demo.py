@@ -163,11 +163,16 @@ async def test_a_second_demo_names_the_disabled_feeds_reason_once(tmp_path: Path
 
     from signaldesk.pipeline.cli._demo_view import DemoView
 
+    # One free port for both runs: the second polls the feeds the first subscribed to,
+    # whatever else on this machine holds the demo's usual port.
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
     shown: list[str] = []
     for _ in range(2):
         console = Console(record=True, width=200)
         view = DemoView(console)
-        view.finish(await run_demo(tmp_path / "d", on_step=view.step))
+        view.finish(await run_demo(tmp_path / "d", on_step=view.step, port=port))
         shown.append(console.export_text())
     # Everything of the first run's vault is new; nothing of the second's is.
     assert "27 folders/files created, 0 kept;" in shown[0]

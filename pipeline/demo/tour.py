@@ -48,6 +48,7 @@ from signaldesk.pipeline.triage.records import TriageReport
 from signaldesk.pipeline.triage.run import scan_and_triage
 from signaldesk.pipeline.vault_setup import InitReport, holds_notes, init_vault
 from signaldesk.retrieval.embedder import LazyEmbedder
+from signaldesk.retrieval.ignore import VaultFilter, iter_vault_notes
 from signaldesk.retrieval.indexer import Indexer
 from signaldesk.retrieval.records import IndexReport, SearchResult
 from signaldesk.retrieval.retriever import Retriever
@@ -212,8 +213,7 @@ def _someones_vault(target: Path) -> bool:
     if holds_notes(target):
         return True
     # A vault `signaldesk init` made keeps its notes in the convention's folders.
-    notes = (p for p in target.rglob("*.md") if not p.relative_to(target).parts[0].startswith("."))
-    return next(notes, None) is not None
+    return next(iter_vault_notes(target, VaultFilter(target)), None) is not None
 
 
 def _load_marker(path: Path) -> dict[str, Any]:
