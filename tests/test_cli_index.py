@@ -260,3 +260,93 @@ def test_init_says_the_obsidian_templates_folder_is_not_indexed(tmp_path: Path) 
     assert "Not indexed: Meta/Templates/ (the templates folder your Obsidian settings name)" in (
         " ".join(out.split())
     )
+
+
+def test_an_interrupted_rebuild_does_not_report_the_notes_it_dropped_as_added(
+    vault: Path,
+) -> None:
+    from rich.console import Console
+
+    from signaldesk.pipeline.cli.index import _print_report
+    from signaldesk.retrieval.records import IndexReport
+    from signaldesk.retrieval.status import index_status
+
+    notes(vault)
+    assert invoke("--vault", str(vault), "index")[0] == 0
+    status = index_status(vault, IndexSettings())
+
+    def shown(report: IndexReport) -> list[str]:
+        console = Console(record=True, width=100)
+        _print_report(console, report, status, None)
+        return [
+            " ".join(line.replace("│", " ").split()) for line in console.export_text().splitlines()
+        ]
+
+    # Ctrl-C during `index --full`: the new index is dropped, the old one (3 notes) kept.
+    dropped = shown(
+        IndexReport(
+            added=2,
+            chunks_embedded=2,
+            full_rebuild=True,
+            interrupted=True,
+            rebuild_reason="full rebuild requested",
+        )
+    )
+    assert dropped[0] == "index: rebuild interrupted, the previous index is kept"
+    assert "rebuild dropped after 2 notes" in dropped
+    assert "notes / chunks in index 3 / 3" in dropped
+    assert not any(line.startswith(("added", "chunks embedded")) for line in dropped)
+    # Ctrl-C during `index`: what it did is in the index, and the table says so.
+    partial = shown(IndexReport(added=2, chunks_embedded=2, interrupted=True))
+    assert partial[0] == "index: interrupted, what it did is kept" and "added 2" in partial
+    assert shown(IndexReport(unchanged=3))[0] == "index"
+
+
+def test_doctor_tells_a_broken_config_from_a_missing_or_wrong_vault(
+    vault: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("SIGNALDESK_VAULT", raising=False)
+    monkeypatch.delenv("SIGNALDESK_CONFIG", raising=False)
+
+    def checks(*args: str) -> tuple[int, dict[str, dict[str, str]]]:
+        code, out, _ = invoke(*args, "doctor", "--json")
+        return code, {c["name"]: c for c in json.loads(out)["checks"]}
+
+    # A typo in the config: the config fails; the vault is the one given, not "none".
+    (vault / "signaldesk.toml").write_text("[search]\nlimt = 3\n", encoding="utf-8")
+    code, found = checks("--vault", str(vault))
+    assert code == 1 and found["config"]["outcome"] == "fail"
+    assert "limt" in found["config"]["detail"]
+    assert found["vault"]["outcome"] == "warn" and str(vault) in found["vault"]["detail"]
+    # A vault folder that is not there: the config (defaults) is fine, the vault is not.
+    missing = tmp_path / "nowhere"
+    code, found = checks("--vault", str(missing))
+    assert code == 1 and found["config"]["outcome"] == "ok"
+    assert found["vault"]["detail"] == f"vault folder does not exist: {missing}"
+    assert "signaldesk init" in found["vault"]["fix"]
+    # SIGNALDESK_VAULT naming a file: init would refuse it, so the hint does not say init.
+    note = tmp_path / "note.md"
+    note.write_text("# a note\n", encoding="utf-8")
+    monkeypatch.setenv("SIGNALDESK_VAULT", str(note))
+    code, found = checks()
+    assert code == 1 and found["config"]["outcome"] == "ok"
+    assert "is a file" in found["vault"]["detail"] and "init" not in found["vault"]["fix"]
+    monkeypatch.delenv("SIGNALDESK_VAULT")
+    code, found = checks()
+    assert found["config"]["outcome"] == "ok" and found["vault"]["detail"] == "no vault given"
+
+
+def test_doctor_on_a_damaged_index_gives_one_command_and_it_repairs_it(vault: Path) -> None:
+    notes(vault)
+    assert invoke("--vault", str(vault), "index")[0] == 0
+    db = index_db_path(vault, IndexSettings())
+    db.write_bytes(b"not a database at all" * 100)
+    _, out, _ = invoke("--vault", str(vault), "doctor", "--json")
+    check = {c["name"]: c for c in json.loads(out)["checks"]}["index"]
+    assert check["outcome"] == "fail"
+    # The detail and the fix name the same command, and that command repairs the index.
+    assert check["fix"] == f"signaldesk --vault {vault} index"
+    assert "--full" not in check["fix"] and "index` to rebuild" in check["detail"]
+    assert invoke("--vault", str(vault), "index")[0] == 0
+    _, out, _ = invoke("--vault", str(vault), "doctor", "--json")
+    assert {c["name"]: c for c in json.loads(out)["checks"]}["index"]["outcome"] == "ok"

@@ -244,3 +244,15 @@ def test_a_clipping_left_in_the_inbox_is_searchable_after_the_scan(vault: Path) 
     assert item["status"] == "rejected"
     found = json.loads(_ok(vault, "search", "zanzibarian", "--mode", "bm25", "--json").stdout)
     assert [r["path"] for r in found["results"]] == ["Clippings/thin.md"]
+
+
+def test_items_on_a_new_vault_says_how_items_come_in(vault: Path) -> None:
+    out = _ok(vault, "items").stdout
+    # An empty table said neither that nothing came in yet nor what to do about it.
+    assert "nothing has come in yet" in out and "┏" not in out
+    flat = " ".join(out.split())
+    assert f"signaldesk --vault {vault} feeds add URL" in flat
+    assert f"signaldesk --vault {vault} scan" in flat and "Clippings/" in flat
+    assert json.loads(_ok(vault, "items", "--json").stdout) == []
+    out = " ".join(_ok(vault, "items", "--status", "rejected", "--source", "rss").stdout.split())
+    assert "no items match --status rejected --source rss" in out

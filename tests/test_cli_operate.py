@@ -109,6 +109,8 @@ def test_report_for_a_date_as_json(vault: Path) -> None:
 def test_report_rejects_a_bad_date(vault: Path) -> None:
     result = _run(vault, "report", "--date", "yesterday")
     assert result.exit_code == 2 and "not a date" in result.output
+    # It names the option, as click does for its own types ("Invalid value:" named none).
+    assert "Invalid value for --date: 'yesterday' is not a date" in result.output
 
 
 @pytest.mark.parametrize("verb", ["report", "log"])

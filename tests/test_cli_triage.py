@@ -129,6 +129,22 @@ def test_score_an_eml_and_a_url(vault: Path, tmp_path: Path, server: FeedServer)
     assert server.requests_for("/advisory")
 
 
+def test_score_of_a_url_that_cannot_be_fetched_names_it(vault: Path, server: FeedServer) -> None:
+    import socket
+
+    server.route("/gone", Reply(status=404, body=b"no", content_type="text/html"))
+    with socket.socket() as sock:  # a port nothing listens on once this closes
+        sock.bind(("127.0.0.1", 0))
+        closed = f"http://127.0.0.1:{sock.getsockname()[1]}/page"
+    for url in (server.url("/gone"), closed):
+        result = _run(vault, "score", url)
+        assert result.exit_code != 0 and isinstance(result.exception, ScoreInputError)
+        # The fetch's own message ("connection refused: All connection attempts
+        # failed") named no address; the person is told which one, and what to try.
+        assert result.exception.message.count(url) == 1
+        assert result.exception.hint
+
+
 def test_score_of_a_missing_file_is_a_clear_error(vault: Path, tmp_path: Path) -> None:
     result = _run(vault, "score", str(tmp_path / "nope.md"))
     assert result.exit_code != 0 and isinstance(result.exception, ScoreInputError)

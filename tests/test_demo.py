@@ -155,3 +155,47 @@ def test_the_demo_repositorys_commits_of_today_are_in_a_log_written_just_after_m
     [commits] = log.commits.values()
     assert len(commits) == 2, commits
     assert all(now.replace(hour=0, minute=0) <= c.date <= now for c in commits)
+
+
+@pytest.mark.anyio
+async def test_a_second_demo_names_the_disabled_feeds_reason_once(tmp_path: Path) -> None:
+    from rich.console import Console
+
+    from signaldesk.pipeline.cli._demo_view import DemoView
+
+    # One free port for both runs: the second polls the feeds the first subscribed to,
+    # whatever else on this machine holds the demo's usual port.
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    shown: list[str] = []
+    for _ in range(2):
+        console = Console(record=True, width=200)
+        view = DemoView(console)
+        view.finish(await run_demo(tmp_path / "d", on_step=view.step, port=port))
+        shown.append(console.export_text())
+    # Everything of the first run's vault is new; nothing of the second's is.
+    assert "27 folders/files created, 0 kept;" in shown[0]
+    assert "0 folders/files created, 27 kept;" in shown[1]
+    # The first run sees the 410; the second skips the feed it disabled, and says why.
+    assert "Retired Feed: gone (410)\n" in shown[0]
+    assert "Retired Feed: disabled (gone (410))\n" in shown[1]
+    assert "(gone (410)) (gone (410))" not in shown[1] and "(410) (gone" not in shown[1]
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("note", ["Start here.md", "03-resources/sqlite.md"])
+async def test_the_demo_refuses_a_vault_that_holds_notes_and_writes_nothing(
+    tmp_path: Path, note: str
+) -> None:
+    from signaldesk.pipeline.demo.tour import DemoError
+
+    vault = tmp_path / "vault"
+    (vault / note).parent.mkdir(parents=True, exist_ok=True)
+    (vault / note).write_text("# my note\n", encoding="utf-8")
+    before = _snapshot(vault)
+    with pytest.raises(DemoError) as refused:
+        await run_demo(vault)
+    assert "already holds notes" in refused.value.message
+    assert refused.value.hint and "signaldesk init" in refused.value.hint
+    assert _snapshot(vault) == before and not (vault / ".signaldesk").exists()

@@ -335,3 +335,34 @@ def test_readme_links_to_its_own_headings() -> None:
     headings = {_slug(h) for h in re.findall(r"^#{1,6} (.+)$", text, re.M)}
     broken = sorted(set(re.findall(r"\]\(#([^)]+)\)", text)) - headings)
     assert not broken, f"README links to headings that do not exist: {broken}"
+
+
+def test_every_verbs_help_ends_with_examples_that_parse(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from signaldesk.pipeline.cli._examples import EXAMPLES
+
+    paths = _command_paths()
+    assert set(EXAMPLES) == {p.removeprefix("signaldesk").strip() for p in paths}
+    failures = []
+    for path, command in paths.items():
+        ctx = command.make_context(path.split()[-1], [], resilient_parsing=True)
+        shown = command.get_help(ctx)
+        examples = EXAMPLES[path.removeprefix("signaldesk").strip()]
+        assert "Examples:" in shown, f"`{path} --help` shows no examples"
+        for line in examples:
+            assert line in shown, f"`{path} --help` wraps or drops {line!r}"
+            [args] = list(_invocations(line))
+            words = list(args)
+            while words[:1] in (["--vault"], ["--config"]):  # global options, then the verb
+                words = words[2:]
+            ran = _verb_path(words)
+            # A group's examples run its sub-commands; a verb's run that verb.
+            mine = ran.startswith(path) if isinstance(command, click.Group) else ran == path
+            assert mine, f"an example of `{path}` runs another verb: {line}"
+            try:
+                _parse(args)
+            except click.ClickException as exc:
+                failures.append(f"{line!r}: {exc.format_message()}")
+    capsys.readouterr()
+    assert not failures, "examples in --help that signaldesk would reject:\n" + "\n".join(failures)

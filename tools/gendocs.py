@@ -40,6 +40,7 @@ from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 
+from signaldesk.pipeline.cli._examples import EXAMPLES
 from signaldesk.pipeline.config import (
     CONFIG_FILENAME,
     ENV_CONFIG,
@@ -200,6 +201,9 @@ def render_cli_doc(root: click.Command | None = None) -> str:
             out += ["| option | description |", "|---|---|"]
             out += [f"| `{_cell(names, code=True)}` | {_cell(text)} |" for names, text in records]
             out.append("")
+        examples = EXAMPLES.get(path.removeprefix("signaldesk").strip())
+        if examples:
+            out += ["Examples:", "", "```bash", *examples, "```", ""]
         if isinstance(command, click.Group) and ctx.parent is not None:
             subs = [
                 (name, sub)

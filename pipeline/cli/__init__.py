@@ -11,6 +11,7 @@ import gc
 import importlib
 import logging
 import os
+import shlex
 import sys
 from pathlib import Path
 
@@ -19,6 +20,7 @@ import click
 from signaldesk.errors import SignaldeskError
 from signaldesk.faults import is_corruption_error, is_disk_full_error, is_read_only_error
 from signaldesk.pipeline.cli._context import AppContext
+from signaldesk.pipeline.cli._examples import add_examples, examples_epilog
 from signaldesk.retrieval.scrub_logging import ScrubbingFilter
 
 __all__ = ["cli", "explain_fault", "main"]
@@ -60,10 +62,27 @@ class _LazyGroup(click.Group):
             return None
         module = importlib.import_module(f"signaldesk.pipeline.cli.{module_name}")
         commands: list[click.Command] = module.COMMANDS
-        return next(command for command in commands if command.name == cmd_name)
+        command = next(command for command in commands if command.name == cmd_name)
+        return add_examples(command, cmd_name)
+
+    def resolve_command(
+        self, ctx: click.Context, args: list[str]
+    ) -> tuple[str | None, click.Command | None, list[str]]:
+        try:
+            return super().resolve_command(ctx, args)
+        except click.exceptions.NoSuchCommand as exc:
+            # click suggests from ``self.commands``, which a lazy group leaves empty:
+            # `signaldesk serch` would get no "Did you mean 'search'?".
+            raise click.exceptions.NoSuchCommand(
+                args[0], possibilities=list(_VERBS), ctx=ctx
+            ) from exc
 
 
-@click.group(cls=_LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(
+    cls=_LazyGroup,
+    context_settings={"help_option_names": ["-h", "--help"]},
+    epilog=examples_epilog(""),
+)
 @click.option(
     "--vault",
     type=click.Path(file_okay=False, path_type=Path),
@@ -219,6 +238,8 @@ def _run(args: list[str]) -> None:
         sys.exit(130)
     except click.ClickException as exc:
         exc.show()
+        if isinstance(exc, click.UsageError):
+            _hint_misplaced_global_option(args)
         sys.exit(exc.exit_code)
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
@@ -245,6 +266,35 @@ def _run(args: list[str]) -> None:
             console.print(f"[bold]hint:[/] {escape(hint)}", highlight=False, soft_wrap=True)
         sys.exit(1)
     sys.exit(code if isinstance(code, int) else 0)
+
+
+# The options of `signaldesk` itself, which go before the verb.
+_GLOBAL_OPTIONS = ("--vault", "--config")
+
+
+def _hint_misplaced_global_option(args: list[str]) -> None:
+    """After a usage error: `signaldesk index --vault ~/v` (the README's order is
+    `signaldesk --vault ~/v index`) gets a line saying where the option goes."""
+    verb = next((i for i, arg in enumerate(args) if arg in _VERBS), None)
+    if verb is None:
+        return
+    rest = args[verb + 1 :]
+    rest = rest[: rest.index("--")] if "--" in rest else rest
+    for i, arg in enumerate(rest):
+        name, _, value = arg.partition("=")
+        if name not in _GLOBAL_OPTIONS:
+            continue
+        if not value and i + 1 < len(rest):
+            value = rest[i + 1]
+            moved = rest[:i] + rest[i + 2 :]
+        else:
+            moved = rest[:i] + rest[i + 1 :]
+        fixed = ["signaldesk", *args[:verb], name, value, args[verb], *moved]
+        click.echo(
+            f"hint: {name} goes before the verb: {shlex.join(w for w in fixed if w)}",
+            err=True,
+        )
+        return
 
 
 def explain_fault(exc: BaseException) -> SignaldeskError | None:

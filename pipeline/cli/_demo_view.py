@@ -12,7 +12,7 @@ from rich.table import Table
 from rich.text import Text
 
 from signaldesk.pipeline.demo.tour import DemoResult, DemoStep, DemoVault
-from signaldesk.pipeline.intake.summary import ScanStats
+from signaldesk.pipeline.intake.summary import FeedProblem, ScanStats
 from signaldesk.pipeline.reports.captains_log import CaptainsLog
 from signaldesk.pipeline.reports.captains_log import summary_line as log_summary
 from signaldesk.pipeline.reports.generated_notes import GeneratedNote
@@ -23,6 +23,15 @@ from signaldesk.retrieval.records import IndexReport, SearchResult
 from signaldesk.vault import SIGNALS_FOLDER
 
 __all__ = ["DemoView"]
+
+
+def _feed_problem_text(problem: FeedProblem) -> str:
+    """What happened to a feed, once: ``gone (410)`` when it failed in this scan,
+    ``disabled (gone (410))`` on a later scan, which skips it for that reason."""
+    reason = problem.disabled_reason or problem.error
+    if not reason or reason.startswith(problem.outcome):
+        return reason or problem.outcome
+    return f"{problem.outcome} ({reason})"
 
 
 class DemoView:
@@ -92,11 +101,8 @@ class DemoView:
             highlight=False,
         )
         for p in stats.feed_problems:
-            reason = p.disabled_reason or p.error
-            detail = f" ({reason})" if reason and not reason.startswith(p.outcome) else ""
             self.console.print(
-                f"  [yellow]{escape(p.title or p.url)}: {escape(reason or p.outcome)}[/]"
-                f"{escape(detail)}",
+                f"  [yellow]{escape(p.title or p.url)}: {escape(_feed_problem_text(p))}[/]",
                 highlight=False,
             )
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import shlex
 import sqlite3
 import sys
 import tempfile
@@ -19,7 +20,8 @@ from signaldesk.errors import SignaldeskError
 from signaldesk.pipeline.cli._context import AppContext
 from signaldesk.pipeline.cli._hints import with_vault
 from signaldesk.pipeline.cli._output import print_json
-from signaldesk.pipeline.config import Workspace
+from signaldesk.pipeline.config import Workspace, load_config
+from signaldesk.pipeline.config_location import locate
 from signaldesk.pipeline.wording import plural
 from signaldesk.retrieval.embedder import Embedder, load_embedder
 from signaldesk.retrieval.ignore import VaultFilter, iter_vault_notes, template_folders
@@ -53,8 +55,9 @@ def run_checks(app: AppContext) -> list[Check]:
         workspace = app.workspace()
         source = str(workspace.config_path) if workspace.config_path else "built-in defaults"
         checks.append(_config(workspace, source))
-    except SignaldeskError as exc:
-        checks.append(Check("config", "fail", exc.message, exc.hint or "fix the config file"))
+    except SignaldeskError:
+        checks.append(_config_alone(app))
+    config_ok = checks[-1].outcome == "ok"
     settings = workspace.config.index if workspace else IndexSettings()
     embedder, model_check = _model(settings)
     checks.append(model_check)
@@ -66,12 +69,51 @@ def run_checks(app: AppContext) -> list[Check]:
         if settings.backend == "sqlite":
             checks.append(_index(workspace, settings, embedder))
     else:
-        checks.append(
-            Check(
-                "vault", "fail", "no vault resolved", "pass --vault PATH or run `signaldesk init`"
-            )
-        )
+        checks.append(_vault_alone(app, config_ok=config_ok))
     return checks
+
+
+def _config_alone(app: AppContext) -> Check:
+    """The config file's own check when the workspace did not resolve: a vault that
+    is missing is the vault's line, not the config's."""
+    _, config_path = locate(app.vault_option, app.config_option)
+    source = str(config_path) if config_path else "built-in defaults"
+    try:
+        load_config(config_path)
+    except SignaldeskError as exc:
+        return Check("config", "fail", exc.message, exc.hint or "fix the config file")
+    return Check("config", "ok", f"valid ({source})")
+
+
+def _vault_alone(app: AppContext, *, config_ok: bool) -> Check:
+    """The vault's line when the workspace did not resolve: which vault was meant and
+    what is wrong with it, or that it waits for the config to load."""
+    vault, _ = locate(app.vault_option, app.config_option)
+    if vault is None:
+        return Check(
+            "vault",
+            "fail",
+            "no vault given",
+            "pass --vault PATH, set SIGNALDESK_VAULT, or run `signaldesk init PATH`",
+        )
+    vault = vault.expanduser().resolve()
+    if vault.is_file():
+        return Check(
+            "vault",
+            "fail",
+            f"{vault} is a file, not a folder",
+            "pass the vault's folder (the one that holds the notes) to --vault or SIGNALDESK_VAULT",
+        )
+    if not vault.is_dir():
+        return Check(
+            "vault",
+            "fail",
+            f"vault folder does not exist: {vault}",
+            f"run `signaldesk init {shlex.quote(str(vault))}`",
+        )
+    # Here the config is what failed (an unreadable vault would have said so above).
+    detail = f"{vault}; its folders are checked once the config loads"
+    return Check("vault", "warn" if not config_ok else "ok", detail, "fix the config first")
 
 
 def _config(workspace: Workspace, source: str) -> Check:
@@ -211,7 +253,9 @@ def _index(workspace: Workspace, settings: IndexSettings, embedder: Embedder | N
     if not status.exists:
         return Check("index", "warn", f"no index at {status.db_path}", "signaldesk index")
     if status.notes == 0 and status.degraded:
-        return Check("index", "fail", "; ".join(status.degraded), "signaldesk index --full")
+        # `index` checks the file and rebuilds a damaged one, as the detail says; a
+        # second command in the fix column (--full) only made the person choose.
+        return Check("index", "fail", "; ".join(status.degraded), "signaldesk index")
     detail = (
         f"{plural(status.notes, 'note')}, {plural(status.chunks, 'chunk')}, "
         f"{plural(status.vectors, 'vector')}"

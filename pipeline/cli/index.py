@@ -29,6 +29,7 @@ from signaldesk.pipeline.cli._hints import with_vault
 from signaldesk.pipeline.cli._output import print_json
 from signaldesk.pipeline.config_snapshot import write_snapshot
 from signaldesk.pipeline.ledger.index_queue import forget_indexed
+from signaldesk.pipeline.wording import plural
 from signaldesk.retrieval.backends import index_status_of, make_indexer
 from signaldesk.retrieval.embedder import LazyEmbedder
 from signaldesk.retrieval.index_progress import IndexProgress
@@ -152,24 +153,34 @@ def _stop_on_sigint(stop: Callable[[], None]) -> Iterator[None]:
 def _print_report(
     console: Console, report: IndexReport, status: IndexStatus, vault: str | None
 ) -> None:
-    table = Table(title="index", show_header=False, title_justify="left")
-    table.add_column(style="bold")
-    table.add_column(justify="right")
-    rows: list[tuple[str, str]] = [
-        ("added", str(report.added)),
-        ("changed", str(report.changed)),
-        # Not "deleted": a moved note, or one an ignore rule now covers, leaves the index
-        # too, and the file is never touched.
-        ("removed from the index", str(report.deleted)),
-        ("unchanged", str(report.unchanged)),
-        ("chunks embedded", str(report.chunks_embedded)),
-        ("chunks reused", str(report.chunks_reused)),
+    rows: list[tuple[str, str]]
+    if report.interrupted and report.full_rebuild:
+        # The rebuild's counts are of a new index that was thrown away: "added 786"
+        # beside the old index's totals read as if those notes had been indexed.
+        title = "index: rebuild interrupted, the previous index is kept"
+        rows = [("rebuild", f"dropped after {plural(report.added, 'note')}")]
+    else:
+        title = "index: interrupted, what it did is kept" if report.interrupted else "index"
+        rows = [
+            ("added", str(report.added)),
+            ("changed", str(report.changed)),
+            # Not "deleted": a moved note, or one an ignore rule now covers, leaves the
+            # index too, and the file is never touched.
+            ("removed from the index", str(report.deleted)),
+            ("unchanged", str(report.unchanged)),
+            ("chunks embedded", str(report.chunks_embedded)),
+            ("chunks reused", str(report.chunks_reused)),
+        ]
+        if report.rebuild_reason:
+            rows.append(("full rebuild", report.rebuild_reason))
+    rows += [
         ("seconds", f"{report.seconds:.2f}"),
         ("model", _model_text(status)),
         ("notes / chunks in index", f"{status.notes} / {status.chunks}"),
     ]
-    if report.rebuild_reason:
-        rows.append(("full rebuild", report.rebuild_reason))
+    table = Table(title=title, show_header=False, title_justify="left")
+    table.add_column(style="bold")
+    table.add_column(justify="right")
     for label, value in rows:
         table.add_row(label, Text(value))
     console.print(table)

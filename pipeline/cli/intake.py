@@ -15,9 +15,11 @@ from rich.table import Table
 from rich.text import Text
 
 from signaldesk.pipeline.cli._context import AppContext
+from signaldesk.pipeline.cli._hints import with_vault
 from signaldesk.pipeline.cli._index_note import index_note
 from signaldesk.pipeline.cli._output import print_json
 from signaldesk.pipeline.cli.triage import exit_if_not_indexed, print_triage_report, triage_json
+from signaldesk.pipeline.config import Workspace
 from signaldesk.pipeline.intake.summary import SOURCE_KINDS, ScanStats, problem_lines
 from signaldesk.pipeline.ledger.schema import ITEM_STATUSES
 from signaldesk.pipeline.ledger.store import LedgerEntry, open_ledger
@@ -235,6 +237,12 @@ def items(
     if as_json:
         print_json([_entry_json(e) for e in entries])
         return
+    if not entries:
+        # soft_wrap: the terminal folds the line; rich would cut a command in two.
+        app.console.print(
+            _no_items(workspace, status, source_kind, app.vault_argument), soft_wrap=True
+        )
+        return
     title = f"the newest {limit} item(s); --limit for more" if more else f"{len(entries)} item(s)"
     table = Table(title=title)
     for column in ("id", "status", "score", "source", "title", "discovered", "note / reason"):
@@ -250,6 +258,34 @@ def items(
             Text(_detail(e, originals.get(e.duplicate_of or ""))),
         )
     app.console.print(table)
+
+
+def _no_items(
+    workspace: Workspace, status: str | None, source_kind: str | None, vault: str | None
+) -> Text:
+    """What an empty list means: the filters matched nothing, or nothing came in yet
+    (on a new vault an empty table said neither)."""
+    if status or source_kind:
+        which = " ".join(
+            f"--{name} {value}"
+            for name, value in (("status", status), ("source", source_kind))
+            if value
+        )
+        return Text(with_vault(f"no items match {which}; `signaldesk items` lists them all", vault))
+    config = workspace.config
+    drops = ", ".join(
+        f"{folder}/"
+        for folder in (
+            config.clipper.folder,
+            config.newsletter.drop_folder,
+            config.tool_output.drop_folder,
+        )
+    )
+    hint = (
+        "nothing has come in yet: subscribe to a feed (`signaldesk feeds add URL`) or drop "
+        f"notes into {drops}, then run `signaldesk scan`"
+    )
+    return Text(with_vault(hint, vault))
 
 
 def _detail(entry: LedgerEntry, original: LedgerEntry | None = None) -> str:

@@ -248,7 +248,9 @@ def _parse_day(value: str | None, timezone: str | None, *, writing: bool) -> dat
     try:
         day = date.fromisoformat(value)
     except ValueError as exc:
-        raise click.BadParameter(f"{value!r} is not a date (YYYY-MM-DD)") from exc
+        raise click.BadParameter(
+            f"{value!r} is not a date (YYYY-MM-DD)", param_hint="--date"
+        ) from exc
     if writing and day > today:
         raise click.BadParameter(
             f"{day.isoformat()} has not happened yet (today is {today.isoformat()}); "
@@ -354,7 +356,9 @@ def demo(app: AppContext, directory: Path) -> None:
     """Build a demo vault in DIRECTORY (default ./demo-vault) and run the whole pipeline
     on bundled sample data, offline: scan, triage, index, report, log and a search.
 
-    Safe to run again on the same folder: notes that exist are never overwritten.
+    Safe to run again on the same folder: notes that exist are never overwritten. A
+    folder that already holds notes (your own vault) is refused: `signaldesk init`
+    sets one up.
     """
     # The sample feeds are served on 127.0.0.1; a proxy from the environment must not
     # capture them (httpx honours NO_PROXY).

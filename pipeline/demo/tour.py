@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import shlex
 import shutil
 import subprocess
 import time
@@ -45,8 +46,9 @@ from signaldesk.pipeline.reports.generated_notes import GeneratedNote
 from signaldesk.pipeline.reports.triage_report import TriageReportNote, write_triage_report
 from signaldesk.pipeline.triage.records import TriageReport
 from signaldesk.pipeline.triage.run import scan_and_triage
-from signaldesk.pipeline.vault_setup import InitReport, init_vault
+from signaldesk.pipeline.vault_setup import InitReport, holds_notes, init_vault
 from signaldesk.retrieval.embedder import LazyEmbedder
+from signaldesk.retrieval.ignore import VaultFilter, iter_vault_notes
 from signaldesk.retrieval.indexer import Indexer
 from signaldesk.retrieval.records import IndexReport, SearchResult
 from signaldesk.retrieval.retriever import Retriever
@@ -202,6 +204,18 @@ def _make_repo(repo: Path, now: datetime) -> None:
         _git(repo, "commit", "-q", "-m", message, when=when)
 
 
+def _someones_vault(target: Path) -> bool:
+    """Whether ``target`` holds a person's notes rather than an earlier demo's (which
+    leaves its marker) or nothing: `signaldesk demo ~/vault` must not fill a real
+    vault with sample notes, feeds on 127.0.0.1 and a demo repository."""
+    if not target.is_dir() or (target / STATE_DIR / _MARKER).is_file():
+        return False
+    if holds_notes(target):
+        return True
+    # A vault `signaldesk init` made keeps its notes in the convention's folders.
+    return next(iter_vault_notes(target, VaultFilter(target)), None) is not None
+
+
 def _load_marker(path: Path) -> dict[str, Any]:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
@@ -213,14 +227,22 @@ def _load_marker(path: Path) -> dict[str, Any]:
 def prepare_vault(target: Path, *, now: datetime) -> DemoVault:
     """Create (or top up) the demo vault; nothing that exists is overwritten.
 
-    :raises DemoError: ``target`` exists and is not a folder.
+    :raises DemoError: ``target`` exists and is not a folder, or is someone's vault.
     """
     if target.exists() and not target.is_dir():
         raise DemoError(f"{target} exists and is not a folder", hint="pick another folder")
     target = target.expanduser().resolve()
+    if _someones_vault(target):
+        raise DemoError(
+            f"{target} already holds notes, and the demo would add its sample notes, "
+            "feeds and daily notes to them",
+            hint="give the demo a new or empty folder (`signaldesk demo /tmp/d`); to use "
+            f"signaldesk on this vault, run `signaldesk init {shlex.quote(str(target))}`",
+        )
     repo = target / STATE_DIR / _REPO
     config = target / CONFIG_FILENAME
-    if not config.exists():
+    config_written = not config.exists()
+    if config_written:
         # Written before init_vault, which keeps an existing config: the demo's own
         # settings point the captain's log at the demo repository.
         overrides: dict[str, dict[str, Any]] = {
@@ -232,6 +254,11 @@ def prepare_vault(target: Path, *, now: datetime) -> DemoVault:
         }
         atomic_write_text(config, render_default_config(overrides))
     result = DemoVault(init=init_vault(target))
+    if config_written:
+        # init_vault found the config this run wrote a moment ago: created, not kept
+        # (a first demo said "26 folders/files created, 1 kept" of a folder it made).
+        result.init.kept.remove(CONFIG_FILENAME)
+        result.init.created.append(CONFIG_FILENAME)
     _copy_tree(DEMO_DATA / "vault", target, "", result.notes_added)
 
     marker_path = target / STATE_DIR / _MARKER

@@ -17,6 +17,7 @@ from signaldesk.pipeline.errors import PipelineError
 from signaldesk.pipeline.intake.stages import normalise
 from signaldesk.sources.clipper import clipping_to_item
 from signaldesk.sources.decoding import decode_bytes
+from signaldesk.sources.errors import FetchError
 from signaldesk.sources.fulltext import fetch_article
 from signaldesk.sources.http import build_client
 from signaldesk.sources.newsletter import parse_email
@@ -99,11 +100,21 @@ def _drop(path: Path, name: str, data: bytes) -> Item:
 async def item_from_url(url: str, http: HttpSettings) -> Item:
     """Fetch ``url`` and extract its article (trafilatura) as an item.
 
-    :raises ScoreInputError: the page has no article text.
-    :raises FetchError: the page could not be fetched.
+    :raises ScoreInputError: the page could not be fetched, or has no article text.
     """
-    async with build_client(http) as client:
-        article = await fetch_article(client, url, http=http)
+    try:
+        async with build_client(http) as client:
+            article = await fetch_article(client, url, http=http)
+    except FetchError as exc:
+        # The fetch's own message names no address ("connection refused: All
+        # connection attempts failed"): a person scoring one URL is told which.
+        named = exc.message if url in exc.message else f"cannot fetch {url}: {exc.message}"
+        raise ScoreInputError(
+            named,
+            hint=exc.hint
+            or "check the address and the network (HTTP_PROXY / HTTPS_PROXY are used when "
+            "set), or save the page and score the file",
+        ) from exc
     if article is None or not article.text_markdown.strip():
         raise ScoreInputError(f"no article text could be extracted from {url}")
     item = Item(
