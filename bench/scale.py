@@ -142,7 +142,8 @@ async def _latency(
     from signaldesk.retrieval.retriever import Retriever
 
     search = SearchSettings()
-    embedder.encode(["warm up"])  # the model is loaded; cold means the index side
+    # The model is loaded, its whole tokenizer too (a batch): cold means the index side.
+    embedder.encode(["warm up", "warm up"])
     start = time.perf_counter()
     retriever = await Retriever.open(vault, settings, search, embedder)
     try:

@@ -477,5 +477,6 @@ class LazyEmbedder:
         return self._get().encode(texts)
 
     def warm_up(self) -> None:
-        """Load the model now and encode one string, so later calls are fast."""
-        self._get().encode(["warm up"])
+        """Load the model now and encode a batch, so later calls are fast (a batch: one
+        text alone would get a tokenizer cut down to it, static_tokenizer.py)."""
+        self._get().encode(["warm up", "warm up"])

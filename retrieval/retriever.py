@@ -136,6 +136,12 @@ class Retriever(SearchCore):
 
     async def _warm_store(self) -> None:
         """What a server reads once that a one-shot search never needs."""
+        embedder = self._vectors.embedder
+        if embedder is not None:
+            # The first text a process embeds alone gets a tokenizer cut down to it
+            # (static_tokenizer.py: a one-shot search's query); a server embeds many, so
+            # a batch builds the whole tokenizer now and not in its first request.
+            await anyio.to_thread.run_sync(embedder.encode, ["warm up", "warm up"])
         # The chunks' positions (chunk_keys.py), which a search reads from its second on.
         await self._run(lambda conn: self._keys.index_for(conn, load=True))
         matrix = self._vectors.matrix

@@ -100,3 +100,16 @@ async def test_searches_rank_the_same_from_memory(
     held = await run()
     monkeypatch.setattr(ChunkKeys, "index_for", lambda self, conn, load=False: None)
     assert held == await run()
+
+
+async def test_a_warm_server_has_built_its_whole_tokenizer(tmp_path: Path) -> None:
+    # A process's first text embedded alone gets a tokenizer cut down to it (for a
+    # one-shot search); a server's warm-up must embed a batch so that its first request
+    # does not build the whole tokenizer.
+    from tests.index_helpers import CountingEmbedder
+
+    vault = _vault(tmp_path, 3)
+    counting = CountingEmbedder(real_embedder())
+    async with await Retriever.open(vault, SETTINGS, SearchSettings(), counting) as r:
+        await r.warm_up()
+    assert len(counting.texts) > counting.calls  # some call embedded more than one text
