@@ -179,7 +179,14 @@ def main(argv: list[str] | None = None) -> None:
 
 # The verbs that search once and exit; `--batch` runs many searches, collector on.
 _ONE_SHOT_VERBS = frozenset({"search", "context"})
-_GROUP_VALUE_OPTIONS = frozenset({"--vault", "--config"})
+# The options of `signaldesk` itself that take a value (--vault, --config), which go
+# before the verb: read from the group, so a new one is known here too.
+_GLOBAL_OPTIONS = frozenset(
+    name
+    for param in cli.params
+    if isinstance(param, click.Option) and not (param.is_flag or param.count)
+    for name in param.opts
+)
 
 
 def _is_one_shot(args: list[str]) -> bool:
@@ -190,7 +197,7 @@ def _is_one_shot(args: list[str]) -> bool:
     for arg in args:
         if takes_value:
             takes_value = False
-        elif arg in _GROUP_VALUE_OPTIONS:
+        elif arg in _GLOBAL_OPTIONS:
             takes_value = True
         elif not arg.startswith("-"):
             return arg in _ONE_SHOT_VERBS
@@ -266,10 +273,6 @@ def _run(args: list[str]) -> None:
             console.print(f"[bold]hint:[/] {escape(hint)}", highlight=False, soft_wrap=True)
         sys.exit(1)
     sys.exit(code if isinstance(code, int) else 0)
-
-
-# The options of `signaldesk` itself, which go before the verb.
-_GLOBAL_OPTIONS = ("--vault", "--config")
 
 
 def _hint_misplaced_global_option(args: list[str]) -> None:
