@@ -99,38 +99,41 @@ def test_the_fresh_set_is_labelled_like_the_first_and_split_once_on_its_own() ->
     assert {x.id for x in examples} | set(missing) == fresh_ids
 
 
-def test_the_third_set_is_labelled_like_the_others_and_kept_apart() -> None:
-    """``"set": "fresh2"``, labelled before anything scored it, from sources neither earlier
-    set uses, and split once on its own."""
+@pytest.mark.parametrize(("name", "size", "keepers_each"), [("fresh2", 140, 3), ("fresh3", 100, 2)])
+def test_the_later_sets_are_labelled_like_the_others_and_kept_apart(
+    name: str, size: int, keepers_each: int
+) -> None:
+    """``"set": "fresh2"`` and ``"fresh3"``, each labelled before anything scored it, from
+    sources no earlier set uses, and split once on its own."""
     rows = _all_rows()
-    fresh2 = [r for r in rows if r.get("set") == "fresh2"]
-    assert len(fresh2) >= 140
+    later = [r for r in rows if r.get("set") == name]
+    assert len(later) >= size
     assert {str(r.get("set", "first")) for r in rows} == set(SETS)
     first_keys = {k for r in _rows() for k in r}
-    for r in fresh2:
+    for r in later:
         assert r["domain"] in DOMAINS and isinstance(r["file"], bool)
         assert r["why"] and r["licence"] and r["url"] and r["title"]
         assert set(r) <= first_keys | {"set"} and r["split"] in ("tuning", "heldout")
         if r["source"] == "repo":
             assert set(r["ref"]) == {"repo", "commit", "path"}
     # No source of the earlier sets is reused: not a repository, not a site.
-    earlier = [r for r in rows if r.get("set", "first") != "fresh2"]
+    earlier = [r for r in rows if SETS.index(r.get("set", "first")) < SETS.index(name)]
     used_repos = {r["ref"]["repo"] for r in earlier if r["source"] == "repo"}
     used_sites = {r["site"] for r in earlier if r.get("site")}
-    for r in fresh2:
+    for r in later:
         assert r.get("site") not in used_sites
         assert r["source"] != "repo" or r["ref"]["repo"] not in used_repos
-    keepers = Counter(str(r["domain"]) for r in fresh2 if r["file"])
-    assert all(keepers[d] >= 3 for d in DOMAINS)
+    keepers = Counter(str(r["domain"]) for r in later if r["file"])
+    assert all(keepers[d] >= keepers_each for d in DOMAINS)
     # Its halves are stratified within the set, and dealing again moves nothing anywhere.
-    groups = Counter((str(r["domain"]), bool(r["file"]), str(r["split"])) for r in fresh2)
+    groups = Counter((str(r["domain"]), bool(r["file"]), str(r["split"])) for r in later)
     for domain in DOMAINS:
         for label in (True, False):
             assert abs(groups[(domain, label, "tuning")] - groups[(domain, label, "heldout")]) <= 1
     again = assign([dict(r) for r in rows])
     assert [r["split"] for r in again] == [r["split"] for r in rows]
-    examples, missing = load_examples(shared=None, sets=("first", "fresh"))
-    assert not {r["id"] for r in fresh2} & ({x.id for x in examples} | set(missing))
+    examples, missing = load_examples(shared=None, sets=SETS[: SETS.index(name)])
+    assert not {r["id"] for r in later} & ({x.id for x in examples} | set(missing))
 
 
 def test_the_committed_part_loads_as_the_pipeline_presents_items(shared_data: Path) -> None:

@@ -169,3 +169,25 @@ def test_a_title_given_without_an_atx_heading_is_read_from_the_first_line() -> N
     # A first line that is plain text keeps the default title, and an ATX "# " heading wins.
     assert render_page("Just text.\n", url="u", site="s", default_title="repo")[1] == "repo"
     assert render_page("## Sub\n\n# Main\n", url="u", site="s", default_title="r")[1] == "Main"
+
+
+def test_a_franklin_page_reads_its_def_lines_as_metadata() -> None:
+    source = (
+        '@def title = "A Julia post"\n@def authors = "A. Author"\n@def published = "3 May 2024"\n'
+        '@def rss_pubdate = Date(2024, 5, 3)\n@def rss_description = """Two\nlines."""\n\n'
+        "Body text.\n"
+    )
+    page, title = render_page(source, url="https://example.org/p", site="Blog")
+    html = page.decode()
+    assert title == "A Julia post"
+    assert '<meta name="author" content="A. Author">' in html
+    assert 'content="3 May 2024"' in html
+    assert "@def" not in html and "lines." not in html
+    assert "<p>Body text.</p>" in html
+
+
+def test_capitalised_hugo_front_matter_keys_give_the_title() -> None:
+    source = "---\nTitle: Extend Falco\nDate: 2020-06-22\nAuthor: T. L.\n---\nText.\n"
+    page, title = render_page(source, url="https://example.org/p", site="Blog")
+    assert title == "Extend Falco"
+    assert '<meta name="author" content="T. L.">' in page.decode()

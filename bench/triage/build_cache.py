@@ -29,6 +29,7 @@ from markdown_it import MarkdownIt
 from bench.triage.corpus import LABELS, cache_dir, page_path
 from bench.triage.source_formats import (
     field_table,
+    franklin_header,
     loose_fields,
     pep_fields,
     rst_to_markdown,
@@ -58,6 +59,9 @@ def _markdown() -> MarkdownIt:
 def _split_front(text: str) -> tuple[dict[str, Any], str]:
     match = _FRONT.match(text)
     if not match:
+        franklin = franklin_header(text)  # a Franklin.jl page's "@def title = ..." lines
+        if franklin is not None:
+            return franklin
         header = split_header(text)  # a Pelican post's "Title: ..." lines
         return header if header is not None else ({}, text)
     raw_yaml, raw_toml = match.groups()
@@ -66,7 +70,11 @@ def _split_front(text: str) -> tuple[dict[str, Any], str]:
     except (yaml.YAMLError, tomllib.TOMLDecodeError):
         # e.g. an unquoted "title: A: B", which Jekyll and Pelican sites accept
         meta = loose_fields(raw_yaml) if raw_yaml is not None else {}
-    return (meta if isinstance(meta, dict) else {}), text[match.end() :]
+    meta = meta if isinstance(meta, dict) else {}
+    for key in ("Title", "Date", "Author"):  # Hugo accepts capitalised keys (Falco's blog)
+        if key in meta and key.lower() not in meta:
+            meta[key.lower()] = meta[key]
+    return meta, text[match.end() :]
 
 
 def _advisory_fields(raw: str) -> str:

@@ -67,6 +67,37 @@ def loose_fields(raw: str) -> dict[str, str]:
     return fields
 
 
+def franklin_header(text: str) -> tuple[dict[str, str], str] | None:
+    """A Franklin.jl page's leading ``@def name = value`` lines (julialang.org's blog) as
+    metadata, and the text after them; ``None`` when the text does not start with one.
+    A value is a Julia string (``"..."``, or a triple-quoted block over several lines) or
+    kept as written (``Date(2020, 8, 24)``)."""
+    lines = text.split("\n")
+    i = 0
+    while i < len(lines) and not lines[i].strip():
+        i += 1
+    if i == len(lines) or not lines[i].startswith("@def "):
+        return None
+    fields: dict[str, str] = {}
+    while i < len(lines) and (lines[i].startswith("@def ") or not lines[i].strip()):
+        name, sep, value = lines[i][len("@def ") :].partition("=")
+        i += 1
+        if not sep:
+            continue
+        value = value.strip()
+        if value.startswith('"""'):
+            parts = [value[3:]]
+            while not parts[-1].rstrip().endswith('"""') and i < len(lines):
+                parts.append(lines[i])
+                i += 1
+            value = "\n".join(parts).rstrip()
+            value = value[:-3] if value.endswith('"""') else value
+        elif len(value) >= 2 and value[0] == value[-1] == '"':
+            value = value[1:-1]
+        fields[name.strip()] = value.strip()
+    return fields, "\n".join(lines[i:])
+
+
 def pep_fields(meta: dict[str, str]) -> str:
     """The header table of a PEP's page."""
     keys = ("Author", "Status", "Type", "Topic", "Created", "Python-Version", "Superseded-By")
