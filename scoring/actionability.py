@@ -84,6 +84,12 @@ def is_advisory(view: TextView) -> bool:
 # "Go Developer Survey 2022 Q2 Results": a survey's results are something learned from
 # measurement (LABELLING.md), not the survey's announcement.
 _RESULTS_TITLE = re.compile(r"\bresults?\b|\breport\b|\bfindings\b", re.IGNORECASE)
+# The results of a survey under its plain name ("2020 Julia User and Developer Survey") carry
+# their figures: this many measurements (percentages, timings) make a report of results.
+_RESULT_FIGURES = 10
+# A newsletter or round-up that names this many versions carries what changed (LABELLING.md
+# keeps "a round-up that carries what changed"); a link round-up names few or none.
+_ROUND_UP_VERSIONS = 5
 
 
 # A list of links this long, making up four in five list items, is a link round-up (the
@@ -108,8 +114,9 @@ def is_bare_announcement(view: TextView) -> bool:
     lists = view.bullets + view.numbered
     if view.link_items >= _LINK_LIST_ITEMS and view.link_items * 5 >= lists * 4:
         return True  # a curated list of links ("awesome" lists): a round-up
+    results = bool(_RESULTS_TITLE.search(view.title)) or prose.measurements >= _RESULT_FIGURES
     if prose.titled_announcement:
-        return not (is_advisory(view) or prose.paper_shaped or _RESULTS_TITLE.search(view.title))
+        return not (is_advisory(view) or prose.paper_shaped or results)
     technical = (
         view.code_blocks
         or prose.code_lines >= 2
@@ -118,6 +125,7 @@ def is_bare_announcement(view: TextView) -> bool:
         or prose.measurements >= 2
         or prose.paper_shaped
         or is_release(view)
+        or view.versions >= _ROUND_UP_VERSIONS
         or is_advisory(view)
     )
     return prose.announcement >= 3 and not technical

@@ -196,8 +196,11 @@ _PAPER_RESULT = KeywordMatcher(
 )
 _ANNOUNCEMENT = KeywordMatcher(
     (
-        # event logistics
-        "register",
+        # event logistics ("register" alone is also what a plugin or a handler does)
+        "register now",
+        "register here",
+        "register today",
+        "register for",
         "registration",
         "tickets",
         "ticket sales",
@@ -239,6 +242,11 @@ _ANNOUNCEMENT = KeywordMatcher(
         "governance",
         "council",
         "mentorship program",
+        # community programmes: their fellows, mentees and progress notes
+        "gsoc",
+        "summer of code",
+        "fellows",
+        "mentee*",
         "code of conduct",
         # link round-ups and newsletters (LABELLING: "link round-ups without content")
         "this week in",
@@ -268,10 +276,12 @@ _ANNOUNCEMENT = KeywordMatcher(
 )
 _OPENING_TOKENS = 300
 # Conference names in titles: "TokioConf 2026", "PromCon is only one month away".
-# Milestones too: "Helm Turns 5", "10 years of ...", but not a release ("Jekyll turns 3.5").
+# Milestones too: "Helm Turns 5", "Linkerd 2.x turns one year old!", "10 years of ...", but
+# not a release ("Jekyll turns 3.5").
 _EVENT_TITLE = re.compile(
-    r"\w(?:conf|con)\b|\b(?:conf|summit|meetup|hackathon)\b|\bturns\s+\d+(?![.\d])"
-    r"|\b\d+\s+years\s+of\b",
+    r"\w(?:conf|con)\b|\b(?:conf|summit|meetup|hackathon)\b"
+    r"|\bturns\s+(?:\d+|one|two|three|four|five|six|seven|eight|nine|ten)\b(?![.\d])"
+    r"|\b\d+\s+years\s+of\b|\byears?\s+old\b",
     re.IGNORECASE,
 )
 

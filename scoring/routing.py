@@ -27,6 +27,11 @@ _KEYWORD_SCALE = 7.0
 _CANDIDATES = 3
 # How shape evidence is named among the keywords in a route's reason.
 _SHAPE_NAMES = {"research": "shaped like a paper", "security": "shaped like an advisory"}
+# What an item is outranks what it is about: a decisive shape's domain (a paper's research)
+# wins over any domain less than this much ahead of it. Keyword evidence saturates, so a
+# paper's topic can otherwise tie with research at 0.99 and win on the embedding.
+_DECISIVE_MARGIN = 0.25
+_DECISIVE_NAMES = {"research": "a paper goes under research before its topic"}
 
 
 class Router:
@@ -56,6 +61,7 @@ class Router:
         similarities: Sequence[float] | None,
         *,
         shape: Mapping[str, float] | None = None,
+        decisive: frozenset[str] = frozenset(),
     ) -> RouteDecision:
         """Route ``view``.
 
@@ -63,6 +69,8 @@ class Router:
         :param similarities: 0..1 similarities to :attr:`anchors`, or None (keyword-only).
         :param shape: extra keyword-equivalent evidence per domain from the item's shape
             (a paper's abstract for ``research``, an advisory for ``security``).
+        :param decisive: domains whose shape says what the item is beyond doubt: each wins
+            over any domain less than ``_DECISIVE_MARGIN`` ahead of it.
         """
         title, tags, body = counts.title, counts.tags, counts.body
         share = self._share if similarities is not None else 0.0
@@ -77,7 +85,9 @@ class Router:
             semantic = similarities[i] if similarities is not None else 0.0
             combined = clamp((1.0 - share) * keyword + share * semantic)
             scored.append((combined, rule.domain, found, keyword, semantic))
-        scored.sort(key=lambda entry: (-entry[0], entry[1]))
+        scored.sort(
+            key=lambda entry: (-(entry[0] + _DECISIVE_MARGIN * (entry[1] in decisive)), entry[1])
+        )
         candidates = tuple((domain, round(value, 4)) for value, domain, *_ in scored[:_CANDIDATES])
         if not scored or scored[0][0] < self._min_confidence:
             best = scored[0] if scored else None
@@ -100,7 +110,17 @@ class Router:
             detail.append(f"keywords {shown_terms(found)}")
         if share and round(semantic, 2) > 0:  # "similar ... (0.00)" would say the opposite
             detail.append(f"similar to its description ({semantic:.2f})")
-        runner_up = f"; next {scored[1][1]} ({scored[1][0]:.2f})" if len(scored) > 1 else ""
+        runner_up = ""
+        if len(scored) > 1:
+            other, other_value = scored[1][1], scored[1][0]
+            # "next ai-tooling (0.80)" beside "research (0.65)" would read as a mistake.
+            ahead = other_value > value
+            runner_up = (
+                f"; {_DECISIVE_NAMES.get(domain, 'its shape decides')}, ahead of {other} "
+                f"({other_value:.2f})"
+                if ahead
+                else f"; next {other} ({other_value:.2f})"
+            )
         return RouteDecision(
             domain=domain,
             confidence=round(value, 4),

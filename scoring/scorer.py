@@ -244,7 +244,9 @@ class Scorer:
             authority=dims["authority"],
             composite=composite,
             passed=composite > self.settings.threshold,
-            route=self._router.route(view, counts, domain_similarities, shape=_shape(view)),
+            route=self._router.route(
+                view, counts, domain_similarities, shape=_shape(view), decisive=_decisive(view)
+            ),
         )
 
     def _calibrated(self, name: str, dim: DimensionScore) -> DimensionScore:
@@ -315,6 +317,16 @@ def _shape(view: TextView) -> dict[str, float]:
     if is_advisory(view):
         shape["security"] = _ADVISORY_EVIDENCE
     return shape
+
+
+# A paper with all of its marks (an abstract or "we propose", a result, an arXiv id) is one
+# beyond doubt and goes under research whatever its topic; an "Abstract" heading and one more
+# mark is also what a PEP or a design document has, and those belong with their topic.
+_DECISIVE_PAPER_MARKS = 3
+
+
+def _decisive(view: TextView) -> frozenset[str]:
+    return frozenset({"research"}) if view.prose.paper >= _DECISIVE_PAPER_MARKS else frozenset()
 
 
 def _with_clipping_intent(score: DimensionScore, intent: float) -> DimensionScore:

@@ -7,6 +7,7 @@ import pytest
 from signaldesk.items import Item
 from signaldesk.scoring import FALLBACK_DOMAIN, DomainRuleSettings, Scorer, ScoringSettings
 from signaldesk.vault import DOMAINS
+from tests.index_helpers import real_embedder
 
 # One real-shaped item per domain folder (title + opening paragraph).
 EXAMPLES: dict[str, tuple[str, str]] = {
@@ -124,3 +125,55 @@ def test_keyword_only_mode_is_marked_and_deterministic() -> None:
     assert first == Scorer(ScoringSettings(), None).score(_item(title, text))
     assert first.relevance.features["best_topic_similarity"] == 0.0
     assert "similar" not in first.route.reason
+
+
+def test_a_paper_is_research_whatever_its_topic() -> None:
+    # LABELLING.md files papers under research; a paper about LLMs names as many AI-tool
+    # keywords as an LLM tool's post would, and is closer to ai-tooling's description.
+    scorer = Scorer(ScoringSettings(), real_embedder())
+    title = "Holistic evaluation of large language models for code generation"
+    abstract = (
+        "Abstract. We propose an evaluation of six LLMs, including GPT-4 and Claude, on 944 "
+        "problems in five languages. Experiments show that the large language models differ "
+        "in correctness and efficiency; we present the failure kinds and a prompt study."
+    )
+    route = scorer.score(_item(title, abstract)).route
+    assert route.domain == "research", route.reason
+    assert "shaped like a paper" in route.reason
+    # Its reason never names a runner-up with a higher score as merely "next".
+    runner_up = route.candidates[1][1]
+    if runner_up > route.confidence:
+        assert "a paper goes under research before its topic, ahead of" in route.reason
+    else:
+        assert f"next {route.candidates[1][0]}" in route.reason
+    # An "Abstract" heading and one more mark is also a PEP's or a design document's shape:
+    # those stay with their topic.
+    pep = (
+        "Abstract\n\nThis PEP adds a lazy import statement to Python. The evaluation of the "
+        "standard library's import time follows; the type checker and the interpreter change."
+    )
+    assert scorer.score(_item("PEP 9999: Lazy imports", pep)).route.domain == "programming"
+    # Without a paper's shape the same topic is an AI tool's.
+    post = "Claude Code and GPT-4 as coding agents: an LLM prompt that writes the tests for you."
+    assert scorer.score(_item("An LLM that writes tests", post)).route.domain == "ai-tooling"
+
+
+@pytest.mark.parametrize(
+    ("title", "text"),
+    [
+        (
+            "ESLint v9.32.0 released",
+            "This release adds a new lint rule and fixes the linter's "
+            "handling of JSX in flat config.",
+        ),
+        (
+            "Babel 7.22.0 released",
+            "Babel now transpiles decorators and ships polyfills for "
+            "ECMAScript 2023 with esbuild-like speed.",
+        ),
+        ("Vite 6 and the webpack migration", "Moving a bundler config from webpack to Vite."),
+    ],
+)
+def test_the_javascript_toolchain_is_web(scorer: Scorer, title: str, text: str) -> None:
+    # LABELLING.md files front-end tooling (Vite) and Node.js under web.
+    assert scorer.score(_item(title, text)).route.domain == "web"

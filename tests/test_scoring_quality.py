@@ -414,3 +414,62 @@ def test_routing_knows_kotlin_multiplatform_and_heap_profiling() -> None:
         "records the call stack.",
     )
     assert heap.route.domain == "systems"
+
+
+SURVEY = """# 2099 Widget User and Developer Survey
+
+Thank you to the 2,312 people who took the survey this year.
+
+- 41% use Widget at work, up from 33% last year; 18% use it only for teaching.
+- 62% run it on Linux, 24% on macOS and 14% on Windows.
+- Compile latency is the top complaint (54%), ahead of the package manager (21%).
+- 73% would recommend Widget; 9% would not.
+- Median project size grew from 4 kB to 12 kB of source; 11% of projects exceed 1 MB.
+"""
+
+ROUND_UP_WITH_VERSIONS = """# This Month in Widget World (December 2099)
+
+Welcome to the monthly newsletter of the Widget community. Join us on the forum, and see
+you at the next meetup.
+
+- Widget 1.12.4 is out with fixes for the parser; 1.13 is in beta.
+- Gadget.jl 3.13 can now reload methods defined in macros.
+- Layout 2.0.1 drops the old renderer; Layout 2.1 adds grid support.
+- Base gains `mapreduce` over tuples in 1.13.
+"""
+
+
+def test_figures_and_versions_are_not_an_announcement() -> None:
+    # LABELLING.md keeps survey results ("something learned from measurement") and "a
+    # round-up that carries what changed, with versions", even where their names or
+    # openings sound like an announcement; it rejects survey launches and link round-ups.
+    survey = _score("2099 Widget User and Developer Survey", SURVEY)
+    assert survey.depth.features["penalty_announcement"] == 0
+    launch = _score("2099 Widget User and Developer Survey", "Take the survey! It closes soon.")
+    assert launch.depth.features["penalty_announcement"] == 1
+    round_up = _score("This Month in Widget World (December 2099)", ROUND_UP_WITH_VERSIONS)
+    assert round_up.depth.features["penalty_announcement"] == 0
+    assert round_up.actionability.features["penalty_announcement"] == 0
+
+
+def test_community_programmes_and_milestones_are_announcements() -> None:
+    for title in (
+        "2099 GSoC Fellows Announced",
+        "Halfway Through Google Summer of Code: My Progress",
+        "Widget 2.x turns one year old!",
+    ):
+        card = _score(title, CONF_RECAP)
+        assert card.depth.features["penalty_announcement"] == 1, title
+
+
+def test_registering_a_plugin_is_not_event_registration() -> None:
+    # "Register" in a how-to's title is what the code does, not a ticket sale.
+    how_to = _score(
+        "Extend Widget inputs by creating a plugin: register the plugin",
+        "Call `plugin_register()` from your init function:\n\n```c\n"
+        "int init(void) {\n  return plugin_register(&my_plugin);\n}\n```\n",
+    )
+    assert how_to.depth.features["penalty_announcement"] == 0
+    assert how_to.actionability.features["penalty_announcement"] == 0
+    event = _score("Register now for WidgetConf 2099", CONF_RECAP)
+    assert event.depth.features["penalty_announcement"] == 1
