@@ -11,19 +11,24 @@ that asks once (a one-shot CLI search) scores them block by block, converting
 and normalising each block on the fly, so it never holds the float32 matrix
 (4x the int8 size); from the second full scan on, the normalised float32 matrix
 is built once and kept. Both give bit-for-bit the same scores: the same float32
-rows (``raw / norm``) and the same per-row dot product (numpy's ``einsum``, which
-computes each row on its own).
+rows (``raw / norm``) and the same per-row dot product (below).
 
-Why ``einsum`` and not ``matrix @ query``: BLAS's mat-vec runs on every core,
-and on a loaded 2-core machine its spinning threads take the core the SQLite
-lists need (hybrid p95 ~53 ms against ~27 ms with one thread, issue 15);
-numpy's own single-threaded loop measured 2.1 ms CPU per 47k x 256 scan
-against 4.5 ms for one-thread BLAS and 8 ms for the default.
+The product is BLAS's mat-vec when OpenBLAS runs one thread, the caller's (what
+``signaldesk/__init__.py`` asks for before numpy loads), else numpy's own
+single-threaded ``einsum``. Why not BLAS with its default thread per core: on a
+loaded 2-core machine its spinning threads take the core the SQLite lists need
+(hybrid p95 ~53 ms against ~27 ms with one thread, issue 15). Why BLAS when it is one
+thread: at 47k x 256 it measured 1.9 / 2.1 ms p50 / p95 against einsum's 2.2 / 6.2 ms,
+and inside a hybrid search, beside the SQL, 4.8 ms against 7.0 ms (``einsum`` was the
+faster on the machine that chose it first, 2.1 against 4.5 ms: CPUs differ). Either
+kernel computes each row on its own, so a block, a gathered subset and the whole
+matrix give the same float32 score for a row (tests/test_vector_kernel.py).
 """
 
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -44,8 +49,12 @@ IdArray = npt.NDArray[np.int64]
 _BLOCK_ROWS = 4096  # 4 MB of float32 at 256 dims: a one-shot scan's working set
 
 
+# What OpenBLAS read when numpy loaded (nothing in signaldesk changes it later).
+BLAS_IN_CALLER = os.environ.get("OPENBLAS_NUM_THREADS") == "1"
+
+
 def _dot_rows(rows: FloatArray, query: FloatArray) -> FloatArray:
-    out: FloatArray = np.einsum("ij,j->i", rows, query)
+    out: FloatArray = rows @ query if BLAS_IN_CALLER else np.einsum("ij,j->i", rows, query)
     return out
 
 

@@ -3,7 +3,16 @@ and the vault's layout. Nothing in here imports any of the layers."""
 
 from __future__ import annotations
 
+import os as _os
+import sys as _sys
 import typing as _typing
+
+# The vector scan runs beside SQLite's keyword lists, each on one core (retrieval/
+# vector_matrix.py): OpenBLAS's default of a thread per core, read when numpy loads, would
+# spin on the core the SQL needs. Set only where numpy has not loaded yet, so that what the
+# variable says is what OpenBLAS runs with; a value the user set is left alone.
+if "OPENBLAS_NUM_THREADS" not in _os.environ and "numpy" not in _sys.modules:
+    _os.environ["OPENBLAS_NUM_THREADS"] = "1"
 
 from signaldesk.lazy import lazy_attributes as _lazy_attributes
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -134,10 +133,6 @@ def _searcher(app: AppContext, setup: SearchSetup) -> Iterator[_Searches]:
     """Searches for this process: in this thread on SQLite, no event loop (a one-shot
     search is a hook's whole latency); the team database's async retriever otherwise."""
     if setup.index.backend == "sqlite":
-        # Before numpy is imported: these searches never run a BLAS product (a scan is
-        # numpy's own loop, vector_matrix.py), yet OpenBLAS starts a thread per core at
-        # import, ~0.1 s of CPU a one-shot search takes from a loaded machine.
-        os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
         from signaldesk.retrieval.embedder import LazyEmbedder
         from signaldesk.retrieval.one_shot import open_one_shot
 
