@@ -319,9 +319,10 @@ def _shape(view: TextView) -> dict[str, float]:
     return shape
 
 
-# A paper with all of its marks (an abstract or "we propose", a result, an arXiv id) is one
-# beyond doubt and goes under research whatever its topic; an "Abstract" heading and one more
-# mark is also what a PEP or a design document has, and those belong with their topic.
+# A paper with three of its four marks (an abstract, "we propose" or the like, a result, an
+# arXiv id) is one beyond doubt and goes under research whatever its topic; an "Abstract"
+# heading and one more mark is also what a PEP or a design document has, and those belong
+# with their topic.
 _DECISIVE_PAPER_MARKS = 3
 
 
