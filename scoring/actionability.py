@@ -114,8 +114,8 @@ def is_bare_announcement(view: TextView) -> bool:
     lists = view.bullets + view.numbered
     if view.link_items >= _LINK_LIST_ITEMS and view.link_items * 5 >= lists * 4:
         return True  # a curated list of links ("awesome" lists): a round-up
-    results = bool(_RESULTS_TITLE.search(view.title)) or prose.measurements >= _RESULT_FIGURES
     if prose.titled_announcement:
+        results = bool(_RESULTS_TITLE.search(view.title)) or prose.measurements >= _RESULT_FIGURES
         return not (is_advisory(view) or prose.paper_shaped or results)
     technical = (
         view.code_blocks

@@ -112,15 +112,14 @@ class Router:
             detail.append(f"similar to its description ({semantic:.2f})")
         runner_up = ""
         if len(scored) > 1:
-            other, other_value = scored[1][1], scored[1][0]
+            other_value, other = scored[1][0], scored[1][1]
             # "next ai-tooling (0.80)" beside "research (0.65)" would read as a mistake.
-            ahead = other_value > value
-            runner_up = (
-                f"; {_DECISIVE_NAMES.get(domain, 'its shape decides')}, ahead of {other} "
-                f"({other_value:.2f})"
-                if ahead
-                else f"; next {other} ({other_value:.2f})"
+            lead = (
+                f"{_DECISIVE_NAMES.get(domain, 'its shape decides')}, ahead of"
+                if other_value > value
+                else "next"
             )
+            runner_up = f"; {lead} {other} ({other_value:.2f})"
         return RouteDecision(
             domain=domain,
             confidence=round(value, 4),

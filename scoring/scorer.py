@@ -324,10 +324,11 @@ def _shape(view: TextView) -> dict[str, float]:
 # heading and one more mark is also what a PEP or a design document has, and those belong
 # with their topic.
 _DECISIVE_PAPER_MARKS = 3
+_PAPER_DECIDES = frozenset({"research"})
 
 
 def _decisive(view: TextView) -> frozenset[str]:
-    return frozenset({"research"}) if view.prose.paper >= _DECISIVE_PAPER_MARKS else frozenset()
+    return _PAPER_DECIDES if view.prose.paper >= _DECISIVE_PAPER_MARKS else frozenset()
 
 
 def _with_clipping_intent(score: DimensionScore, intent: float) -> DimensionScore:
