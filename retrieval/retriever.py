@@ -146,9 +146,7 @@ class Retriever(SearchCore):
         await self._run(lambda conn: self._keys.index_for(conn, load=True))
         matrix = self._vectors.matrix
         if matrix is not None:
-            # A server searches many times: build the float32 matrix now rather
-            # than on its second query (a one-shot search never needs it).
-            await anyio.to_thread.run_sync(lambda: matrix.matrix)
+            await anyio.to_thread.run_sync(matrix.warm)
 
     # -- search ------------------------------------------------------------
 

@@ -6,31 +6,31 @@ where one numpy matrix-vector product costs 2-4 ms. The matrix is read from
 the raw blobs of ``chunk_vectors`` (or mapped from the cache beside the index,
 vector_cache.py) and replaced whenever the index's generation changes.
 
-The rows are kept as stored (int8 or float32) with each row's norm. A process
-that asks once (a one-shot CLI search) scores them block by block, converting
-and normalising each block on the fly, so it never holds the float32 matrix
-(4x the int8 size); from the second full scan on, the normalised float32 matrix
-is built once and kept. Both give bit-for-bit the same scores: the same float32
-rows (``raw / norm``) and the same per-row dot product (below).
+The rows are kept as stored (int8 or float32, mapped from the cache or read) with
+each row's norm, and a row's score is ``dot(float32(row), query) / norm``: no float32
+copy of the matrix is ever made. Trigger: the normalised float32 copy of an int8 index
+(48 MB at 47k x 256) does not fit this machine's 32 MB L3 cache, so every scan streamed
+it from memory: 5.8 ms a scan with one BLAS thread, 6.4 ms inside a hybrid search
+(issue 15). Why: the int8 rows are 12 MB and stay cached; converting a block of them
+into a small float32 buffer that lives in L2 costs less than reading 4x the bytes.
+Outcome: 2.4-2.7 ms a scan, and 48 MB less memory in a server.
 
 The product is BLAS's mat-vec when OpenBLAS runs one thread, the caller's (what
 ``signaldesk/__init__.py`` asks for before numpy loads), else numpy's own
 single-threaded ``einsum``. Why not BLAS with its default thread per core: on a
 loaded 2-core machine its spinning threads take the core the SQLite lists need
-(hybrid p95 ~53 ms against ~27 ms with one thread, issue 15). Why BLAS when it is one
-thread: at 47k x 256 it measured 1.9 / 2.1 ms p50 / p95 against einsum's 2.2 / 6.2 ms,
-and inside a hybrid search, beside the SQL, 4.8 ms against 7.0 ms (``einsum`` was the
-faster on the machine that chose it first, 2.1 against 4.5 ms: CPUs differ). Either
-kernel computes each row on its own, so a block, a gathered subset and the whole
-matrix give the same float32 score for a row (tests/test_vector_kernel.py).
+(hybrid p95 ~53 ms against ~27 ms with one thread, issue 15). Either kernel computes
+each row on its own, so a block, a gathered subset and the whole matrix give the same
+float32 score for a row (tests/test_vector_kernel.py).
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import threading
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -46,7 +46,12 @@ logger = logging.getLogger(__name__)
 FloatArray = npt.NDArray[np.float32]
 IdArray = npt.NDArray[np.int64]
 
-_BLOCK_ROWS = 4096  # 4 MB of float32 at 256 dims: a one-shot scan's working set
+# Rows converted to float32 at a time: 2 MB at 256 dims, the size of one core's L2
+# (2048 measured 2.4 ms a scan at 47k rows, 512 2.9 ms, 8192 2.4-3.0 ms).
+_BLOCK_ROWS = 2048
+# Each scanning thread converts into a buffer of its own, made once (a new 2 MB
+# array every scan would be mapped and faulted in afresh).
+_buffers = threading.local()
 
 
 # What OpenBLAS read when numpy loaded (nothing in signaldesk changes it later).
@@ -72,6 +77,14 @@ def row_norms(raw: npt.NDArray[Any]) -> FloatArray:
     return norms
 
 
+def _block_buffer(dims: int) -> FloatArray:
+    buffer: FloatArray | None = getattr(_buffers, "rows", None)
+    if buffer is None or buffer.shape[1] != dims:
+        buffer = np.empty((_BLOCK_ROWS, dims), dtype=np.float32)
+        _buffers.rows = buffer
+    return buffer
+
+
 @dataclass(frozen=True, slots=True, eq=False)
 class VectorMatrix:
     """The stored vectors (``raw``: int8 or float32 rows), their norms and chunk ids.
@@ -86,9 +99,6 @@ class VectorMatrix:
     generation: str | None
     sorted_ids: IdArray
     order: IdArray
-    # The normalised float32 matrix once built, and how many full scans were asked for.
-    _dense: list[FloatArray] = field(default_factory=list, repr=False)
-    _scans: list[int] = field(default_factory=lambda: [0], repr=False)
 
     @classmethod
     def from_arrays(
@@ -112,37 +122,32 @@ class VectorMatrix:
     def __len__(self) -> int:
         return int(self.ids.shape[0])
 
-    @property
-    def matrix(self) -> FloatArray:
-        """The row-normalised float32 matrix (built once, on first use)."""
-        if not self._dense:
-            dense = self.raw.astype(np.float32)
-            dense /= self.norms
-            self._dense.append(dense)
-        return self._dense[0]
-
-    def _rows(self, start: int, stop: int) -> FloatArray:
-        if self._dense:
-            return self._dense[0][start:stop]
-        block: FloatArray = self.raw[start:stop].astype(np.float32)
-        block /= self.norms[start:stop]
-        return block
+    def warm(self) -> None:
+        """Read every row once: a server pages in the mapped cache before its first
+        request rather than during it."""
+        self.scores(np.zeros(self.raw.shape[1], dtype=np.float32))
 
     def scores(self, query: FloatArray) -> FloatArray:
         """The cosine of ``query`` with every row."""
-        self._scans[0] += 1
-        if self._dense or self._scans[0] > 1:
-            return _dot_rows(self.matrix, query)
-        out = np.empty(len(self), dtype=np.float32)
-        for start in range(0, len(self), _BLOCK_ROWS):
-            stop = min(start + _BLOCK_ROWS, len(self))
-            out[start:stop] = _dot_rows(self._rows(start, stop), query)
+        raw = self.raw
+        if raw.dtype == np.float32:
+            out = _dot_rows(raw, query)
+        else:
+            out = np.empty(len(self), dtype=np.float32)
+            buffer = _block_buffer(raw.shape[1])
+            for start in range(0, len(self), _BLOCK_ROWS):
+                stop = min(start + _BLOCK_ROWS, len(self))
+                rows = buffer[: stop - start]
+                rows[...] = raw[start:stop]
+                out[start:stop] = _dot_rows(rows, query)
+        out /= self.norms[:, 0]
         return out
 
     def top_k(
         self, query: FloatArray, k: int, allowed: Iterable[int] | None = None
     ) -> list[tuple[int, float]]:
-        """The ``k`` chunks most similar to ``query`` (cosine), best first.
+        """The ``k`` chunks most similar to ``query`` (cosine), best first; equal
+        scores by ascending chunk id, so a query is repeatable.
 
         :param allowed: when given, only these chunk ids are eligible (filters).
         """
@@ -151,16 +156,14 @@ class VectorMatrix:
         scores = self.scores(query)
         if allowed is not None:
             mask = np.isin(self.ids, np.fromiter(allowed, dtype=np.int64))
-            scores = np.where(mask, scores, -np.inf)
-            eligible = int(mask.sum())
-            k = min(k, eligible)
+            scores = np.where(mask, scores, np.float32(-np.inf))
+            k = min(k, int(mask.sum()))
             if k == 0:
                 return []
-        k = min(k, len(self))
-        top = np.argpartition(-scores, k - 1)[:k] if k < len(self) else np.arange(len(self))
-        # Stable order for equal scores: by chunk id, so a query is repeatable.
-        order = sorted(top.tolist(), key=lambda i: (-float(scores[i]), int(self.ids[i])))
-        return [(int(self.ids[i]), float(scores[i])) for i in order]
+        rows = _best_rows(scores, min(k, len(self)))
+        # By score, then by chunk id: the first k of the whole list sorted that way.
+        ranked = rows[np.lexsort((self.ids[rows], -scores[rows]))][:k]
+        return list(zip(self.ids[ranked].tolist(), scores[ranked].tolist(), strict=True))
 
     def rows_of(self, chunk_ids: Iterable[int]) -> tuple[list[int], IdArray]:
         """The listed chunk ids that have a vector, and their rows (same order)."""
@@ -176,13 +179,30 @@ class VectorMatrix:
         cids, idx = self.rows_of(chunk_ids)
         if not cids:
             return {}
-        if self._dense:
-            rows = self._dense[0][idx]
-        else:
-            rows = self.raw[idx].astype(np.float32)
-            rows /= self.norms[idx]
-        values = _dot_rows(rows, query)
-        return {cid: float(v) for cid, v in zip(cids, values.tolist(), strict=True)}
+        values = _dot_rows(self.raw[idx].astype(np.float32), query) / self.norms[idx, 0]
+        return dict(zip(cids, values.tolist(), strict=True))
+
+
+def _best_rows(scores: FloatArray, k: int) -> IdArray:
+    """The rows of every score at least the ``k``-th largest (ties at it included).
+
+    Trigger: ``argpartition`` over all 47k scores took 0.8 ms, a third of the scan.
+    Why: the ``k``-th largest of a sample is never above the ``k``-th largest of the
+    whole, so the rows at or above it hold the whole top ``k``. Outcome: a partition
+    of ~1k sampled scores, one comparison over all, and a partition of the few
+    thousand rows left.
+    """
+    n = len(scores)
+    if k >= n:
+        return np.arange(n)
+    # Every stride-th score: at least 8k of them (so at least k), about 1,000 at 47k.
+    sample = scores[:: max(1, n // max(8 * k, 1024))]
+    floor = np.partition(sample, len(sample) - k)[len(sample) - k]
+    rows: IdArray = np.flatnonzero(scores >= floor)
+    kept = scores[rows]
+    kth = np.partition(kept, len(kept) - k)[len(kept) - k]
+    best: IdArray = rows[kept >= kth]
+    return best
 
 
 def load_matrix(

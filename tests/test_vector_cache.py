@@ -29,7 +29,7 @@ from signaldesk.retrieval.settings import IndexSettings, SearchSettings
 from signaldesk.retrieval.static_model import read_folder
 from signaldesk.retrieval.store import connect, get_meta, index_db_path
 from signaldesk.retrieval.vector_cache import cache_path, cache_token, load_cached
-from signaldesk.retrieval.vector_matrix import load_matrix
+from signaldesk.retrieval.vector_matrix import VectorMatrix, load_matrix
 from tests.index_helpers import section, write_note
 
 pytestmark = pytest.mark.anyio
@@ -66,6 +66,7 @@ async def _search(vault: Path, embedder: Embedder, query: str) -> list[tuple[str
 
 
 def _reference(vault: Path) -> tuple[np.ndarray, np.ndarray, str]:
+    """The ids, the normalised rows and the commit token read from sqlite-vec."""
     conn = connect(_db(vault), readonly=True)
     try:
         token = cache_token(conn)
@@ -73,7 +74,11 @@ def _reference(vault: Path) -> tuple[np.ndarray, np.ndarray, str]:
         matrix = load_matrix(conn, 256, get_meta(conn, "vector_type") or "float", token)
     finally:
         conn.close()
-    return matrix.ids, matrix.matrix, token
+    return matrix.ids, _normalised(matrix), token
+
+
+def _normalised(matrix: VectorMatrix) -> np.ndarray:
+    return matrix.raw.astype(np.float32) / matrix.norms
 
 
 async def test_the_indexer_writes_the_matrix_exactly(tmp_path: Path, embedder: Embedder) -> None:
@@ -81,7 +86,7 @@ async def test_the_indexer_writes_the_matrix_exactly(tmp_path: Path, embedder: E
     ids, matrix, token = _reference(vault)
     cached = load_cached(_db(vault), token, 256)
     assert cached is not None
-    assert np.array_equal(cached.ids, ids) and np.array_equal(cached.matrix, matrix)
+    assert np.array_equal(cached.ids, ids) and np.array_equal(_normalised(cached), matrix)
     some = [int(ids[2]), int(ids[0]), 10**9]
     assert cached.scores_for(matrix[1], some).keys() == {int(ids[2]), int(ids[0])}
 
@@ -95,7 +100,7 @@ async def test_a_change_to_the_vault_rewrites_the_cache(tmp_path: Path, embedder
     assert after != before
     assert load_cached(_db(vault), before, 256) is None
     cached = load_cached(_db(vault), after, 256)
-    assert cached is not None and np.array_equal(cached.matrix, matrix)
+    assert cached is not None and np.array_equal(_normalised(cached), matrix)
     assert (await _search(vault, embedder, "compost heap"))[0][0] == "new/compost.md"
 
 
@@ -190,7 +195,7 @@ async def test_a_rebuild_writes_the_cache_of_its_new_generation(
     assert live != first  # a full rebuild publishes a new generation file
     _, matrix, token = _reference(vault)
     cached = load_cached(live, token, 256)
-    assert cached is not None and np.array_equal(cached.matrix, matrix)
+    assert cached is not None and np.array_equal(_normalised(cached), matrix)
     # The old generation's cache went with it.
     assert sorted(p.name for p in live.parent.glob("*.vectors")) == [cache_path(live).name]
     assert (await _search(vault, embedder, "sourdough starter"))[0][0] == "kitchen/bread.md"

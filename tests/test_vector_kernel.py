@@ -1,5 +1,6 @@
 """The vector scan's mat-vec: one-thread BLAS where OpenBLAS runs in the caller, else
-numpy's own loop; either gives a row the same score in a block, a subset and the whole."""
+numpy's own loop; either gives a row the same score in a block, a subset and the whole,
+and the top k is the head of the whole list."""
 
 from __future__ import annotations
 
@@ -50,13 +51,34 @@ def test_a_row_scores_the_same_in_a_block_a_subset_and_the_whole(
     query = rng.standard_normal(64).astype(np.float32)
     query /= np.linalg.norm(query)
     matrix = VectorMatrix.from_arrays(ids, raw, "g1")
-    first = matrix.scores(query)  # block by block, no float32 copy kept
-    assert not matrix._dense
-    second = matrix.scores(query)  # the whole normalised matrix, built now
-    assert matrix._dense
-    assert np.array_equal(first, second)
+    whole = matrix.scores(query)  # block by block, into one small buffer
+    # The cosine of the stored row, in float32 (the blocks change nothing but speed).
+    expected = (raw.astype(np.float64) @ query) / np.linalg.norm(raw.astype(np.float64), axis=1)
+    assert np.allclose(whole, expected, atol=1e-6)
+    assert np.array_equal(matrix.scores(query), whole)
     wanted = [int(i) for i in rng.choice(ids, 300, replace=False)]
     subset = matrix.scores_for(query, wanted)
-    assert all(subset[cid] == second[cid - 10] for cid in wanted)
+    assert all(subset[cid] == whole[cid - 10] for cid in wanted)
     top = matrix.top_k(query, 20)
-    assert [cid for cid, _ in top] == [int(ids[i]) for i in np.argsort(-second, kind="stable")[:20]]
+    assert [cid for cid, _ in top] == [int(ids[i]) for i in np.argsort(-whole, kind="stable")[:20]]
+    assert [score for _, score in top] == [float(whole[cid - 10]) for cid, _ in top]
+
+
+@pytest.mark.parametrize("k", [1, 5, 100, 2999, 3000, 4000])
+def test_the_top_k_is_the_head_of_the_whole_list_sorted_ties_by_id(k: int) -> None:
+    """The sampled floor of the top k never loses a row, and equal scores (many here:
+    integer rows on four values) come out by ascending chunk id, as a full sort gives."""
+    rng = np.random.default_rng(11)
+    raw = rng.integers(-2, 2, size=(3000, 8), dtype=np.int8)
+    raw[raw.sum(axis=1) == 0, 0] = 1
+    ids = rng.permutation(np.arange(100, 3100, dtype=np.int64))
+    query = np.ones(8, dtype=np.float32) / np.sqrt(8)
+    matrix = VectorMatrix.from_arrays(ids, raw, "g1")
+    scores = matrix.scores(query)
+    everything = sorted(
+        zip(ids.tolist(), scores.tolist(), strict=True), key=lambda r: (-r[1], r[0])
+    )
+    assert matrix.top_k(query, k) == everything[:k]
+    allowed = set(ids[::7].tolist())
+    only = [row for row in everything if row[0] in allowed]
+    assert matrix.top_k(query, k, allowed) == only[:k]
