@@ -17,7 +17,7 @@ half side by side:
   confirmations among the decisions near the threshold (``--draws``);
 - items scored per second with embeddings, and the peak memory of scoring N and 4N items.
 
-Options: ``--set fresh`` / ``fresh2`` / ``fresh3`` (the later labelled sets, each from
+Options: ``--set fresh`` / ``fresh2`` / ``fresh3`` / ``fresh4`` (the later labelled sets, each from
 sources the sets before it do not use, labelled after their figures were known, and split once
 on its own), ``--keyword-only`` (no embedder),
 ``--mode`` (one mode only), ``--worst N``,

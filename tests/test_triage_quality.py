@@ -20,6 +20,7 @@ from bench.triage.reasons import contradictions
 from bench.triage.replay import choose_corrections, replay_corrections
 from bench.triage.split import assign
 from signaldesk.scoring import ScoreCard, Scorer, ScoringSettings
+from signaldesk.scoring.feedback import Correction
 from signaldesk.vault import DOMAINS
 from tests.index_helpers import real_embedder
 
@@ -99,12 +100,14 @@ def test_the_fresh_set_is_labelled_like_the_first_and_split_once_on_its_own() ->
     assert {x.id for x in examples} | set(missing) == fresh_ids
 
 
-@pytest.mark.parametrize(("name", "size", "keepers_each"), [("fresh2", 140, 3), ("fresh3", 100, 2)])
+@pytest.mark.parametrize(
+    ("name", "size", "keepers_each"), [("fresh2", 140, 3), ("fresh3", 100, 2), ("fresh4", 100, 3)]
+)
 def test_the_later_sets_are_labelled_like_the_others_and_kept_apart(
     name: str, size: int, keepers_each: int
 ) -> None:
-    """``"set": "fresh2"`` and ``"fresh3"``, each labelled before anything scored it, from
-    sources no earlier set uses, and split once on its own."""
+    """``"set": "fresh2"``, ``"fresh3"`` and ``"fresh4"``, each labelled before anything
+    scored it, from sources no earlier set uses, and split once on its own."""
     rows = _all_rows()
     later = [r for r in rows if r.get("set") == name]
     assert len(later) >= size
@@ -231,7 +234,11 @@ def test_the_replay_from_other_sources_never_draws_the_items_own_source(
     from bench.triage.inner_replay import one_out
     from signaldesk.scoring.feedback import same_source
 
-    tuning = [x for x in _examples(shared_data) if x.split == "tuning"][:24]
+    # Feed entries first: they share their feeds whether or not the page cache is here.
+    tuning = sorted(
+        (x for x in _examples(shared_data) if x.split == "tuning"),
+        key=lambda x: x.source != "feeds",
+    )[:24]
     items = [x.item("feed") for x in tuning]
     sharing = sum(same_source(a, b) for a in items for b in items if a is not b)
     assert sharing > 0  # the set has feeds with several entries: the protocol has work to do
@@ -252,12 +259,18 @@ def test_other_draws_keep_the_mistakes_and_confirm_only_near_decisions(shared_da
     }
     confirming = ("kept the note", "deleted the clipping")
     mistakes = [c.item.title for c in fixed if c.how not in confirming]
-    # The fixed rule confirms the nearest decisions: when those all lie within NEAR, there
-    # are enough near ones for every draw to confirm only near decisions too.
-    assert all(margins[c.item.title] <= NEAR for c in fixed if c.how in confirming)
+
+    def beyond_near(chosen: list[Correction]) -> list[str]:
+        return [
+            c.item.title for c in chosen if c.how in confirming and margins[c.item.title] > NEAR
+        ]
+
+    # The fixed rule confirms the nearest decisions; a draw picks others among those within
+    # NEAR only, so the mistakes and any confirmation beyond NEAR (when there are too few
+    # near ones to fill the 20) are the fixed rule's own.
     draws = [choose_corrections(tuning, cards, "clipper", seed=seed) for seed in range(4)]
     for drawn in draws:
         assert len(drawn) == len(fixed)
         assert [c.item.title for c in drawn if c.how not in confirming] == mistakes
-        assert all(margins[c.item.title] <= NEAR for c in drawn if c.how in confirming)
+        assert beyond_near(drawn) == beyond_near(fixed)
     assert len({tuple(c.item.title for c in d) for d in draws}) > 1
