@@ -152,6 +152,12 @@ _CODE_STARTS = frozenset(
     )
 )
 _YAML_KEY = re.compile(r"-?\s*[a-z_][a-z0-9_.-]*:")
+# A JSON member on a line of its own ('"command": "npx",'), as a page's text keeps a config.
+_JSON_MEMBER = re.compile(r'"[^"\s]{1,40}"\s*:\s*(?:["\[{\d-]|true|false|null)')
+# A command-line flag ("--transport", "-y", "--scope=user").
+_FLAG = re.compile(r"--?[A-Za-z][\w-]*(?:=\S*)?")
+# A tool's name as typed: lower case, maybe with dots, dashes or a path ("kubectl", "./run").
+_TOOL = re.compile(r"(?:\./)?[a-z][a-z0-9_.-]*")
 _SQL_SECOND = frozenset(
     ("into", "from", "table", "index", "view", "user", "role", "extension", "as")
 )
@@ -315,6 +321,8 @@ def _is_code_line(line: str) -> bool:
     words = line.split()
     if line.endswith((";", "{")) or line == "}":
         return True
+    if _flagged_command(line, words) or _JSON_MEMBER.match(line):
+        return True
     if len(_PROSE_WORDS.findall(line)) > 8:
         return False  # a sentence, whatever its first word
     first = words[0].lower()
@@ -332,6 +340,18 @@ def _is_code_line(line: str) -> bool:
     if len(words) >= 3 and words[1] == "=":
         return True
     return bool(_YAML_KEY.fullmatch(words[0])) and words[1][:1] not in "*_"
+
+
+def _flagged_command(line: str, words: list[str]) -> bool:
+    """A shell command on a line of its own, as a page's text keeps it when the markup is
+    gone ("claude mcp add --transport http github https://...", "yarn create app --template
+    vue"): a tool's name, then at most a dozen words with a flag among them, and no
+    sentence's end. Checked before the count of prose words, which a URL inflates."""
+    if len(words) < 2 or len(words) > 14 or line.endswith((".", ",", ":", "?", "!")):
+        return False
+    if not _TOOL.fullmatch(words[0]) or {words[0], words[1].lower()} & _ARTICLES:
+        return False
+    return any(_FLAG.fullmatch(word) for word in words[1:])
 
 
 def _run_in_guidance(sentence: str) -> bool:

@@ -278,6 +278,29 @@ def test_commands_written_into_plain_text_are_commands() -> None:
     assert plain.actionability.features["commands"] == 0
 
 
+def test_a_command_or_a_json_member_on_a_line_of_its_own_is_code() -> None:
+    # A page's text without its markup keeps each block on a line: the tool, its
+    # subcommands and a flag is a command however many words its URL adds.
+    text = (
+        "Add the remote server to Claude Code.\n\n"
+        "claude mcp add --transport http github-remote https://api.example.com/mcp/\n\n"
+        "yarn create @vitejs/app my-vue-app --template vue\n\n"
+        '"command": "npx",\n\n'
+        '"args": ["-y", "server-filesystem"]\n\n'
+        "The shared file lives in the repository root."
+    )
+    card = _score("MCP server setup", text)
+    assert card.actionability.features["code_lines"] == 4
+    assert "line(s) of code" in card.actionability.reason
+    # Sentences that mention a flag are not commands: an article, or a sentence's end.
+    prose = (
+        "Use the --force flag only when you must.\n\n"
+        "the --force flag overwrites files\n\n"
+        "Most people never need -v at all."
+    )
+    assert _score("Flags", prose).actionability.features["code_lines"] == 0
+
+
 def test_the_calibration_scales_each_measured_score_and_keeps_its_zero() -> None:
     import pytest
     from pydantic import ValidationError

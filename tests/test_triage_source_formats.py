@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import trafilatura
 
-from bench.triage.build_cache import render_page
+from bench.triage.build_cache import render_page, render_stored
 from bench.triage.source_formats import rst_to_markdown, split_header, vulnerability_page
 
 _PEP = """PEP: 9999
@@ -191,3 +191,17 @@ def test_capitalised_hugo_front_matter_keys_give_the_title() -> None:
     page, title = render_page(source, url="https://example.org/p", site="Blog")
     assert title == "Extend Falco"
     assert '<meta name="author" content="T. L.">' in page.decode()
+
+
+def test_a_stored_copy_keeps_each_line_a_block_and_a_table_one_table() -> None:
+    # Markdown would join the lines into one paragraph; the page had them apart.
+    text = (
+        "Remote server\nclaude mcp add --transport http gh https://x.example/mcp/\n"
+        "| a | b |\n|---|---|\n| 1 | 2 |\nDone."
+    )
+    page, title = render_stored("Setup", text, url="https://d.example/x", site="d.example")
+    body = page.decode("utf-8")
+    assert title == "Setup"
+    assert "<p>claude mcp add --transport http gh https://x.example/mcp/</p>" in body
+    assert body.count("<table>") == 1 and "<td>2</td>" in body
+    assert "<p>Done.</p>" in body

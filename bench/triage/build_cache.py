@@ -6,8 +6,10 @@ HTML page its site serves (title, author and date in the page metadata, the body
 ``<article>`` between navigation and footer), so that the bench extracts it with trafilatura
 like any fetched page. ``pages`` items: the stored copy of the page's beginning
 (``pages.json`` in the cache folder: ``{url: {"title": ..., "text": ...}}``) rendered the
-same way. Nothing here is committed; ``--record`` writes each page's sha256 into
-``labels.jsonl`` so a later run can tell that its cache holds the same pages.
+same way, one paragraph per line of the stored text (:func:`render_stored`). Nothing here
+is committed; ``--record`` writes each page's sha256 into ``labels.jsonl`` so a later run can
+tell that its cache holds the same pages (a row recorded from the first rendering, text as
+markdown, is re-recorded when its text matches that one).
 """
 
 from __future__ import annotations
@@ -185,6 +187,23 @@ def render_page(
     return page.encode("utf-8"), title
 
 
+def render_stored(title: str, text: str, *, url: str, site: str) -> tuple[bytes, str]:
+    """The page of a stored copy (its text, one block of the page per line): each line its
+    own paragraph, as the page had it, and a run of table rows kept one table.
+
+    Why not the text as markdown: markdown joins consecutive lines into one paragraph, so
+    a command or a line of JSON on its own line became part of the sentences around it,
+    which no reader of the page (the curator included) saw.
+    """
+    lines = [line.rstrip() for line in text.splitlines()]
+    out: list[str] = []
+    for line in lines:
+        if out and not (line.startswith("|") and out[-1].startswith("|")):
+            out.append("")
+        out.append(line)
+    return render_page(f"# {title}\n\n" + "\n".join(out), url=url, site=site)
+
+
 def _git_show(mirrors: Path, repo: str, commit: str, path: str) -> str:
     git_dir = mirrors / repo.replace("/", "+") / "repo"
     return subprocess.run(
@@ -234,7 +253,12 @@ def main(argv: list[str] | None = None) -> int:
                 if found is None:
                     raise FileNotFoundError(row["ref"]["url"])
                 title, body = found
-                data, title = render_page(f"# {title}\n\n{body}", url=row["url"], site=row["site"])
+                data, title = render_stored(title, body, url=row["url"], site=row["site"])
+                if args.record and hashlib.sha256(data).hexdigest() != row.get("sha256"):
+                    # Recorded from the first rendering: the same text if that one matches.
+                    first, _ = render_page(f"# {title}\n\n{body}", url=row["url"], site=row["site"])
+                    if hashlib.sha256(first).hexdigest() != row.get("sha256"):
+                        raise ValueError(f"{row['id']}: the stored text is not the labelled one")
         except (OSError, ValueError, subprocess.CalledProcessError) as exc:
             print(f"missing {row['id']}: {exc}", file=sys.stderr)
             missing += 1
