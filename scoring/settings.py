@@ -80,14 +80,14 @@ class ScoreCalibration(SettingsModel):
     """How much each measured score is stretched or shrunk before the composite weighs it.
 
     The defaults were fitted by ``python -m bench.triage.calibrate`` on the tuning halves of
-    both labelled triage sets (bench/triage/README.md), so that "composite > threshold"
+    the labelled triage sets (bench/triage/README.md), so that "composite > threshold"
     under the default weights is the curator's line. A scale keeps a score's order and its
     zero: what measured nothing still reads 0, and a higher measure never scores lower.
     """
 
-    relevance: float = Field(1.259, gt=0, le=4, description="What relevance" + _SCALE)
-    actionability: float = Field(1.140, gt=0, le=4, description="What actionability" + _SCALE)
-    depth: float = Field(0.997, gt=0, le=4, description="What depth" + _SCALE)
+    relevance: float = Field(1.256, gt=0, le=4, description="What relevance" + _SCALE)
+    actionability: float = Field(1.242, gt=0, le=4, description="What actionability" + _SCALE)
+    depth: float = Field(1.137, gt=0, le=4, description="What depth" + _SCALE)
     authority: float = Field(1.0, gt=0, le=4, description="What authority" + _SCALE)
 
     def apply(self, name: str, measured: float) -> float:
