@@ -109,6 +109,79 @@ _PROSE_COMMAND = re.compile(
     + "|".join(sorted(map(re.escape, _COMMAND_WORDS), key=len, reverse=True))
     + r")(?:\s+[a-z][\w-]*)?\s+(?:--?[a-z0-9][\w-]*|\./|~/|/[a-z])"
 )
+# A command named in running text without a flag ("run kubectl describe, then kubectl
+# logs"): a tool's name that is no English word, then one of the subcommands tools share.
+_NAMED_TOOLS = _COMMAND_WORDS - frozenset(
+    [
+        "make",
+        "go",
+        "node",
+        "python",
+        "python3",
+        "swift",
+        "free",
+        "find",
+        "kill",
+        "cat",
+        "ps",
+        "export",
+        "cd",
+        "perf",
+        "tar",
+        "ssh",
+        "helm",
+        "gh",
+        "claude",
+        "az",
+        "aws",
+        "sudo",
+    ]
+)
+_SUBCOMMANDS = [
+    "install",
+    "add",
+    "run",
+    "build",
+    "init",
+    "create",
+    "apply",
+    "get",
+    "describe",
+    "logs",
+    "exec",
+    "commit",
+    "push",
+    "pull",
+    "clone",
+    "checkout",
+    "rebase",
+    "merge",
+    "diff",
+    "status",
+    "config",
+    "upgrade",
+    "update",
+    "remove",
+    "delete",
+    "start",
+    "stop",
+    "restart",
+    "enable",
+    "debug",
+    "publish",
+    "login",
+    "deploy",
+    "rollout",
+    "compose",
+    "fetch",
+]
+_NAMED_COMMAND = re.compile(
+    r"(?<![\w./-])("
+    + "|".join(sorted(map(re.escape, _NAMED_TOOLS), key=len, reverse=True))
+    + r")\s+(?:"
+    + "|".join(_SUBCOMMANDS)
+    + r")\b"
+)
 _IMPERATIVES = frozenset(
     (
         "run",
@@ -333,6 +406,8 @@ def _scan_lines(body: str) -> _Lines:
             continue
         if "-" in stripped or "/" in stripped:  # a flag or a path: maybe a command in prose
             out.commands += len(_PROSE_COMMAND.findall(_INLINE_CODE.sub(" ", stripped)))
+        elif stripped:
+            out.commands += len(_NAMED_COMMAND.findall(_INLINE_CODE.sub(" ", stripped)))
         if not stripped:
             continue
         if line.startswith(("    ", "\t")) and not stripped.startswith(("-", "*", "+")):

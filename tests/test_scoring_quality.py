@@ -301,6 +301,26 @@ def test_a_command_or_a_json_member_on_a_line_of_its_own_is_code() -> None:
     assert _score("Flags", prose).actionability.features["code_lines"] == 0
 
 
+def test_a_tool_and_its_subcommand_named_in_a_sentence_is_a_command() -> None:
+    text = (
+        "When a pod crashes, start with kubectl describe, then read kubectl logs and open a "
+        "shell with kubectl exec; on the node, check the kubelet with journalctl."
+    )
+    assert _score("Troubleshooting pods", text).actionability.features["commands"] == 3
+    # A tool's name before an ordinary word, or an English command word, is no command.
+    plain = "The git repository and the docker image are ready; find out more and make it run."
+    assert _score("Release", plain).actionability.features["commands"] == 0
+
+
+def test_button_labels_and_contrast_ratios_are_design() -> None:
+    text = (
+        "Write button labels as a verb and a noun, three words or fewer. A call to action "
+        "says what happens next. Check the contrast ratio of the label against its fill."
+    )
+    card = _score("Button labels", text)
+    assert "topic design" in card.relevance.reason
+
+
 def test_the_calibration_scales_each_measured_score_and_keeps_its_zero() -> None:
     import pytest
     from pydantic import ValidationError
