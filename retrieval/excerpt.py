@@ -84,7 +84,10 @@ def _hide_code(text: str, code: list[str]) -> str:
     while i < len(lines):
         opening = _FENCE.match(lines[i])
         if opening is None:
-            out.append(_INLINE_CODE.sub(lambda m: _keep(code, m.group(0)), lines[i]))
+            line = lines[i]
+            if "`" in line:
+                line = _INLINE_CODE.sub(lambda m: _keep(code, m.group(0)), line)
+            out.append(line)
             i += 1
             continue
         fence = opening.group(1)
