@@ -69,7 +69,8 @@ _OPENING_TOKENS = 300
 
 
 def _dense_units(view: TextView) -> float:
-    """Pieces of hard information: code, versions, ids, fixes, measurements, table rows."""
+    """Pieces of hard information: code, versions, ids, fixes, measurements, table rows,
+    names from code."""
     return (
         2.0 * min(view.code_blocks, 4)
         + 0.5 * min(view.prose.code_lines, 10)
@@ -80,6 +81,7 @@ def _dense_units(view: TextView) -> float:
         + 0.7 * min(view.prose.measurements, 10)
         + 0.3 * min(view.table_rows, 10)
         + 0.5 * min(view.inline_code, 8)
+        + 1.0 * min(view.identifiers, 10)
     )
 
 

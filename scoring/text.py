@@ -182,6 +182,12 @@ _NAMED_COMMAND = re.compile(
     + "|".join(_SUBCOMMANDS)
     + r")\b"
 )
+# A name that only code has, written into the text: snake_case, a call, a long flag,
+# CONSTANT_CASE (brand names in camel case, "JavaScript", are not counted).
+_IDENTIFIER = re.compile(
+    r"\b[a-z][a-z0-9]*_[a-z0-9_]+\b|\b[A-Za-z_]\w*\([^()\s]{0,40}\)|(?<!\S)--[a-z][\w-]+"
+    r"|\b[A-Z][A-Z0-9]*_[A-Z0-9_]+\b"
+)
 _IMPERATIVES = frozenset(
     (
         "run",
@@ -316,6 +322,9 @@ class TextView:
     code_lines: int
     inline_code: int
     commands: int
+    identifiers: int
+    """Distinct names from code written into the text (``pg_stat_user_tables``,
+    ``navigationDestination(for:)``, ``--scope``, ``FLAG_STOPPED``)."""
     links: tuple[str, ...]
     numbers: int
     table_rows: int
@@ -484,6 +493,7 @@ def analyse(item: Item, *, max_chars: int) -> TextView:
         code_lines=lines.code_lines,
         inline_code=len(inline),
         commands=lines.commands + inline_commands,
+        identifiers=len(set(_IDENTIFIER.findall(_ANY_URL.sub(" ", raw_body)))),
         links=links,
         numbers=len(_NUMBER.findall(body)),
         table_rows=lines.table_rows,

@@ -321,6 +321,20 @@ def test_button_labels_and_contrast_ratios_are_design() -> None:
     assert "topic design" in card.relevance.reason
 
 
+def test_names_from_code_in_the_text_are_hard_facts() -> None:
+    text = (
+        "Bloat shows in pg_stat_user_tables (n_dead_tup) and in pgstattuple('orders'). "
+        "Autovacuum starts at autovacuum_vacuum_scale_factor of 0.2; set it per table, and "
+        "pass --jobs to vacuumdb. A brand name such as JavaScript or GitHub is no such name."
+    )
+    card = _score("Postgres bloat", text)
+    from signaldesk.scoring.text import analyse
+
+    view = analyse(Item(source_kind="rss", source_id="f", title="t", text=text), max_chars=5000)
+    assert view.identifiers == 5  # three snake_case names, one call, one flag
+    assert card.depth.features["dense_units"] >= 5.0
+
+
 def test_the_calibration_scales_each_measured_score_and_keeps_its_zero() -> None:
     import pytest
     from pydantic import ValidationError
