@@ -129,6 +129,7 @@ class VectorMatrix:
 
     def scores(self, query: FloatArray) -> FloatArray:
         """The cosine of ``query`` with every row."""
+        query = np.asarray(query, dtype=np.float32)  # every path multiplies in float32
         raw = self.raw
         if raw.dtype == np.float32:
             out = _dot_rows(raw, query)
@@ -179,6 +180,7 @@ class VectorMatrix:
         cids, idx = self.rows_of(chunk_ids)
         if not cids:
             return {}
+        query = np.asarray(query, dtype=np.float32)
         values = _dot_rows(self.raw[idx].astype(np.float32), query) / self.norms[idx, 0]
         return dict(zip(cids, values.tolist(), strict=True))
 

@@ -82,3 +82,16 @@ def test_the_top_k_is_the_head_of_the_whole_list_sorted_ties_by_id(k: int) -> No
     allowed = set(ids[::7].tolist())
     only = [row for row in everything if row[0] in allowed]
     assert matrix.top_k(query, k, allowed) == only[:k]
+
+
+def test_a_float64_query_scores_as_its_float32_self_everywhere() -> None:
+    rng = np.random.default_rng(3)
+    raw = rng.integers(-127, 128, size=(5000, 32), dtype=np.int8)
+    ids = np.arange(5000, dtype=np.int64)
+    matrix = VectorMatrix.from_arrays(ids, raw, "g1")
+    query = rng.standard_normal(32)
+    whole = matrix.scores(query)
+    assert whole.dtype == np.float32
+    assert np.array_equal(whole, matrix.scores(query.astype(np.float32)))
+    subset = matrix.scores_for(query, [7, 4999])
+    assert subset == {7: float(whole[7]), 4999: float(whole[4999])}
