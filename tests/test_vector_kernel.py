@@ -84,14 +84,30 @@ def test_the_top_k_is_the_head_of_the_whole_list_sorted_ties_by_id(k: int) -> No
     assert matrix.top_k(query, k, allowed) == only[:k]
 
 
-def test_a_float64_query_scores_as_its_float32_self_everywhere() -> None:
-    rng = np.random.default_rng(3)
-    raw = rng.integers(-127, 128, size=(5000, 32), dtype=np.int8)
-    ids = np.arange(5000, dtype=np.int64)
-    matrix = VectorMatrix.from_arrays(ids, raw, "g1")
-    query = rng.standard_normal(32)
-    whole = matrix.scores(query)
-    assert whole.dtype == np.float32
-    assert np.array_equal(whole, matrix.scores(query.astype(np.float32)))
-    subset = matrix.scores_for(query, [7, 4999])
-    assert subset == {7: float(whole[7]), 4999: float(whole[4999])}
+_SAME_EVERYWHERE = """
+import signaldesk.retrieval.vector_matrix as v, numpy as np
+rng = np.random.default_rng(3)
+raw = rng.integers(-127, 128, size=(5003, 40), dtype=np.int8)
+matrix = v.VectorMatrix.from_arrays(np.arange(5003, dtype=np.int64), raw, "g1")
+query = rng.standard_normal(40)  # float64, not unit length
+whole = matrix.scores(query)
+assert whole.dtype == np.float32
+assert np.array_equal(whole, matrix.scores(query.astype(np.float32)))
+for wanted in ([7], [7, 4999], [5002, 1, 2, 3, 4], list(range(0, 5003, 7))):
+    subset = matrix.scores_for(query, wanted)
+    assert subset == {i: float(whole[i]) for i in wanted}, wanted
+floats = v.VectorMatrix.from_arrays(matrix.ids, raw.astype(np.float32), "g2")
+assert np.array_equal(floats.scores(query), whole)
+print(v.BLAS_IN_CALLER)
+"""
+
+
+@pytest.mark.parametrize("blas", ["1", None])
+def test_a_row_scores_the_same_in_any_subset_with_the_kernel_a_process_runs(
+    blas: str | None,
+) -> None:
+    """In a new process, as the CLI and the server run: one-thread BLAS (signaldesk's
+    own setting) or numpy's loop (numpy loaded first). A gathered subset of one, two or
+    five rows, the whole matrix, float32 rows and a float64 query all agree to the bit."""
+    code = _SAME_EVERYWHERE if blas else "import numpy; " + _SAME_EVERYWHERE
+    assert _probe(code) == ("True" if blas else "False")
