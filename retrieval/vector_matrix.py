@@ -19,9 +19,10 @@ The product is BLAS's mat-vec when OpenBLAS runs one thread, the caller's (what
 ``signaldesk/__init__.py`` asks for before numpy loads), else numpy's own
 single-threaded ``einsum``. Why not BLAS with its default thread per core: on a
 loaded 2-core machine its spinning threads take the core the SQLite lists need
-(hybrid p95 ~53 ms against ~27 ms with one thread, issue 15). Either kernel computes
-each row on its own, so a block, a gathered subset and the whole matrix give the same
-float32 score for a row (tests/test_vector_kernel.py).
+(hybrid p95 ~53 ms against ~27 ms with one thread, issue 15). Every product runs on a
+block whose row count is a multiple of BLAS's row groups (:func:`_dot_block`), so a block,
+a gathered subset and the whole matrix give the same float32 score for a row
+(tests/test_vector_kernel.py).
 """
 
 from __future__ import annotations
