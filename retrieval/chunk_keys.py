@@ -82,10 +82,9 @@ class ChunkKeyIndex:
 
     def chunk_keys(self, chunk_ids: list[int]) -> dict[int, ChunkKey]:
         """As :func:`search_legs.chunk_keys`: the listed chunks that exist, by ascending id."""
-        made = self.made
         out: dict[int, ChunkKey] = {}
         for cid in sorted(set(chunk_ids)):
-            key = made.get(cid) or self._key(cid)
+            key = self._key(cid)
             if key is not None:
                 out[cid] = key
         return out
