@@ -133,35 +133,51 @@ class ReaderPool:
     @asynccontextmanager
     async def connection(self) -> AsyncIterator[Any]:
         """A connection to the live generation, for one search (one read transaction)."""
+        async with self.connections(1) as (conn,):
+            yield conn
+
+    @asynccontextmanager
+    async def connections(self, count: int) -> AsyncIterator[tuple[Any, ...]]:
+        """``count`` connections to one generation, for one search in one slot.
+
+        A search that reads two lists side by side holds two connections; a slot
+        bounds searches, not connections (at most ``count`` per slot are kept idle).
+        """
         if self._closed:
             raise RetrievalError("the retriever is closed")
         async with self._slots:
             await self._follow()
             generation = self._current
             # Counted as busy before any await: a switch meanwhile must not release
-            # the lease of the file this connection is about to open.
-            generation.busy += 1
+            # the lease of the file these connections are about to open.
+            generation.busy += count
+            conns: list[Connection] = []
             try:
-                conn: Connection = (
-                    generation.idle.pop()
-                    if generation.idle
-                    else await anyio.to_thread.run_sync(
-                        lambda: connect(generation.path, readonly=True)
+                while len(conns) < count:
+                    conns.append(
+                        generation.idle.pop()
+                        if generation.idle
+                        else await anyio.to_thread.run_sync(
+                            lambda: connect(generation.path, readonly=True)
+                        )
                     )
-                )
             except BaseException:
-                generation.busy -= 1
-                self._retire(generation)
+                self._give_back(generation, conns, count)
                 raise
             try:
-                yield conn
+                yield tuple(conns)
             finally:
-                generation.busy -= 1
-                if self._closed or generation is not self._current:
-                    conn.close()
-                    self._retire(generation)
-                else:
-                    generation.idle.append(conn)
+                self._give_back(generation, conns, count)
+
+    def _give_back(self, generation: _Generation, conns: list[Any], busy: int) -> None:
+        """Return a search's connections: kept idle on the live generation, else closed."""
+        generation.busy -= busy
+        for conn in conns:
+            if self._closed or generation is not self._current:
+                conn.close()
+            else:
+                generation.idle.append(conn)
+        self._retire(generation)
 
     async def _follow(self) -> None:
         """Move to a newly published generation, if there is one (cheap when not)."""

@@ -232,6 +232,9 @@ class PgRetriever(Retriever):
         scoped = dataclasses.replace(request, filters=self._scoped(request.filters))
         return await super()._execute(scoped, explain=explain)
 
+    async def _run_beside(self, fn: Callable[[Any, Any], T]) -> T:
+        return await self._run(lambda conn: fn(conn, None))  # one snapshot, one connection
+
     def _vector_problem(self, conn: Any) -> str | None:
         embedder = self._vectors.embedder
         if embedder is None:
@@ -259,7 +262,13 @@ class PgRetriever(Retriever):
             )
         return None
 
-    def _rank(self, conn: Any, request: RankRequest, timings: dict[str, float]) -> Ranked:
+    def _rank(
+        self,
+        conn: Any,
+        request: RankRequest,
+        timings: dict[str, float],
+        side: Any = None,  # always None (_run_beside): the lists run in order
+    ) -> Ranked:
         vaults = request.filters.vaults if request.filters is not None else self._scope
         return rank_with(PgSource(conn, vaults), request, timings)
 

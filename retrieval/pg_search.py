@@ -25,7 +25,7 @@ from signaldesk.retrieval.filters import normalise_folder
 from signaldesk.retrieval.fts_query import query_terms
 from signaldesk.retrieval.fts_terms import query_tokens
 from signaldesk.retrieval.pg_status import vault_scope
-from signaldesk.retrieval.ranking import RankRequest
+from signaldesk.retrieval.ranking import NoteLists, RankRequest, note_lists
 from signaldesk.retrieval.records import SearchFilters
 from signaldesk.retrieval.search_legs import CHUNK_ROW_COLUMNS, ChunkKey, ChunkRow, chunk_row
 
@@ -295,6 +295,12 @@ class PgSource:
     def _vector_rows(self, where: str, params: list[Any]) -> int:
         row = self.conn.execute(f"SELECT count(*) {where}", params).fetchone()
         return int(row[0])
+
+    def begin_note_lists(
+        self, req: RankRequest, timings: dict[str, float], *, with_scan: bool
+    ) -> Callable[[], NoteLists]:
+        lists = note_lists(self, req, timings)  # one connection: read here, in order
+        return lambda: lists
 
     def begin_vector_top(
         self,

@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from datetime import UTC, date, datetime
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -60,9 +60,11 @@ if TYPE_CHECKING:
 
 __all__ = [
     "NOTES_NOT_READY",
+    "NoteLists",
     "RankRequest",
     "RankSource",
     "Ranked",
+    "note_lists",
     "notes_ready",
     "rank",
     "rank_with",
@@ -145,6 +147,12 @@ def _note_params(
     )
 
 
+T = TypeVar("T")
+
+NoteLists = tuple[list[tuple[int, float]], Mapping[int, float], set[int]]
+"""The note BM25 list's top rows, every note's BM25 score, the notes named exactly."""
+
+
 class RankSource(Protocol):
     """The lists and lookups of one search over one snapshot of an index.
 
@@ -166,6 +174,14 @@ class RankSource(Protocol):
     ) -> tuple[list[tuple[int, float]], Mapping[int, float]]: ...
 
     def exact_notes(self, key: str, filters: SearchFilters | None) -> set[int]: ...
+
+    def begin_note_lists(
+        self, req: RankRequest, timings: dict[str, float], *, with_scan: bool
+    ) -> Callable[[], NoteLists]:
+        """:func:`note_lists`, possibly read beside the chunk list; the returned
+        callable gives the lists. Called before :meth:`begin_vector_top`
+        (``with_scan``: it will be called)."""
+        ...
 
     def vector_top(
         self, qvec: npt.NDArray[np.float32], depth: int, filters: SearchFilters | None
@@ -204,11 +220,14 @@ class _SqliteSource:
         matrix_for: Callable[[Any], VectorMatrix | None],
         key_index: ChunkKeyIndex | None = None,
         counts: Counts | None = None,
+        side: Connection | None = None,
     ) -> None:
         self.conn = conn
         self._matrix_for = matrix_for
         self._key_index = key_index
         self._counts = counts
+        self._side = side
+        self._after_scan: Callable[[], None] | None = None
         self._matrix: VectorMatrix | None = None
         self._vector_type = "float"
 
@@ -237,6 +256,28 @@ class _SqliteSource:
 
     def exact_notes(self, key: str, filters: SearchFilters | None) -> set[int]:
         return search_legs.exact_notes(self.conn, key, filters)
+
+    def begin_note_lists(
+        self, req: RankRequest, timings: dict[str, float], *, with_scan: bool
+    ) -> Callable[[], NoteLists]:
+        lists = _Once[NoteLists]()
+        if self._side is not None:
+            # Another thread reads the note lists on the side connection (the same
+            # commit, see SearchCore) if it gets to them before this one is done with
+            # the chunk list. With a vector scan, its thread does once the scan is
+            # done: a broad query's two FTS5 passes (~10 ms each) then run side by
+            # side, a narrow one's (~2 ms) stay here while the scan runs on the other
+            # core. The lists are the same either way.
+            side = _SqliteSource(self._side, self._matrix_for, self._key_index, self._counts)
+            self._after_scan = lambda: lists.run(lambda: note_lists(side, req, timings))
+            if not with_scan:
+                _scanner().submit(self._after_scan)
+
+        def result() -> NoteLists:
+            lists.run(lambda: note_lists(self, req, timings))
+            return lists.result()
+
+        return result
 
     def vector_top(
         self, qvec: npt.NDArray[np.float32], depth: int, filters: SearchFilters | None
@@ -274,7 +315,9 @@ class _SqliteSource:
         allowed = search_legs.allowed_chunk_ids(conn, filters)
         self._matrix = matrix
         self._vector_type = get_meta(conn, "vector_type") or "float"
-        scan = _scanner().submit(_timed_top_k, matrix, qvec, depth, allowed, timings)
+        scan = _scanner().submit(
+            _timed_top_k, matrix, qvec, depth, allowed, timings, self._after_scan
+        )
         return scan.result
 
     def cosines(self, chunk_ids: list[int], qvec: npt.NDArray[np.float32]) -> dict[int, float]:
@@ -309,15 +352,22 @@ def rank(
     timings: dict[str, float],
     key_index: ChunkKeyIndex | None = None,
     counts: Counts | None = None,
+    side: Connection | None = None,
 ) -> Ranked:
     """Run the lists for ``req`` on ``conn`` and fuse them into ranked notes and chunks.
 
     :param key_index: the chunks' positions in memory for ``conn``'s commit
         (chunk_keys.py); ``None``: read with SQL.
     :param counts: the phrases' row counts known for ``conn``'s commit (bm25_topk.py).
+    :param side: a second connection in a read transaction on ``conn``'s commit: the
+        note lists are read on it beside the chunk list (``None``: one after the other).
     """
     source = _SqliteSource(
-        conn, matrix_for if req.settings.vector_matrix else lambda _: None, key_index, counts
+        conn,
+        matrix_for if req.settings.vector_matrix else lambda _: None,
+        key_index,
+        counts,
+        side,
     )
     return rank_with(source, req, timings)
 
@@ -330,6 +380,7 @@ def rank_with(source: RankSource, req: RankRequest, timings: dict[str, float]) -
     use_vec = req.mode in ("hybrid", "vector") and req.qvec is not None
     use_notes = req.mode in ("hybrid", "bm25") and source.notes_ready()
 
+    pending_notes = source.begin_note_lists(req, timings, with_scan=use_vec) if use_notes else None
     pending_vec: Callable[[], list[tuple[int, float]]] | None = None
     if use_vec:
         assert req.qvec is not None
@@ -349,12 +400,10 @@ def rank_with(source: RankSource, req: RankRequest, timings: dict[str, float]) -
     note_top: list[tuple[int, float]] = []
     note_all: Mapping[int, float] = {}
     exact: set[int] = set()
-    if use_notes:
+    if pending_notes is not None:
         t = time.perf_counter()
-        if req.match is not None:
-            note_top, note_all = source.note_bm25(req)
-        exact = source.exact_notes(req.key, req.filters)
-        timings["notes"] = (time.perf_counter() - t) * 1000
+        note_top, note_all, exact = pending_notes()
+        timings["notes_wait"] = (time.perf_counter() - t) * 1000
 
     vec: list[tuple[int, float]] = []
     if pending_vec is not None:
@@ -485,17 +534,63 @@ def _scanner() -> ThreadPoolExecutor:
     return _scan_pool[0]
 
 
+def note_lists(source: RankSource, req: RankRequest, timings: dict[str, float]) -> NoteLists:
+    """The note-level lists of ``req`` from ``source``, timed as ``notes``."""
+    t = time.perf_counter()
+    top: list[tuple[int, float]] = []
+    every: Mapping[int, float] = {}
+    if req.match is not None:
+        top, every = source.note_bm25(req)
+    exact = source.exact_notes(req.key, req.filters)
+    timings["notes"] = (time.perf_counter() - t) * 1000
+    return top, every, exact
+
+
 def _timed_top_k(
     matrix: VectorMatrix,
     qvec: npt.NDArray[np.float32],
     depth: int,
     allowed: set[int] | None,
     timings: dict[str, float],
+    then: Callable[[], None] | None = None,
 ) -> list[tuple[int, float]]:
     t = time.perf_counter()
     top = matrix.top_k(qvec, depth, allowed)
     timings["vector"] = (time.perf_counter() - t) * 1000  # the scan's own time, beside the SQL
+    if then is not None:
+        then()
     return top
+
+
+class _Once(Generic[T]):
+    """A value computed once, by the first thread that runs it; the others wait for it."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._taken = False
+        self._done = threading.Event()
+        self._value: T | None = None
+        self._error: BaseException | None = None
+
+    def run(self, compute: Callable[[], T]) -> None:
+        """Compute the value here, unless another thread has begun to (never raises)."""
+        with self._lock:
+            if self._taken:
+                return
+            self._taken = True
+        try:
+            self._value = compute()
+        except BaseException as exc:  # re-raised by result(), in the thread that asks
+            self._error = exc
+        finally:
+            self._done.set()
+
+    def result(self) -> T:
+        """The value, once computed (after :meth:`run` was called in some thread)."""
+        self._done.wait()
+        if self._error is not None:
+            raise self._error
+        return cast("T", self._value)
 
 
 def _leading_scores(

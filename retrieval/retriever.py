@@ -206,7 +206,17 @@ class Retriever(SearchCore):
         return await self._execute(request, explain=True)
 
     async def _execute(self, request: SearchRequest, *, explain: bool) -> SearchExplanation:
-        return await self._run(lambda conn: self.execute_in(conn, request, explain=explain))
+        return await self._run_beside(
+            lambda conn, side: self.execute_in(conn, request, explain=explain, side=side)
+        )
+
+    async def _run_beside(self, fn: Callable[[Any, Any], T]) -> T:
+        """Like :meth:`_run`, with a second connection to the same file (``fn(conn,
+        side)``): a search reads its note lists on it beside the chunk list."""
+        async with self._pool.connections(2) as (conn, side):
+            return await anyio.to_thread.run_sync(
+                self._snapshot, conn, self._pool.path, lambda conn: fn(conn, side)
+            )
 
     # -- context, listing, status -------------------------------------------
 

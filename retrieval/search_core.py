@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar, get_args
@@ -167,9 +168,17 @@ class SearchCore:
             raise RetrievalError(f"index query failed: {exc}") from exc
 
     def execute_in(
-        self, conn: Connection, request: SearchRequest, *, explain: bool
+        self,
+        conn: Connection,
+        request: SearchRequest,
+        *,
+        explain: bool,
+        side: Connection | None = None,
     ) -> SearchExplanation:
         """One search on ``conn``'s snapshot (call it inside :meth:`_snapshot`).
+
+        ``side``, a second idle connection to the same file, lets the note lists be
+        read beside the chunk list when it sees the same commit.
 
         :raises QueryError: the query is empty, or the mode unknown.
         """
@@ -191,7 +200,7 @@ class SearchCore:
         started = time.perf_counter()
 
         effective, ranked = self._plan_and_rank(
-            conn, query, match, requested, depth, limit, filters, degraded, timings
+            conn, query, match, requested, depth, limit, filters, degraded, timings, side
         )
         use_bm25 = effective in ("hybrid", "bm25")
         if use_bm25 and not ranked.notes_used and NOTES_NOT_READY not in degraded:
@@ -237,6 +246,7 @@ class SearchCore:
         filters: SearchFilters | None,
         degraded: list[str],
         timings: dict[str, float],
+        side: Connection | None,
     ) -> tuple[SearchMode, Ranked]:
         """Choose the lists this search can use, embed the query and rank (worker thread)."""
         s = self._settings
@@ -291,18 +301,28 @@ class SearchCore:
             settings=s,
             query=query,
         )
-        return effective, self._rank(conn, request, timings)
+        return effective, self._rank(conn, request, timings, side)
 
     def _vector_problem(self, conn: Connection) -> str | None:
         """Why the vector list cannot be used right now (``None``: it can)."""
         return self._vectors.problem(conn)
 
-    def _rank(self, conn: Connection, request: RankRequest, timings: dict[str, float]) -> Ranked:
+    def _rank(
+        self,
+        conn: Connection,
+        request: RankRequest,
+        timings: dict[str, float],
+        side: Connection | None = None,
+    ) -> Ranked:
         """The lists and the fusion of one search, on ``conn``'s snapshot (worker thread)."""
         token = cache_token(conn)
         keys = self._keys.index_at(conn, token)
         counts = self._counts.for_commit(token)
-        return rank(conn, request, self._vectors.current_matrix, timings, keys, counts)
+        matrix_for = self._vectors.current_matrix
+        if side is None or request.match is None or token is None:
+            return rank(conn, request, matrix_for, timings, keys, counts)
+        with _same_commit(side, token) as beside:
+            return rank(conn, request, matrix_for, timings, keys, counts, beside)
 
     def _linked_in(
         self, conn: Connection, results: list[SearchResult], filters: SearchFilters | None
@@ -355,6 +375,21 @@ def context_excerpts(
             *(Excerpt(r, linked_from=source) for r, source in linked),
         ),
     )
+
+
+@contextmanager
+def _same_commit(side: Connection, token: str) -> Iterator[Connection | None]:
+    """``side`` in a read transaction if it sees the commit ``token`` names, else ``None``.
+
+    Every write bumps the generation and its id (``_writer.transaction``), so equal
+    tokens mean the same commit; a write between the two snapshots leaves the
+    search on one connection.
+    """
+    side.execute("BEGIN")
+    try:
+        yield side if cache_token(side) == token else None
+    finally:
+        side.execute("COMMIT")
 
 
 def _explain_rows(ranked: Ranked) -> list[ExplainRow]:

@@ -265,3 +265,36 @@ def test_fit_all_keeps_every_text_and_shares_the_budget() -> None:
     assert fit_all(texts[:2], 10_000) == texts[:2]
     tiny = fit_all(["x " * 500] * 30, 10)
     assert len(tiny) == 30 and all(len(t) >= MIN_EXCERPT_CHARS - 3 for t in tiny)
+
+
+def test_a_list_read_beside_is_computed_once_and_its_error_reaches_the_asker() -> None:
+    import threading
+
+    from signaldesk.retrieval.ranking import _Once
+
+    calls: list[str] = []
+    gate = threading.Event()
+
+    def slow() -> str:
+        calls.append(threading.current_thread().name)
+        gate.wait(5)
+        return "lists"
+
+    once = _Once[str]()
+    side = threading.Thread(target=once.run, args=(slow,), name="side")
+    side.start()
+    while not calls:  # the side thread has taken it
+        threading.Event().wait(0.001)
+    once.run(lambda: "computed twice")  # the asker finds it taken and does not compute
+    gate.set()
+    assert once.result() == "lists"
+    side.join()
+    assert calls == ["side"]
+
+    def broken() -> str:
+        raise ValueError("no such table: notes_fts")
+
+    failed = _Once[str]()
+    failed.run(broken)  # never raises where it runs ...
+    with pytest.raises(ValueError, match="notes_fts"):
+        failed.result()  # ... but where the value is asked for

@@ -613,6 +613,44 @@ async def test_context_follows_wiki_links_from_the_top_excerpts(
 # -- the one-shot search (the CLI's, in its own thread) -------------------------
 
 
+def test_note_lists_read_beside_come_from_the_searchs_own_commit(
+    indexed: Path, embedder: Embedder, tmp_path: Path
+) -> None:
+    """A side connection on a later commit is not used; on the same commit it ranks alike."""
+    from signaldesk.retrieval.one_shot import open_one_shot
+    from signaldesk.retrieval.search_core import SearchRequest
+
+    vault = _copy_index(indexed, tmp_path)
+    db = vault.parent / "index.db"
+    writer = connect(db)
+    writer.execute("PRAGMA journal_mode = WAL")  # as the indexer made it: readers never block
+    writer.close()
+    request = SearchRequest("marsupial bread starter", None, None, "hybrid", None, "drop")
+    conn, side = connect(db, readonly=True), connect(db, readonly=True)
+    with open_one_shot(vault, _settings(vault), SEARCH, embedder) as one:
+        conn.execute("BEGIN")
+        alone = one.execute_in(conn, request, explain=True)  # the snapshot starts here
+        (vault / "notes" / "quokka.md").write_text(
+            "# Quokka\n\nThe quokka is a small marsupial; its bread starter is a myth.\n",
+            encoding="utf-8",
+        )
+        Indexer(vault, _settings(vault), embedder).run_sync()
+        stale = one.execute_in(conn, request, explain=True, side=side)
+        conn.execute("COMMIT")
+        conn.execute("BEGIN")
+        fresh_alone = one.execute_in(conn, request, explain=True)
+        fresh = one.execute_in(conn, request, explain=True, side=side)
+        conn.execute("COMMIT")
+    conn.close()
+    side.close()
+    # The new note changes every note's BM25 statistics: a note list read on the
+    # side's newer commit would change the rows.
+    _same(stale, alone)
+    _same(fresh, fresh_alone)
+    assert fresh.results[0].path == "notes/quokka.md"
+    assert fresh.rows != alone.rows
+
+
 def _same(a: object, b: object) -> None:
     """Two explanations agree on everything but the clock."""
     import dataclasses
