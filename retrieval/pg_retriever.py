@@ -267,7 +267,7 @@ class PgRetriever(Retriever):
         conn: Any,
         request: RankRequest,
         timings: dict[str, float],
-        side: Any = None,  # always None (_run_beside): the lists run in order
+        side: Any,  # always None (_run_beside): the lists run in order
     ) -> Ranked:
         vaults = request.filters.vaults if request.filters is not None else self._scope
         return rank_with(PgSource(conn, vaults), request, timings)

@@ -312,7 +312,7 @@ class SearchCore:
         conn: Connection,
         request: RankRequest,
         timings: dict[str, float],
-        side: Connection | None = None,
+        side: Connection | None,
     ) -> Ranked:
         """The lists and the fusion of one search, on ``conn``'s snapshot (worker thread)."""
         token = cache_token(conn)

@@ -273,18 +273,18 @@ def test_a_list_read_beside_is_computed_once_and_its_error_reaches_the_asker() -
     from signaldesk.retrieval.ranking import _Once
 
     calls: list[str] = []
-    gate = threading.Event()
+    started, gate = threading.Event(), threading.Event()
 
     def slow() -> str:
         calls.append(threading.current_thread().name)
+        started.set()
         gate.wait(5)
         return "lists"
 
     once = _Once[str]()
     side = threading.Thread(target=once.run, args=(slow,), name="side")
     side.start()
-    while not calls:  # the side thread has taken it
-        threading.Event().wait(0.001)
+    assert started.wait(5)  # the side thread has taken it
     once.run(lambda: "computed twice")  # the asker finds it taken and does not compute
     gate.set()
     assert once.result() == "lists"
