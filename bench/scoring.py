@@ -205,6 +205,11 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m bench.scoring", description=__doc__)
     parser.add_argument("--keyword-only", action="store_true", help="score without an embedder")
     parser.add_argument("--mode", choices=MODES, help="only this mode")
+    parser.add_argument(
+        "--no-resemblance",
+        action="store_true",
+        help="score without the shipped resemblance direction (what it adds, side by side)",
+    )
     parser.add_argument("--worst", type=int, default=8, help="held-out disagreements to list")
     parser.add_argument("--throughput", type=int, default=1000, help="items for the speed run")
     parser.add_argument(
@@ -256,7 +261,7 @@ def main(argv: list[str] | None = None) -> int:
 
         embedder = LazyEmbedder(IndexSettings())
         embedder.warm_up()
-    settings = ScoringSettings()
+    settings = ScoringSettings(resemblance=not args.no_resemblance)
     scorer = Scorer(settings, embedder)
     scorer.score(examples[0].item("feed"))  # embeds the profile and domain descriptions once
     modes = [args.mode] if args.mode else list(MODES)

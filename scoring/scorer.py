@@ -30,6 +30,7 @@ from signaldesk.scoring.feedback import Correction, Feedback, feed_of, item_kind
 from signaldesk.scoring.keywords import FieldCounts, KeywordMatcher
 from signaldesk.scoring.records import DIMENSIONS, TEASER_NOTE, DimensionScore, ScoreCard
 from signaldesk.scoring.relevance import RelevanceModel
+from signaldesk.scoring.resemblance import Resemblance, with_resemblance
 from signaldesk.scoring.routing import Router
 from signaldesk.scoring.settings import ScoringSettings
 from signaldesk.scoring.text import TextView, analyse
@@ -85,6 +86,10 @@ class Scorer:
         self._anchor_lock = threading.Lock()
         self._corrections = tuple(corrections)
         self._feedback: Feedback | None = None
+        self._resemblance: Resemblance | None = (
+            Resemblance.shipped() if settings.resemblance and embedder is not None else None
+        )
+        self._resemblance_checked = False
 
     @property
     def keyword_only(self) -> bool:
@@ -118,8 +123,10 @@ class Scorer:
         if not items:
             return []
         views = [analyse(item, max_chars=self.settings.max_chars) for item in items]
-        vectors = self._item_vectors(items)
+        vectors = self.item_vectors(items)
         similarities = self._similarities(vectors)
+        resemblance = self._resemblance_model()
+        shifts = None if vectors is None or resemblance is None else resemblance.shifts(vectors)
         feedback = self._feedback_model()
         n_topics = len(self._relevance.anchors)
         cards = []
@@ -131,6 +138,7 @@ class Scorer:
                 prior,
                 None if row is None else row[:n_topics].tolist(),
                 None if row is None else row[n_topics:].tolist(),
+                None if shifts is None else float(shifts[i]),
             )
             if feedback is not None:
                 vector = vectors[i] if vectors is not None else text_vector(item)
@@ -148,8 +156,9 @@ class Scorer:
         """The corrections this scorer learns from."""
         return self._corrections
 
-    def _item_vectors(self, items: Sequence[Item]) -> npt.NDArray[np.float32] | None:
-        """Unit embeddings of the items' opening text (None in keyword-only mode)."""
+    def item_vectors(self, items: Sequence[Item]) -> npt.NDArray[np.float32] | None:
+        """Unit embeddings of the items' opening text, as scoring reads them (None in
+        keyword-only mode)."""
         if self._embedder is None:
             return None
         vectors = self._encode([_embedding_text(item) for item in items])
@@ -159,13 +168,23 @@ class Scorer:
         )
         return unit
 
+    def _resemblance_model(self) -> Resemblance | None:
+        """The shipped direction, if it was fitted on this scorer's embedding model."""
+        if self._resemblance is not None and not self._resemblance_checked:
+            assert self._embedder is not None
+            if not self._resemblance.fits(self._embedder.fingerprint, self._embedder.dimensions):
+                logger.debug("resemblance off: fitted on another embedding model")
+                self._resemblance = None
+            self._resemblance_checked = True
+        return self._resemblance
+
     def _feedback_model(self) -> Feedback | None:
         """The corrections as a :class:`Feedback` (their items embedded once per scorer)."""
         if not self._corrections:
             return None
         if self._feedback is None:
             items = [c.item for c in self._corrections]
-            vectors = self._item_vectors(items)
+            vectors = self.item_vectors(items)
             background = None
             if vectors is None:
                 vectors = np.stack([text_vector(item) for item in items])
@@ -205,6 +224,7 @@ class Scorer:
         prior: float | None,
         topic_similarities: list[float] | None,
         domain_similarities: list[float] | None,
+        resemblance: float | None,
     ) -> ScoreCard:
         counts = FieldCounts(
             title=self._matcher.count_tokens(view.title_tokens),
@@ -228,6 +248,8 @@ class Scorer:
             ),
         }
         dims = {name: self._calibrated(name, dim) for name, dim in dims.items()}
+        if resemblance is not None:
+            dims["depth"] = with_resemblance(dims["depth"], resemblance)
         if item.teaser:
             depth = dims["depth"]
             dims["depth"] = DimensionScore(

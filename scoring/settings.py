@@ -119,6 +119,14 @@ class ScoringSettings(SettingsModel):
             "labelled real items; see bench/triage/README.md)."
         ),
     )
+    resemblance: bool = Field(
+        True,
+        description=(
+            "Move depth by how much an item's opening reads like the articles curators keep "
+            "or reject (a direction fitted on labelled real articles, scoring/data/"
+            "resemblance.toml; only with the bundled embedding model)."
+        ),
+    )
     default_profile: bool = Field(
         True,
         description=(

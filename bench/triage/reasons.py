@@ -3,7 +3,8 @@
 Each claim a reason can make is read back and compared with what the card measured: counts
 ("3 code block(s)", "412 words"), penalties ("penalised: listicle title"), the shift learned
 from corrections ("you kept 2 similar items (+0.14)", and that the composite is the weighted
-sum plus that shift), the source's reputation ("unknown site
+sum plus that shift), the resemblance to kept articles ("reads like articles curators keep
+(+0.12)", and that depth moved by what it says), the source's reputation ("unknown site
 0.45"), the route's domain and confidence, and the one-line summary's decision and sign.
 """
 
@@ -13,7 +14,7 @@ import re
 
 from signaldesk.items import Item
 from signaldesk.scoring import DIMENSIONS, ScoreCard, ScoreWeights
-from signaldesk.scoring.records import TEASER_NOTE
+from signaldesk.scoring.records import TEASER_NOTE, DimensionScore
 
 __all__ = ["contradictions"]
 
@@ -86,6 +87,22 @@ def _learned(card: ScoreCard) -> list[str]:
     return out
 
 
+def _resemblance(depth: DimensionScore) -> list[str]:
+    """'reads like articles curators keep (+0.12)': side, figure and value agree."""
+    said = re.search(r"reads like articles curators (keep|reject) \(([+-]\d\.\d\d)\)", depth.reason)
+    applied = depth.features.get("resemblance")
+    if said is None or applied is None:
+        if (said is None) != (applied is None):
+            return ["depth: resemblance reason and feature disagree"]
+        return []
+    out = []
+    if float(said.group(2)) != round(applied, 2) or (said.group(1) == "keep") != (applied > 0):
+        out.append(f"depth: says {said.group(0)!r} but applied {applied:+.4f}")
+    if abs(depth.features["before_resemblance"] + applied - depth.value) > 0.0006:
+        out.append("depth: value is not the score before resemblance plus what was applied")
+    return out
+
+
 def _side(reason: str, verb: str) -> str:
     """The part of a learned reason after 'you <verb>' up to the next side or the figure."""
     match = re.search(rf"you {verb} ([^;(]*)", reason)
@@ -139,6 +156,7 @@ def contradictions(card: ScoreCard, item: Item, threshold: float) -> list[str]:
             )
     if "shaped like a paper" in depth.reason and depth.features["paper_marks"] < 2:
         out.append("depth: paper claim without the marks of a paper")
+    out += _resemblance(depth)
     if (TEASER_NOTE in depth.reason) != card.teaser or card.teaser != item.teaser:
         out.append("depth: teaser note, card and item disagree")
 
