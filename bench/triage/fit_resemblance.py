@@ -5,9 +5,10 @@ labels on ``k x (composite - threshold) + u . z + b``, where the composite is th
 one signaldesk computes without resemblance and ``z`` the standardised unit embedding of the
 item's opening, as scoring reads it. ``k`` is free (it says how sharp the line is), ``u`` has
 an L2 penalty; both modes of every item of every set's tuning half are fitted together. The
-penalty is chosen by repeated cross-validation on the same items (folds by item, so the two
-modes of an item are never on both sides), scored as the product applies it: the shift goes
-into depth and depth stays in 0..1. The held-out halves are never read.
+penalty is chosen by repeated cross-validation on the same items (folds by source, so the
+two modes of an item, and one blog's posts, are never on both sides), scored as the product
+applies it: the shift goes into depth and depth stays in 0..1. The held-out halves are never
+read.
 
 The result is written to ``scoring/data/resemblance.toml`` in depth units, the
 standardisation folded into the weights, so the product needs only ``vector . w + bias``.
@@ -45,6 +46,7 @@ class Rows:
 
     ids: list[str]
     groups: list[str]
+    sets: list[str]
     composite: npt.NDArray[np.float64]
     depth: npt.NDArray[np.float64]
     vectors: npt.NDArray[np.float64]
@@ -68,27 +70,34 @@ class Fit:
 
 
 def _rows(scorer: Scorer) -> Rows:
-    examples, _ = load_examples(sets=SETS)
-    tuning = split_of(examples, "tuning")
+    tuning = [(s, x) for s in SETS for x in split_of(load_examples(sets=(s,))[0], "tuning")]
     ids: list[str] = []
     groups: list[str] = []
+    sets: list[str] = []
     composite, depth, labels = [], [], []
     vectors = []
     for mode in MODES:
-        items = [x.item(mode) for x in tuning]
+        items = [x.item(mode) for _, x in tuning]
         cards = score_examples(scorer, items)
         unit = scorer.item_vectors(items)
         if unit is None:
             raise SystemExit("the fit needs the embedding model")
         vectors.append(unit.astype(np.float64))
-        for x, card in zip(tuning, cards, strict=True):
+        for (which, x), card in zip(tuning, cards, strict=True):
             ids.append(x.id)
             groups.append(x.site or x.id)
+            sets.append(which)
             composite.append(card.composite)
             depth.append(card.depth.value)
             labels.append(float(x.file))
     return Rows(
-        ids, groups, np.array(composite), np.array(depth), np.vstack(vectors), np.array(labels)
+        ids,
+        groups,
+        sets,
+        np.array(composite),
+        np.array(depth),
+        np.vstack(vectors),
+        np.array(labels),
     )
 
 
@@ -130,6 +139,17 @@ def cross_validated(rows: Rows, l2: float, threshold: float, depth_weight: float
             right[test] = (moved[test] > threshold) == (rows.labels[test] > 0.5)
         scores.append(right.mean())
     return float(np.mean(scores))
+
+
+def left_out_sets(rows: Rows, l2: float, threshold: float, depth_weight: float) -> dict[str, float]:
+    """Agreement on each set's tuning half with the direction fitted on the other sets'."""
+    which = np.array(rows.sets)
+    out = {}
+    for name in dict.fromkeys(rows.sets):
+        test = which == name
+        moved = applied_composite(rows, fit(rows, ~test, l2, threshold), depth_weight)
+        out[name] = float(np.mean((moved[test] > threshold) == (rows.labels[test] > 0.5)))
+    return out
 
 
 def _write(f: Fit, *, depth_weight: float, l2: float, n: int, fingerprint: str, model: str) -> None:
@@ -175,13 +195,26 @@ def main(argv: list[str] | None = None) -> int:
     base = float(np.mean((rows.composite > threshold) == (rows.labels > 0.5)))
     print(f"{len(set(rows.ids))} tuning items x {len(MODES)} modes = {len(rows.ids)} rows")
     print(f"agreement without resemblance: {base:.4f}")
+    which = np.array(rows.sets)
+    right = (rows.composite > threshold) == (rows.labels > 0.5)
+    names = list(dict.fromkeys(rows.sets))
+    print("  per set: " + ", ".join(f"{n} {right[which == n].mean():.3f}" for n in names))
     l2 = args.l2
     if l2 is None:
-        print(f"cross-validated agreement ({_SEEDS} seeds x {_FOLDS} folds by item):")
+        print(
+            f"cross-validated agreement ({_SEEDS} seeds x {_FOLDS} folds by source), and on each"
+            " set's tuning half fitted on the other sets' (not used to choose):"
+        )
         grid = {}
         for value in _GRID:
             grid[value] = cross_validated(rows, value, threshold, depth_weight)
-            print(f"  l2 {value:g}: {grid[value]:.4f}")
+            apart = left_out_sets(rows, value, threshold, depth_weight)
+            print(
+                f"  l2 {value:g}: {grid[value]:.4f}; sets left out: mean "
+                f"{np.mean(list(apart.values())):.4f} ("
+                + ", ".join(f"{n} {v:.3f}" for n, v in apart.items())
+                + ")"
+            )
         l2 = max(grid, key=lambda value: grid[value])
     everything = np.ones(len(rows.ids), dtype=bool)
     f = fit(rows, everything, l2, threshold)
