@@ -4,7 +4,9 @@ reason exactly as applied, and pointing from noise towards substance on real-sha
 from __future__ import annotations
 
 import dataclasses
+import tomllib
 from collections.abc import Sequence
+from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
@@ -162,3 +164,31 @@ def test_the_reason_checker_catches_a_resemblance_claim_that_lies() -> None:
     ]
     for wrong in lies:
         assert contradictions(dataclasses.replace(card, depth=wrong), HOWTO, 0.55), wrong
+
+
+def test_the_fit_is_written_as_the_scorer_reads_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The standardisation folded into the weights gives the same shift, in depth units."""
+    from bench.triage import fit_resemblance as fitting
+
+    rng = np.random.default_rng(7)
+    n, dims = 120, 16
+    vectors = rng.normal(size=(n, dims))
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    composite = rng.uniform(0.3, 0.8, size=n)
+    labels = ((composite - 0.55) * 4 + vectors[:, 0] * 3 + rng.normal(0, 0.3, n) > 0).astype(float)
+    ids = [f"item{i // 2}" for i in range(n)]
+    rows = fitting.Rows(ids, ids, ["s"] * n, composite, rng.uniform(0, 1, size=n), vectors, labels)
+    f = fitting.fit(rows, np.ones(n, dtype=bool), 10.0, 0.55)
+    out = tmp_path / "resemblance.toml"
+    fitting.write(f, depth_weight=0.25, l2=10.0, rows=rows, fingerprint="fp", model="m", out=out)
+    monkeypatch.setattr(
+        resemblance_module, "load_data_file", lambda name: tomllib.loads(out.read_text())
+    )
+    shipped = Resemblance.shipped()
+    assert shipped.fits("fp", dims)
+    expected = f.composite_shift(vectors) / 0.25
+    assert np.allclose(shipped.shifts(vectors.astype(np.float32)), expected, atol=2e-3)
+    # The direction it found is the one the labels were made from.
+    assert shipped.weights[0] == max(shipped.weights)

@@ -101,13 +101,15 @@ def test_the_fresh_set_is_labelled_like_the_first_and_split_once_on_its_own() ->
 
 
 @pytest.mark.parametrize(
-    ("name", "size", "keepers_each"), [("fresh2", 140, 3), ("fresh3", 100, 2), ("fresh4", 100, 3)]
+    ("name", "size", "keepers_each"),
+    [("fresh2", 140, 3), ("fresh3", 100, 2), ("fresh4", 100, 3), ("fresh5", 44, 0)],
 )
 def test_the_later_sets_are_labelled_like_the_others_and_kept_apart(
     name: str, size: int, keepers_each: int
 ) -> None:
-    """``"set": "fresh2"``, ``"fresh3"`` and ``"fresh4"``, each labelled before anything
-    scored it, from sources no earlier set uses, and split once on its own."""
+    """``"set": "fresh2"`` to ``"fresh5"``, each labelled before anything scored it, from
+    sources no earlier set uses, and split once on its own (fresh5, 44 pages of 44 hosts, has
+    no research keeper: its one research query found only hosts earlier sets use)."""
     rows = _all_rows()
     later = [r for r in rows if r.get("set") == name]
     assert len(later) >= size

@@ -17,6 +17,7 @@ standardisation folded into the weights, so the product needs only ``vector . w 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import zlib
 from dataclasses import dataclass
@@ -69,8 +70,8 @@ class Fit:
         return (z @ self.u + self.b) / self.k
 
 
-def _rows(scorer: Scorer) -> Rows:
-    tuning = [(s, x) for s in SETS for x in split_of(load_examples(sets=(s,))[0], "tuning")]
+def _rows(scorer: Scorer, sets: tuple[str, ...]) -> Rows:
+    tuning = [(s, x) for s in sets for x in split_of(load_examples(sets=(s,))[0], "tuning")]
     ids: list[str] = []
     groups: list[str] = []
     sets: list[str] = []
@@ -152,7 +153,17 @@ def left_out_sets(rows: Rows, l2: float, threshold: float, depth_weight: float) 
     return out
 
 
-def _write(f: Fit, *, depth_weight: float, l2: float, n: int, fingerprint: str, model: str) -> None:
+def write(
+    f: Fit,
+    *,
+    depth_weight: float,
+    l2: float,
+    rows: Rows,
+    fingerprint: str,
+    model: str,
+    out: Path = _OUT,
+) -> None:
+    """The fit in depth units, as ``scoring/resemblance.py`` reads it."""
     # Depth units over raw unit vectors: shift = (((v - mu) / sd) . u + b) / (k x weight).
     scale = f.k * depth_weight
     weights = f.u / f.sd / scale
@@ -160,15 +171,16 @@ def _write(f: Fit, *, depth_weight: float, l2: float, n: int, fingerprint: str, 
     numbers = ",\n".join(
         "  " + ", ".join(f"{w:.6g}" for w in weights[i : i + 8]) for i in range(0, len(weights), 8)
     )
-    _OUT.write_text(
+    out.write_text(
         "# The resemblance direction (scoring/resemblance.py): depth shift = vector . weights +\n"
         "# bias, for unit embeddings of the bundled model. Fitted on the tuning halves of the\n"
-        "# labelled triage sets; do not edit, reproduce with\n"
-        "#   python -m bench.triage.fit_resemblance\n"
+        "# labelled triage sets named below; do not edit, reproduce with\n"
+        f"#   python -m bench.triage.fit_resemblance --sets {','.join(dict.fromkeys(rows.sets))}\n"
         f'model = "{model}"\n'
         f'fingerprint = "{fingerprint}"\n'
         f"l2 = {l2:g}\n"
-        f"rows = {n}\n"
+        f"sets = {json.dumps(list(dict.fromkeys(rows.sets)))}\n"
+        f"rows = {len(rows.ids)}\n"
         f"bias = {bias:.6g}\n"
         f"weights = [\n{numbers},\n]\n",
         encoding="utf-8",
@@ -178,6 +190,11 @@ def _write(f: Fit, *, depth_weight: float, l2: float, n: int, fingerprint: str, 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.triage.fit_resemblance")
     parser.add_argument("--l2", type=float, help="skip the grid and fit with this penalty")
+    parser.add_argument(
+        "--sets",
+        default=",".join(SETS),
+        help="the labelled sets whose tuning halves are fitted (comma-separated; default all)",
+    )
     args = parser.parse_args(argv)
     from signaldesk.retrieval.embedder import LazyEmbedder
     from signaldesk.retrieval.settings import IndexSettings
@@ -185,7 +202,7 @@ def main(argv: list[str] | None = None) -> int:
     embedder = LazyEmbedder(IndexSettings())
     settings = ScoringSettings(resemblance=False)
     scorer = Scorer(settings, embedder)
-    rows = _rows(scorer)
+    rows = _rows(scorer, tuple(args.sets.split(",")))
     if not len(rows.ids):
         print("no tuning items could be read (see bench/triage/corpus.py)")
         return 1
@@ -221,16 +238,16 @@ def main(argv: list[str] | None = None) -> int:
     fitted = applied_composite(rows, f, depth_weight)
     print(f"l2 = {l2:g}, k = {f.k:.2f}; agreement on the rows it was fitted on:", end=" ")
     print(f"{np.mean((fitted > threshold) == (rows.labels > 0.5)):.4f}")
-    _write(
+    write(
         f,
         depth_weight=depth_weight,
         l2=l2,
-        n=len(rows.ids),
+        rows=rows,
         fingerprint=embedder.fingerprint,
         model=embedder.name,
     )
     print(f"wrote {_OUT}")
-    print("reproduce: python -m bench.triage.fit_resemblance")
+    print(f"reproduce: python -m bench.triage.fit_resemblance --sets {args.sets}")
     return 0
 
 
