@@ -1,11 +1,12 @@
 """Which files of a vault are notes the index may see.
 
-Four things keep a file out: the paths signaldesk always excludes
+Five things keep a file out: the paths signaldesk always excludes
 (:data:`signaldesk.vault.ALWAYS_EXCLUDED`: app settings, templates,
 attachments, git and trash folders, the service's own state), the templates
 folder the vault's own Obsidian settings name (:func:`template_folders`), the
-user's ``.indexignore`` at the vault root (``.gitignore`` syntax), and drawings
-or boards that are markdown only in name (Excalidraw, Kanban).
+user's ``.indexignore`` at the vault root (``.gitignore`` syntax), the files
+Obsidian's own search leaves out (:func:`obsidian_excluded`), and drawings or
+boards that are markdown only in name (Excalidraw, Kanban).
 
 Patterns follow git's rule that a file inside an excluded folder cannot be
 re-included by a later ``!pattern``: the walker never enters an excluded
@@ -22,6 +23,7 @@ import errno
 import json
 import logging
 import os
+import re
 import stat as _stat
 import threading
 from collections.abc import Callable, Iterator, Mapping
@@ -40,6 +42,7 @@ __all__ = [
     "VaultFilter",
     "excluded_by_frontmatter",
     "iter_vault_notes",
+    "obsidian_excluded",
     "template_folders",
 ]
 
@@ -60,6 +63,8 @@ TEMPLATE_SETTINGS: tuple[tuple[str, str], ...] = (
     (".obsidian/plugins/templater-obsidian/data.json", "templates_folder"),
 )
 _MAX_SETTINGS_BYTES = 1 << 20
+# Obsidian's "Excluded files" (Settings > Files and links), which its own search leaves out.
+OBSIDIAN_APP_SETTINGS = ".obsidian/app.json"
 
 
 class IndexIgnoreError(RetrievalError):
@@ -83,6 +88,11 @@ class VaultFilter:
             _read_patterns(vault / INDEXIGNORE_FILE) if with_indexignore else ()
         )
         self._spec = pathspec.GitIgnoreSpec.from_lines([*ALWAYS_EXCLUDED, *self.user_patterns])
+        # Like .indexignore, a person's choice of what search shows, so not applied to the
+        # listings that look for signaldesk's own notes.
+        self.obsidian_prefixes, self._obsidian_patterns = (
+            obsidian_excluded(vault) if with_indexignore else ((), ())
+        )
         self.template_folders = template_folders(vault)
         # Compared as folders, never as patterns: a name such as "[T] templates" or
         # "#templates" means itself, not a gitignore character class or comment.
@@ -118,13 +128,16 @@ class VaultFilter:
             cached = (
                 name.startswith(".")
                 or rel_dir.casefold() in self._template_dirs
+                or rel_dir.startswith(self.obsidian_prefixes)
                 or self._spec.match_file(rel_dir)
             )
             self._dir_cache[rel_dir] = cached
         return cached
 
     def _file_excluded(self, rel_file: str, name: str) -> bool:
-        if name.lower().endswith(_EXCALIDRAW_SUFFIX):
+        if name.lower().endswith(_EXCALIDRAW_SUFFIX) or rel_file.startswith(self.obsidian_prefixes):
+            return True
+        if any(p.search(rel_file) for p in self._obsidian_patterns):
             return True
         return self._files_need_check and self._spec.match_file(rel_file)
 
@@ -152,7 +165,38 @@ def template_folders(vault: Path) -> tuple[str, ...]:
     return tuple(found)
 
 
-def _setting(path: Path, key: str) -> str | None:
+def obsidian_excluded(vault: Path) -> tuple[tuple[str, ...], tuple[re.Pattern[str], ...]]:
+    """The vault's Obsidian "Excluded files" (``userIgnoreFilters`` in ``.obsidian/app.json``):
+    the path prefixes, and the ``/regular expressions/``, as Obsidian reads them.
+
+    A person who excluded a folder from Obsidian's search expects it out of signaldesk's
+    too. A plain entry is a prefix of the vault-relative path (``Archive/`` is the folder,
+    ``Archive`` also ``Archive.md``), compared as written; an entry in slashes is a
+    regular expression searched in the path. A missing or malformed file, an entry that is
+    not text, an empty one, one that leaves the vault (``..``) and an expression that does
+    not compile exclude nothing.
+    """
+    data = _settings_json(vault / OBSIDIAN_APP_SETTINGS)
+    entries = data.get("userIgnoreFilters") if data is not None else None
+    prefixes: list[str] = []
+    patterns: list[re.Pattern[str]] = []
+    for entry in entries if isinstance(entries, list) else ():
+        if not isinstance(entry, str) or not entry.strip():
+            continue
+        if len(entry) > 2 and entry.startswith("/") and entry.endswith("/"):
+            try:
+                patterns.append(re.compile(entry[1:-1]))
+            except re.error as exc:
+                _log.debug("excluded-files entry %r is not a regular expression: %s", entry, exc)
+            continue
+        prefix = entry.replace("\\", "/").lstrip("/")
+        if prefix and ".." not in prefix.split("/"):
+            prefixes.append(prefix)
+    return tuple(prefixes), tuple(patterns)
+
+
+def _settings_json(path: Path) -> dict[str, Any] | None:
+    """An Obsidian settings file's object; ``None`` when missing, too large or not JSON."""
     try:
         with path.open("rb") as handle:
             raw = handle.read(_MAX_SETTINGS_BYTES + 1)
@@ -163,9 +207,14 @@ def _setting(path: Path, key: str) -> str | None:
     try:
         data = json.loads(raw.decode("utf-8-sig"))
     except ValueError:
-        _log.debug("%s is not JSON; no templates folder read from it", path)
+        _log.debug("%s is not JSON; nothing read from it", path)
         return None
-    value = data.get(key) if isinstance(data, dict) else None
+    return data if isinstance(data, dict) else None
+
+
+def _setting(path: Path, key: str) -> str | None:
+    data = _settings_json(path)
+    value = data.get(key) if data is not None else None
     if not isinstance(value, str):
         return None
     parts = [p for p in value.replace("\\", "/").split("/") if p.strip() and p != "."]
@@ -340,9 +389,10 @@ class LiveVaultFilter:
         self._lock = threading.Lock()
 
     def _stat_key(self) -> tuple[int, ...]:
-        # The templates settings too: a folder named there a moment ago is refused at once.
+        # The Obsidian settings too: a folder named there a moment ago is refused at once.
         key: list[int] = []
-        for path in (self._path, *(self.vault / rel for rel, _ in TEMPLATE_SETTINGS)):
+        settings = (*(rel for rel, _ in TEMPLATE_SETTINGS), OBSIDIAN_APP_SETTINGS)
+        for path in (self._path, *(self.vault / rel for rel in settings)):
             try:
                 info = os.stat(path)
             except FileNotFoundError:

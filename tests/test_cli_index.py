@@ -183,21 +183,38 @@ def test_ctrl_c_stops_cleanly_with_exit_130(vault: Path) -> None:
     assert 0 < state["notes"] < 1200 and report["added"] == state["notes"]
 
 
-def test_the_templates_folder_set_in_obsidian_leaves_the_index(vault: Path) -> None:
+@pytest.mark.parametrize(
+    ("setting", "value", "note", "said"),
+    [
+        (
+            "templates.json",
+            '{"folder": "Templates"}',
+            "Templates/Meeting.md",
+            "templates Templates/ (Obsidian's templates setting): not indexed",
+        ),
+        (
+            "app.json",
+            '{"userIgnoreFilters": ["Archive/"]}',
+            "Archive/2019 plan.md",
+            "Archive/ (Obsidian's excluded files): not indexed",
+        ),
+    ],
+)
+def test_what_obsidian_is_told_to_leave_out_leaves_the_index(
+    vault: Path, setting: str, value: str, note: str, said: str
+) -> None:
+    """The templates folder, and the files Obsidian's search excludes."""
     notes(vault, 1)
-    write_note(vault, "Templates/Meeting.md", section("{{title}}", "agenda attendees lighthouse"))
+    write_note(vault, note, section("{{title}}", "agenda attendees lighthouse"))
     invoke("--vault", str(vault), "index")
     _, out, _ = invoke("--vault", str(vault), "search", "agenda attendees", "--json")
-    assert json.loads(out)["results"][0]["path"] == "Templates/Meeting.md"
+    assert json.loads(out)["results"][0]["path"] == note
 
     (vault / ".obsidian").mkdir(exist_ok=True)
-    (vault / ".obsidian" / "templates.json").write_text('{"folder": "Templates"}')
+    (vault / ".obsidian" / setting).write_text(value)
     _, out, _ = invoke("--vault", str(vault), "doctor", "--json")
     checks = {c["name"]: c for c in json.loads(out)["checks"]}
-    assert (
-        "templates Templates/ (Obsidian's templates setting): not indexed"
-        in (checks["vault"]["detail"])
-    )
+    assert said in checks["vault"]["detail"]
     # The file is kept: it is not "deleted", it leaves the index.
     assert (
         "1 indexed note no longer among the vault's notes (deleted, moved or now excluded)"
@@ -207,8 +224,8 @@ def test_the_templates_folder_set_in_obsidian_leaves_the_index(vault: Path) -> N
     row = next(line for line in out.splitlines() if "removed from the index" in line)
     assert row.split("│")[2].strip() == "1" and "deleted" not in out
     _, out, _ = invoke("--vault", str(vault), "search", "agenda attendees", "--json")
-    assert "Templates/Meeting.md" not in [r["path"] for r in json.loads(out)["results"]]
-    assert (vault / "Templates" / "Meeting.md").is_file()  # the note itself is untouched
+    assert note not in [r["path"] for r in json.loads(out)["results"]]
+    assert (vault / note).is_file()  # the note itself is untouched
     check_invariants(vault)
 
 

@@ -12,6 +12,7 @@ import pytest
 from signaldesk.frontmatter import parse_note
 from signaldesk.retrieval.ignore import (
     IndexIgnoreError,
+    LiveVaultFilter,
     VaultFilter,
     excluded_by_frontmatter,
     iter_vault_notes,
@@ -327,11 +328,52 @@ def test_a_templates_setting_never_hides_the_vault(tmp_path: Path, setting: str)
     assert _listed(tmp_path) == ["Notes/a.md"]
 
 
-def test_a_running_server_follows_a_new_templates_setting(tmp_path: Path) -> None:
-    from signaldesk.retrieval.ignore import LiveVaultFilter
-
+@pytest.mark.parametrize(
+    ("setting", "value"),
+    [("templates.json", '{"folder": "Templates"}'), ("app.json", '{"userIgnoreFilters": ["Tem"]}')],
+)
+def test_a_running_server_follows_a_new_obsidian_setting(
+    tmp_path: Path, setting: str, value: str
+) -> None:
     _write(tmp_path, "Templates/Daily.md")
     live = LiveVaultFilter(tmp_path)
     assert not live.excluded("Templates/Daily.md")
-    _write(tmp_path, ".obsidian/templates.json", '{"folder": "Templates"}')
+    _write(tmp_path, f".obsidian/{setting}", value)
     assert live.excluded("Templates/Daily.md")
+
+
+def test_obsidians_excluded_files_stay_out_of_the_index(tmp_path: Path) -> None:
+    for rel in (
+        "Archive/2019.md",
+        "Archive/old/deep.md",
+        "Archives.md",
+        "Inbox/old.md",
+        "Inbox/older/c.md",
+        "Inbox/new.md",
+        "Notes/plan.draft.md",
+        "Notes/plan.md",
+    ):
+        _write(tmp_path, rel)
+    # As Obsidian writes it (Settings > Files and links > Excluded files), with entries
+    # it would not honour either: not text, empty, leaving the vault, a broken expression.
+    _write(
+        tmp_path,
+        ".obsidian/app.json",
+        '{"alwaysUpdateLinks": true, "userIgnoreFilters": '
+        '["Archive/", "Inbox/old", "/\\\\.draft\\\\.md$/", 42, "", "../Notes", "/[/"]}',
+    )
+    rules = VaultFilter(tmp_path)
+    assert rules.obsidian_prefixes == ("Archive/", "Inbox/old")
+    assert _listed(tmp_path) == ["Archives.md", "Inbox/new.md", "Notes/plan.md"]
+    assert rules.excluded("Archive/") and rules.excluded("Inbox/older/c.md")
+    assert not rules.excluded("Notes/")
+    # A person's choice of what search shows: the listings of signaldesk's own notes
+    # (without .indexignore) still see everything.
+    assert not VaultFilter(tmp_path, with_indexignore=False).excluded("Archive/2019.md")
+
+
+@pytest.mark.parametrize("settings", ["not json", "[]", '{"userIgnoreFilters": "Archive/"}'])
+def test_a_malformed_app_json_excludes_nothing(tmp_path: Path, settings: str) -> None:
+    _write(tmp_path, "Archive/2019.md")
+    _write(tmp_path, ".obsidian/app.json", settings)
+    assert _listed(tmp_path) == ["Archive/2019.md"]

@@ -24,7 +24,12 @@ from signaldesk.pipeline.config import Workspace, load_config
 from signaldesk.pipeline.config_location import locate
 from signaldesk.pipeline.wording import plural
 from signaldesk.retrieval.embedder import Embedder, load_embedder
-from signaldesk.retrieval.ignore import VaultFilter, iter_vault_notes, template_folders
+from signaldesk.retrieval.ignore import (
+    VaultFilter,
+    iter_vault_notes,
+    obsidian_excluded,
+    template_folders,
+)
 from signaldesk.retrieval.settings import IndexSettings
 from signaldesk.retrieval.status import index_status
 from signaldesk.retrieval.store import capabilities, connect, get_meta, index_db_path, sqlite_module
@@ -222,6 +227,10 @@ def _vault(workspace: Workspace) -> Check:
     if templates:
         names = ", ".join(f"{folder}/" for folder in templates)
         detail += f"; templates {names} (Obsidian's templates setting): not indexed"
+    prefixes, patterns = obsidian_excluded(vault)
+    if prefixes or patterns:
+        shown = [*prefixes, *(f"/{p.pattern}/" for p in patterns)]
+        detail += f"; {', '.join(shown)} (Obsidian's excluded files): not indexed"
     return Check("vault", "ok", detail)
 
 
