@@ -46,8 +46,8 @@ class Rows:
     """One row per item and mode of the tuning halves."""
 
     ids: list[str]
-    groups: list[str]
-    sets: list[str]
+    groups: list[str]  # the item's source (site, else the item): the folds keep one together
+    sets: list[str]  # the labelled set it belongs to
     composite: npt.NDArray[np.float64]
     depth: npt.NDArray[np.float64]
     vectors: npt.NDArray[np.float64]
@@ -74,7 +74,7 @@ def _rows(scorer: Scorer, sets: tuple[str, ...]) -> Rows:
     tuning = [(s, x) for s in sets for x in split_of(load_examples(sets=(s,))[0], "tuning")]
     ids: list[str] = []
     groups: list[str] = []
-    sets: list[str] = []
+    names: list[str] = []
     composite, depth, labels = [], [], []
     vectors = []
     for mode in MODES:
@@ -87,14 +87,14 @@ def _rows(scorer: Scorer, sets: tuple[str, ...]) -> Rows:
         for (which, x), card in zip(tuning, cards, strict=True):
             ids.append(x.id)
             groups.append(x.site or x.id)
-            sets.append(which)
+            names.append(which)
             composite.append(card.composite)
             depth.append(card.depth.value)
             labels.append(float(x.file))
     return Rows(
         ids,
         groups,
-        sets,
+        names,
         np.array(composite),
         np.array(depth),
         np.vstack(vectors),
@@ -128,7 +128,7 @@ def applied_composite(rows: Rows, f: Fit, depth_weight: float) -> npt.NDArray[np
 
 
 def cross_validated(rows: Rows, l2: float, threshold: float, depth_weight: float) -> float:
-    """Mean agreement over ``_SEEDS`` x ``_FOLDS`` folds by item."""
+    """Mean agreement over ``_SEEDS`` x ``_FOLDS`` folds by source (site, else item)."""
     scores = []
     for seed in range(_SEEDS):
         fold = np.array([zlib.crc32(f"{seed}:{g}".encode()) % _FOLDS for g in rows.groups])
