@@ -45,7 +45,7 @@ class Resemblance:
     """
 
     fingerprint: str
-    weights: npt.NDArray[np.float32]
+    weights: npt.NDArray[np.float64]
     bias: float
 
     @classmethod
@@ -56,7 +56,7 @@ class Resemblance:
         """
         data = load_data_file(DATA_FILE)
         try:
-            weights = np.asarray(data["weights"], dtype=np.float32)
+            weights = np.asarray(data["weights"], dtype=np.float64)
             out = cls(str(data["fingerprint"]), weights, float(data["bias"]))
         except (KeyError, TypeError, ValueError) as exc:
             raise DataFileError(
@@ -76,7 +76,8 @@ class Resemblance:
 
     def shifts(self, vectors: npt.NDArray[np.float32]) -> npt.NDArray[np.float64]:
         """The depth shift of each unit-length row of ``vectors``."""
-        return (vectors.astype(np.float64) @ self.weights.astype(np.float64)) + self.bias
+        shifts: npt.NDArray[np.float64] = vectors @ self.weights + self.bias
+        return shifts
 
 
 def with_resemblance(depth: DimensionScore, shift: float) -> DimensionScore:
