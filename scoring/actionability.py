@@ -27,7 +27,7 @@ _HOW_TO_TITLE = re.compile(
     r"|^[a-z]+ing\b"
 )
 _RELEASE_TITLE = re.compile(
-    r"\brelease[sd]?\b|\breleasing\b|\bannounc\w*|\bversion\b|\bchangelog\b|\bv?\d+\.\d+"
+    r"\brelease[sd]?\b|\breleasing\b|\bannounc\w*|\bversion\b|\bchangelog\b|\bv?\d+\.\d+(?!\d|\.[a-wyz]\b)"
     r"|\bnow\s+available\b|\bwhat'?s\s+new\b|\bsunset\b|\bdeprecat\w*|\bend\s+of\s+life\b"
     r"|\bis\s+out\b"
 )

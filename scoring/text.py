@@ -183,7 +183,8 @@ _BARE_URL = re.compile(r"https?://[^\s)>\]\"'`]+")
 # an item about testing, and every link would otherwise count as "http" for web.
 _ANY_URL = re.compile(r"https?://[^\s)>\]\"'`]+|www\.[^\s)>\]\"'`]+")
 _NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
-_VERSION = re.compile(r"\d+\.\d+(?:\.\d+){0,2}")
+# A section number ("1.8.g Container Queries") is not a version; "1.8.x" (a series) is.
+_VERSION = re.compile(r"\d+\.\d+(?:\.\d+){0,2}(?!\d|\.[a-wyz]\b)")
 # An arXiv id (2406.13249) or a year-and-number is not a version.
 _NOT_VERSION = re.compile(r"\d{4}\.\d{4,5}|\d{5,}|\d+\.\d{5,}")
 _V_VERSION = re.compile(r"v\d")

@@ -530,3 +530,22 @@ def test_registering_a_plugin_is_not_event_registration() -> None:
     assert how_to.actionability.features["penalty_announcement"] == 0
     event = _score("Register now for WidgetConf 2099", CONF_RECAP)
     assert event.depth.features["penalty_announcement"] == 1
+
+
+def test_section_numbers_are_not_versions() -> None:
+    # A course page titled by its section ("1.8.g — Container Queries") read as release
+    # notes ("release notes with 6 version number(s)"); a release series ("1.8.x") is one.
+    from signaldesk.scoring.text import analyse
+
+    text = (
+        "1.8.g — Container Queries. After 1.8.f (subgrid) this lesson of 1.8 CSS Layout "
+        "shows `@container (min-width: 400px)` rules. Upgrade from 2.3.1 to the 2.4.x series."
+    )
+    view = analyse(
+        Item(source_kind="rss", source_id="f", title="1.8.g — Container Queries", text=text),
+        max_chars=5000,
+    )
+    assert view.versions == 3  # "1.8", "2.3.1" and "2.4.x"; not "1.8.g" nor "1.8.f"
+    card = _score("1.8.g — Container Queries", text)
+    assert "release notes" not in card.actionability.reason
+    assert card.actionability.features["release"] == 0
