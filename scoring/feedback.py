@@ -18,6 +18,16 @@ kind, and for every new item:
   for an item the rules routed to one of the domains: what a person kept from a site says
   nothing of the site's posts that fit none of them (the cocktail recipe on a developer's
   blog of how-tos; its similar text and its kind still vote);
+- **the person's line** (:func:`fit_line`) moves every composite alike: read against the
+  composites triage gave the items they kept and threw away, where do they draw the line?
+  A person who keeps what triage left just under the threshold gets a lower one ("your 6
+  corrections near the threshold put your line 0.05 lower (+0.05)"); corrections of items
+  scored far from the threshold say nothing of it (their votes speak for them). It is
+  bounded (0.1) and needs several corrections agreeing to move much. Why it is needed
+  beside the votes: on material unlike the labelled sets (the fresh7 set's stored pages,
+  each from a site of its own) no corrected item is similar to the next, so the votes move
+  nothing, while the person's accepts all say the same thing: the line is too high for
+  them;
 - **routing** follows the domain the person chose for similar items, when their weighted
   vote is strong enough and the rules had that domain among their candidates ("you filed
   2 similar items under design").
@@ -63,7 +73,16 @@ from signaldesk.scoring.records import LearnedShift, RouteDecision
 from signaldesk.scoring.routing import FALLBACK_DOMAIN
 from signaldesk.scoring.text import TextView, host_of
 
-__all__ = ["Correction", "Feedback", "feed_of", "item_kind", "same_source", "text_vector"]
+__all__ = [
+    "Correction",
+    "Feedback",
+    "describe_line",
+    "feed_of",
+    "fit_line",
+    "item_kind",
+    "same_source",
+    "text_vector",
+]
 
 # Cosine similarity (of centred vectors) from which a corrected item votes, and at which its
 # vote is full. Centred cosines above 0.4 join tuning-half items of one label 74 % of the
@@ -91,6 +110,28 @@ _MAX_SHIFT = 0.175
 _SHIFT_SCALE = 1.5
 # Weighted domain votes needed before routing follows the person's choice.
 _ROUTE_VOTES = 1.0
+# The person's own line (fit_line): where the corrections, read against the composites
+# triage gave the corrected items, put the line between what the person keeps and what they
+# throw away, as an amount added to every composite. It is the logistic fit of what they
+# kept on ``k x (composite + line - threshold)``, ``k`` the calibration's sharpness, with a
+# pull ``_LINE_PULL x line**2`` towards 0 (as firm as eight corrections at the line);
+# bounded, and left out under a hundredth (it would read "+0.00" and change little).
+# The pull was chosen by replaying corrections inside the tuning halves (python -m
+# bench.triage.inner_replay; bench/triage/README.md, "The person's line"). On the halves
+# the direction had never seen (fresh6, fresh7) 400 put right 1.50 / 1.15 of 2.50 wrong
+# decisions per replay, 800 1.05 / 0.80, and both turned none of fresh7's right ones
+# wrong; on the halves the direction was fitted on, where the rules make few mistakes,
+# the agreement changed as little with the line as without it (summed over the sets and
+# modes +0.041 at 400, +0.042 at 800, +0.040 without).
+_LINE_SHARPNESS = 20.0
+_LINE_PULL = 400.0
+_LINE_MAX = 0.1
+_LINE_MIN = 0.01
+# Only corrections of items scored this near the threshold say where the line is: keeping a
+# note triage scored 0.13 says something of that note (its votes carry it to similar ones),
+# not that every line should drop. In the same replays the window took fresh7's clipper
+# gain from +0.128 to +0.133 and the fitted halves' sum from +0.041 to +0.051.
+_LINE_WINDOW = 0.15
 _BOW_DIMS = 1024
 
 
@@ -192,7 +233,10 @@ def _tally(votes: Sequence[_Vote]) -> str:
     return parts[0] if len(parts) == 1 else f"{', '.join(parts[:-1])} and {parts[-1]}"
 
 
-def _learned(shift: float, evidence: float, votes: Sequence[_Vote]) -> LearnedShift:
+def _learned(
+    shift: float, evidence: float, votes: Sequence[_Vote], line: float = 0.0, decided: int = 0
+) -> LearnedShift:
+    """The shift of the votes and of the person's line, and the reason naming both."""
     kept = [v for v in votes if v.kept]
     thrown = [v for v in votes if not v.kept]
     # The side the shift goes first; the other side, when there is one, after it.
@@ -200,11 +244,18 @@ def _learned(shift: float, evidence: float, votes: Sequence[_Vote]) -> LearnedSh
     if shift < 0:
         sides.reverse()
     said = [f"you {verb} {_tally(side)}" for verb, side in sides if side]
+    total = round(shift + line, 4)
+    parts = [f"{'; '.join(said)} ({shift:+.2f})"] if said else []
+    if line:
+        parts.append(f"{describe_line(line, decided)} ({line:+.2f})")
+    reason = parts[0] if len(parts) == 1 else f"{'; '.join(parts)}; in all ({total:+.2f})"
     return LearnedShift(
-        value=shift,
-        reason=f"{'; '.join(said)} ({shift:+.2f})",
+        value=total,
+        reason=reason,
         features={
-            "shift": shift,
+            "shift": total,
+            "votes": shift,
+            "line": line,
             "evidence": round(evidence, 4),
             "kept": float(len(kept)),
             "rejected": float(len(thrown)),
@@ -215,6 +266,47 @@ def _learned(shift: float, evidence: float, votes: Sequence[_Vote]) -> LearnedSh
     )
 
 
+def describe_line(line: float, decided: int) -> str:
+    """'your 6 corrections near the threshold put your line 0.05 lower' (:func:`fit_line`)."""
+    if not decided:
+        return "none of your corrections keeps or throws away an item near the threshold"
+    corrections = f"your {_plural(decided, 'correction')} near the threshold"
+    if not line:
+        return f"{corrections} {'leaves' if decided == 1 else 'leave'} your line there"
+    where = "lower" if line > 0 else "higher"
+    return f"{corrections} {'puts' if decided == 1 else 'put'} your line {abs(line):.2f} {where}"
+
+
+def fit_line(composites: Sequence[float], kept: Sequence[bool], threshold: float) -> float:
+    """What the person's corrections add to every composite: positive when they keep items
+    the threshold leaves out, negative when they throw away items over it (0: too little
+    to say), so that "composite > threshold" is their line.
+
+    :param composites: the composites triage gave the corrected items (without learning).
+    :param kept: whether the person kept each one.
+    """
+
+    def slope(line: float) -> float:
+        # The loss's derivative at ``line``: it only grows (the loss is convex), so its zero
+        # inside the bounds is found by halving the interval.
+        total = 2.0 * _LINE_PULL * line
+        for composite, keep in zip(composites, kept, strict=True):
+            z = _LINE_SHARPNESS * (composite + line - threshold)
+            total += _LINE_SHARPNESS * (0.5 * (1.0 + math.tanh(z / 2)) - float(keep))
+        return total
+
+    low, high = -_LINE_MAX, _LINE_MAX
+    if slope(low) >= 0.0:
+        return -_LINE_MAX
+    if slope(high) <= 0.0:
+        return _LINE_MAX
+    for _ in range(40):
+        middle = (low + high) / 2
+        low, high = (middle, high) if slope(middle) < 0.0 else (low, middle)
+    line = (low + high) / 2
+    return round(line, 4) if abs(line) >= _LINE_MIN else 0.0
+
+
 class Feedback:
     """The corrections of one vault, ready to adjust cards.
 
@@ -223,6 +315,9 @@ class Feedback:
         source (embedding or :func:`text_vector`) the new items' vectors will come from.
     :param background: a mean vector to centre on while there are few corrections.
     :param kinds: each corrected item's :func:`item_kind`, in the same order.
+    :param composites: each corrected item's composite before learning, in the same order
+        (``None``: no person's line is fitted, :func:`fit_line`).
+    :param threshold: the filing threshold the composites are read against.
 
     Why centre: a small static embedding model gives any two English texts a cosine of
     0.3-0.6, so raw cosines hardly tell a similar item from another; what the texts share
@@ -236,6 +331,8 @@ class Feedback:
         vectors: npt.NDArray[np.float32],
         background: npt.NDArray[np.float32] | None = None,
         kinds: Sequence[str | None] | None = None,
+        composites: Sequence[float] | None = None,
+        threshold: float = 0.55,
     ) -> None:
         if len(corrections) != len(vectors):
             raise ValueError(f"{len(vectors)} vectors for {len(corrections)} corrections")
@@ -251,6 +348,20 @@ class Feedback:
         self._kinds = list(kinds) if kinds is not None else [None] * len(self.corrections)
         if len(self._kinds) != len(self.corrections):
             raise ValueError(f"{len(self._kinds)} kinds for {len(corrections)} corrections")
+        if composites is not None and len(composites) != len(self.corrections):
+            raise ValueError(f"{len(composites)} composites for {len(corrections)} corrections")
+        # Only a keep or a throw near the threshold says where the line is; a move does not.
+        decided = (
+            [
+                (composite, c.accept)
+                for c, composite in zip(self.corrections, composites, strict=True)
+                if c.accept is not None and abs(composite - threshold) <= _LINE_WINDOW
+            ]
+            if composites is not None
+            else []
+        )
+        self.line = fit_line([c for c, _ in decided], [bool(k) for _, k in decided], threshold)
+        self.line_corrections = len(decided)
 
     def _centred(self, vectors: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
         shifted = vectors - self._centre
@@ -309,8 +420,10 @@ class Feedback:
         evidence = sum(v.weight if v.kept else -v.weight for v in votes)
         shift = round(_MAX_SHIFT * math.tanh(evidence / _SHIFT_SCALE), 4)
         if abs(shift) < 0.005:
+            shift, evidence, votes = 0.0, 0.0, []
+        if not shift and not self.line:
             return None, rerouted
-        return _learned(shift, evidence, votes), rerouted
+        return _learned(shift, evidence, votes, self.line, self.line_corrections), rerouted
 
     @staticmethod
     def _rerouted(route: RouteDecision, votes: list[tuple[float, Correction]]) -> RouteDecision:

@@ -45,8 +45,9 @@ class LearnedShift:
 
     :param value: the signed amount added to the weighted sum of the four dimensions.
     :param reason: one line naming the corrections behind it ("you kept 2 similar items
-        and 1 other paper (+0.09)").
-    :param features: the votes behind ``value`` (names are stable).
+        and 1 other paper (+0.09)"; with the person's line, "...; your 6 corrections near
+        the threshold put your line 0.03 lower (+0.03); in all (+0.12)").
+    :param features: the votes and the line behind ``value`` (names are stable).
     """
 
     value: float

@@ -124,26 +124,46 @@ class Scorer:
             return []
         views = [analyse(item, max_chars=self.settings.max_chars) for item in items]
         vectors = self.item_vectors(items)
+        cards = self._plain_cards(items, views, vectors, priors)
+        feedback = self._feedback_model()
+        if feedback is None:
+            return cards
+        return [
+            self._with_feedback(
+                card,
+                feedback,
+                vectors[i] if vectors is not None else text_vector(item),
+                item,
+                item_kind(view),
+            )
+            for i, (card, item, view) in enumerate(zip(cards, items, views, strict=True))
+        ]
+
+    def _plain_cards(
+        self,
+        items: Sequence[Item],
+        views: Sequence[TextView],
+        vectors: npt.NDArray[np.float32] | None,
+        priors: Sequence[float | None],
+    ) -> list[ScoreCard]:
+        """The cards of the shipped rules (and direction), before any correction."""
         similarities = self._similarities(vectors)
         resemblance = self._resemblance_model()
         shifts = None if vectors is None or resemblance is None else resemblance.shifts(vectors)
-        feedback = self._feedback_model()
         n_topics = len(self._relevance.anchors)
         cards = []
         for i, (item, view, prior) in enumerate(zip(items, views, priors, strict=True)):
             row = similarities[i] if similarities is not None else None
-            card = self._card(
-                item,
-                view,
-                prior,
-                None if row is None else row[:n_topics].tolist(),
-                None if row is None else row[n_topics:].tolist(),
-                None if shifts is None else float(shifts[i]),
+            cards.append(
+                self._card(
+                    item,
+                    view,
+                    prior,
+                    None if row is None else row[:n_topics].tolist(),
+                    None if row is None else row[n_topics:].tolist(),
+                    None if shifts is None else float(shifts[i]),
+                )
             )
-            if feedback is not None:
-                vector = vectors[i] if vectors is not None else text_vector(item)
-                card = self._with_feedback(card, feedback, vector, item, item_kind(view))
-            cards.append(card)
         return cards
 
     @property
@@ -155,6 +175,12 @@ class Scorer:
     def corrections(self) -> tuple[Correction, ...]:
         """The corrections this scorer learns from."""
         return self._corrections
+
+    def learned_line(self) -> tuple[float, int]:
+        """The person's line (:func:`~scoring.feedback.fit_line`: what every composite gets
+        from where this vault's corrections put the line) and how many corrections it reads."""
+        feedback = self._feedback_model()
+        return (0.0, 0) if feedback is None else (feedback.line, feedback.line_corrections)
 
     def item_vectors(self, items: Sequence[Item]) -> npt.NDArray[np.float32] | None:
         """Unit embeddings of the items' opening text, as scoring reads them (None in
@@ -184,14 +210,27 @@ class Scorer:
             return None
         if self._feedback is None:
             items = [c.item for c in self._corrections]
+            views = [analyse(item, max_chars=self.settings.max_chars) for item in items]
             vectors = self.item_vectors(items)
+            # What triage gave the corrected items itself: where the person's line sits.
+            composites = [
+                card.composite
+                for card in self._plain_cards(items, views, vectors, [None] * len(items))
+            ]
             background = None
             if vectors is None:
                 vectors = np.stack([text_vector(item) for item in items])
             else:
                 background = self._anchor_matrix().mean(axis=0)
-            kinds = [item_kind(analyse(item, max_chars=self.settings.max_chars)) for item in items]
-            self._feedback = Feedback(self._corrections, vectors, background, kinds)
+            kinds = [item_kind(view) for view in views]
+            self._feedback = Feedback(
+                self._corrections,
+                vectors,
+                background,
+                kinds,
+                composites=composites,
+                threshold=self.settings.threshold,
+            )
         return self._feedback
 
     def _with_feedback(

@@ -152,7 +152,12 @@ def test_the_site_says_nothing_of_an_item_routed_to_no_domain() -> None:
     settings = ScoringSettings()
     plain = Scorer(settings, None).score(item)
     assert plain.route.domain == "other"
-    assert Scorer(settings, None, corrections=kept).score(item) == plain
+    garden = Scorer(settings, None, corrections=kept).score(item)
+    # No vote of the site; what moves it is the person's line alone (three kept items the
+    # rules left under the threshold), which moves every item alike.
+    assert garden.learned is not None and garden.learned.features["votes"] == 0
+    assert garden.learned.reason.startswith("your 3 corrections near the threshold put your line")
+    assert garden.route == plain.route
     # The same corrections do vote for an item of the site that the rules route somewhere.
     routed = _item("Running SQLite in Docker", _DOCKER, url="https://blog.example.org/c")
     card = Scorer(settings, None, corrections=kept).score(routed)
@@ -249,3 +254,56 @@ def test_same_source_is_the_feed_for_feed_entries_and_the_site_otherwise() -> No
     clip = _clipping("D", _SQLITE, url="https://proxy.example/4")
     assert same_source(clip, a) and same_source(a, clip)
     assert not same_source(clip, _clipping("E", _SQLITE, url="https://other.example/5"))
+
+
+def test_the_persons_line_follows_what_they_kept_near_it() -> None:
+    from signaldesk.scoring.feedback import fit_line
+
+    # Kept items just under the threshold and thrown ones well under it: their line is lower.
+    lower = fit_line([0.50, 0.51, 0.52, 0.53, 0.30, 0.35], [True] * 4 + [False] * 2, 0.55)
+    assert 0.01 <= lower <= 0.1
+    # Thrown items just over it: higher (a negative line, added to every composite).
+    higher = fit_line([0.57, 0.58, 0.60, 0.61, 0.80], [False] * 4 + [True], 0.55)
+    assert -0.1 <= higher <= -0.01
+    # Decisions the rules made right say nothing of a line, and nothing is not a line.
+    assert fit_line([0.8, 0.75, 0.2, 0.3], [True, True, False, False], 0.55) == 0.0
+    assert fit_line([], [], 0.55) == 0.0
+    # However many corrections agree, the line moves at most 0.1.
+    assert fit_line([0.40] * 500, [True] * 500, 0.55) == 0.1
+
+
+def test_the_persons_line_moves_every_item_and_says_so() -> None:
+    # Four kept items the rules left just under the line: an unrelated item moves with them.
+    embedder = real_embedder()
+    plain = Scorer(ScoringSettings(), embedder)
+    kept = [_item(f"Garden log {n}", _GARDEN + f" Week {n}: the beans came up.") for n in range(4)]
+    composites = [c.composite for c in plain.score_many(kept)]
+    # Rebuilt so each kept item sits just under the threshold: what was left out.
+    settings = ScoringSettings(threshold=max(composites) + 0.02)
+    corrections = [Correction(item, True, "other", "`triage accept`") for item in kept]
+    item = _item("Fixing database is locked in SQLite", _SQLITE_2)
+    before = Scorer(settings, embedder).score(item)
+    after = Scorer(settings, embedder, corrections=corrections).score(item)
+    learned = after.learned
+    assert learned is not None
+    line = learned.features["line"]
+    assert 0.01 <= line <= 0.1
+    said = f"your 4 corrections near the threshold put your line {line:.2f} lower ({line:+.2f})"
+    assert said in learned.reason
+    assert after.composite == pytest.approx(before.composite + learned.value, abs=1e-3)
+    assert learned.value == pytest.approx(learned.features["votes"] + line, abs=1e-4)
+    # Undoing the corrections (a scorer without them) gives back the card of before.
+    assert Scorer(settings, embedder).score(item) == before
+
+
+def test_only_corrections_near_the_threshold_move_the_line() -> None:
+    # Keeping notes triage scored far under the line says something of those notes (their
+    # votes carry it), not that every line should drop.
+    kept = [Correction(_item(f"Note {n}", _GARDEN), True, None, "x") for n in range(4)]
+    vectors = np.stack([text_vector(c.item) for c in kept])
+    far = Feedback(kept, vectors, composites=[0.2] * 4, threshold=0.55)
+    near = Feedback(kept, vectors, composites=[0.5] * 4, threshold=0.55)
+    assert (far.line, far.line_corrections) == (0.0, 0)
+    assert near.line > 0.01 and near.line_corrections == 4
+    with pytest.raises(ValueError, match="composites"):
+        Feedback(kept, vectors, composites=[0.5])

@@ -212,6 +212,10 @@ def test_cli_accept_reject_move_and_corrections(tmp_path: Path) -> None:
     assert [(r["item_id"], r["domain"], r["how"]) for r in rows] == [
         (item_id, "devops", "`triage move`")
     ]
+    table = runner.invoke(cli, [*base, "triage", "corrections"])
+    assert table.exit_code == 0, table.output
+    # A note moved is a note kept; kept where triage filed it, it says the line is right.
+    assert "your 1 correction near the threshold leaves your line there" in table.output
     reset = runner.invoke(cli, [*base, "triage", "corrections", "--reset"])
     assert reset.exit_code == 0 and "undid 1" in reset.output
     empty = runner.invoke(cli, [*base, "triage", "corrections"])

@@ -236,6 +236,39 @@ def test_the_reason_checker_catches_a_learned_shift_that_lies() -> None:
     assert contradictions(dataclasses.replace(card, composite=card.composite + 0.05), new, 0.55)
 
 
+def test_the_reason_checker_reads_the_persons_line() -> None:
+    import dataclasses
+
+    from signaldesk.items import Item
+    from signaldesk.scoring.feedback import Correction
+
+    def item(n: int) -> Item:
+        text = f"Week {n} in the garden: the tomatoes and the beans came up along the fence."
+        return Item(source_kind="rss", source_id=f"f{n}", title=f"Garden {n}", text=text)
+
+    # Kept items the rules left just under the line: a line of its own, and no vote.
+    items = [item(n) for n in range(4)]
+    threshold = max(c.composite for c in Scorer(ScoringSettings(), None).score_many(items)) + 0.02
+    settings = ScoringSettings(threshold=threshold)
+    kept = [Correction(one, True, "other", "`triage accept`") for one in items]
+    new = Item(
+        source_kind="rss", source_id="g", title="SQLite", text="PRAGMA journal_mode=wal. " * 9
+    )
+    card = Scorer(settings, None, corrections=kept).score(new)
+    learned = card.learned
+    assert learned is not None and learned.features["line"] > 0 and not learned.features["votes"]
+    assert learned.reason.startswith("your 4 corrections near the threshold put your line ")
+    assert not contradictions(card, new, threshold)
+    lies = [
+        dataclasses.replace(learned, reason=learned.reason.replace("lower", "higher")),
+        dataclasses.replace(learned, reason=learned.reason.replace("your 4", "you kept 4")),
+        dataclasses.replace(learned, features={**learned.features, "line": 0.0}),
+        dataclasses.replace(learned, reason=f"{learned.reason}; in all ({learned.value:+.2f})"),
+    ]
+    for wrong in lies:
+        assert contradictions(dataclasses.replace(card, learned=wrong), new, threshold), wrong
+
+
 def test_the_replay_from_other_sources_never_draws_the_items_own_source(
     shared_data: Path,
 ) -> None:

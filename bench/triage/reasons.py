@@ -72,16 +72,14 @@ def _learned(card: ScoreCard) -> list[str]:
     said = re.search(r"\(([+-]\d\.\d\d)\)$", learned.reason)
     if said is None or float(said.group(1)) != round(learned.value, 2):
         out.append(f"learned: reason {learned.reason!r} does not state {learned.value:+.2f}")
-    first = re.match(r"you (kept|rejected) ", learned.reason)
-    if first is None or (first.group(1) == "kept") != (learned.value > 0):
-        out.append(f"learned: reason {learned.reason!r} leads with the wrong side")
     f = learned.features
-    if f["shift"] != learned.value or (f["evidence"] > 0) != (learned.value > 0):
-        out.append("learned: shift and evidence disagree with the value")
-    for verb, key in (("kept", "kept"), ("rejected", "rejected")):
-        said_n = sum(int(n) for n in re.findall(r"(\d+) ", _side(learned.reason, verb)))
-        if said_n != f[key]:
-            out.append(f"learned: reason counts {said_n} {verb}, features {f[key]}")
+    if f["shift"] != learned.value or abs(f["votes"] + f["line"] - learned.value) > 0.0002:
+        out.append("learned: its votes and the person's line do not add up to the value")
+    out += _votes_said(learned.reason, f)
+    out += _line_said(learned.reason, f)
+    both = bool(f["votes"]) and bool(f["line"])  # each part's figure, then "in all (...)"
+    if len(re.findall(r"\([+-]\d\.\d\d\)", learned.reason)) != (3 if both else 1):
+        out.append(f"learned: reason {learned.reason!r} states the wrong number of figures")
     if f"{learned.value:+.2f} learned" not in card.summary(0.55):
         out.append("summary does not show the learned shift")
     return out
@@ -101,6 +99,43 @@ def _resemblance(depth: DimensionScore) -> list[str]:
     if abs(depth.features["before_resemblance"] + applied - depth.value) > 0.0006:
         out.append("depth: value is not the score before resemblance plus what was applied")
     return out
+
+
+def _votes_said(reason: str, f: dict[str, float]) -> list[str]:
+    """'you kept 2 similar items (+0.09)': leads with the votes' side, counts them right."""
+    out = []
+    first = re.match(r"you (kept|rejected) ", reason)
+    if bool(first) != bool(f["votes"]):
+        out.append(f"learned: reason {reason!r} names votes it does not have, or not those it has")
+    elif first is not None and (first.group(1) == "kept") != (f["votes"] > 0):
+        out.append(f"learned: reason {reason!r} leads with the wrong side")
+    if f["votes"] and (f["evidence"] > 0) != (f["votes"] > 0):
+        out.append("learned: the votes' shift and their evidence disagree")
+    if first is not None:
+        said = re.search(r"\(([+-]\d\.\d\d)\)", reason)
+        if said is None or float(said.group(1)) != round(f["votes"], 2):
+            out.append(f"learned: reason {reason!r} does not state the votes' {f['votes']:+.2f}")
+    for verb, key in (("kept", "kept"), ("rejected", "rejected")):
+        said_n = sum(int(n) for n in re.findall(r"(\d+) ", _side(reason, verb)))
+        if said_n != f[key]:
+            out.append(f"learned: reason counts {said_n} {verb}, features {f[key]}")
+    return out
+
+
+def _line_said(reason: str, f: dict[str, float]) -> list[str]:
+    """'your 18 corrections put your line 0.06 lower (+0.06)': side and figure agree."""
+    said = re.search(r"puts? your line (\d\.\d\d) (lower|higher) \(([+-]\d\.\d\d)\)", reason)
+    if said is None:
+        return [f"learned: reason {reason!r} leaves out the person's line"] if f["line"] else []
+    value = round(f["line"], 2)
+    if (
+        not f["line"]
+        or float(said.group(1)) != abs(value)
+        or float(said.group(3)) != value
+        or (said.group(2) == "lower") != (f["line"] > 0)
+    ):
+        return [f"learned: says {said.group(0)!r} but the line is {f['line']:+.4f}"]
+    return []
 
 
 def _side(reason: str, verb: str) -> str:

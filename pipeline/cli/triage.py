@@ -13,9 +13,11 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 from rich.text import Text
 
+from signaldesk.errors import SignaldeskError
 from signaldesk.items import Item
 from signaldesk.pipeline.cli._context import AppContext
 from signaldesk.pipeline.cli._output import print_json
+from signaldesk.pipeline.config import Config
 from signaldesk.pipeline.triage.commands import (
     correct,
     list_corrections,
@@ -27,6 +29,7 @@ from signaldesk.pipeline.triage.records import TriageProgress, TriageReport, car
 from signaldesk.pipeline.triage.run import triage as run_triage
 from signaldesk.pipeline.triage.score_input import is_url, item_from_file, item_from_url
 from signaldesk.retrieval.embedder import LazyEmbedder
+from signaldesk.scoring.feedback import Correction, describe_line
 from signaldesk.scoring.records import DIMENSIONS, TEASER_NOTE, ScoreCard
 from signaldesk.scoring.scorer import Scorer
 from signaldesk.vault import DOMAINS
@@ -296,6 +299,19 @@ def corrections(app: AppContext, undo_last: int | None, reset: bool, as_json: bo
             row.recorded_at.strftime("%Y-%m-%d %H:%M"),  # as `items` shows times
         )
     app.console.print(table)
+    app.console.print(_line_said(workspace.config, anyio.run(vault_corrections, workspace)))
+
+
+def _line_said(config: Config, corrections: list[Correction]) -> Text:
+    """Where the corrections put the person's line, as every card's `learned` row has it."""
+    try:
+        line, decided = Scorer(
+            config.scoring, LazyEmbedder(config.index), corrections=corrections
+        ).learned_line()
+    except SignaldeskError:  # no model here: the keyword-only line, as triage would fall back
+        line, decided = Scorer(config.scoring, None, corrections=corrections).learned_line()
+    said = describe_line(line, decided)
+    return Text(f"{said}: every item's composite {line:+.2f}" if line else said)
 
 
 def _card_table(card: ScoreCard, *, explain: bool) -> Table:
