@@ -260,7 +260,8 @@ def move(app: AppContext, item_id: str, domain: str) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print them as JSON.")
 @click.pass_obj
 def corrections(app: AppContext, undo_last: int | None, reset: bool, as_json: bool) -> None:
-    """List the corrections triage learns from; `--undo N` or `--reset` takes them back."""
+    """List the corrections triage learns from and where they put your line; `--undo N` or
+    `--reset` takes them back."""
     workspace = app.workspace()
     if reset or undo_last is not None:
         n = anyio.run(lambda: undo(workspace, None if reset else undo_last))
