@@ -44,7 +44,6 @@ import anyio
 
 from bench.serving import QUIET_SCHEDULE, serving
 from signaldesk.retrieval.embedder import BUNDLED_MODEL_NAME, Embedder, load_embedder
-from signaldesk.retrieval.generations import read_pointer
 from signaldesk.retrieval.indexer import Indexer
 from signaldesk.retrieval.records import IndexReport, SearchMode
 from signaldesk.retrieval.settings import IndexSettings, SearchSettings
@@ -241,7 +240,6 @@ def _row(label: str, value: str, command: str | None = None) -> None:
 
 def run(vault: Path, workers: int | None, n_queries: int, model: str = BUNDLED_MODEL_NAME) -> None:
     settings = IndexSettings(model=model)
-    base = index_db_path(vault, settings)
     embedder = load_embedder(settings)
     indexer = Indexer(vault, settings, embedder, workers=workers)
     files = sum(1 for _ in vault.rglob("*.md"))
@@ -250,8 +248,9 @@ def run(vault: Path, workers: int | None, n_queries: int, model: str = BUNDLED_M
 
     full, full_wall, full_cpu = _timed(lambda: anyio.run(lambda: indexer.run(full=True)))
     rss_main, rss_child = _peak_rss_mb()
-    # A full index over an existing one writes a new generation (retrieval/generations.py).
-    db_path = read_pointer(base)
+    # Read after the full index: over an existing index it writes a new generation and
+    # swaps it in (retrieval/generations.py), so the live file is not the one before.
+    db_path = index_db_path(vault, settings)
     size, chunks = _db_bytes(db_path)
     noop, noop_wall, noop_cpu = _timed(lambda: anyio.run(indexer.run))
     _edit_and_delete(vault, db_path, 50, 5)
@@ -302,7 +301,7 @@ def _load() -> str:
 def _report_latency(
     vault: Path, settings: IndexSettings, embedder: Embedder, model: str, n_queries: int
 ) -> None:
-    db_path = read_pointer(index_db_path(vault, settings))
+    db_path = index_db_path(vault, settings)
     queries = _queries(db_path, n_queries)
     before = _load()
     latency = anyio.run(_latency, vault, settings, embedder, queries)
