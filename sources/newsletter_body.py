@@ -39,8 +39,15 @@ _VIEW_ONLINE = re.compile(
     r"|在浏览器中(?:查看|打开)|网页版",
     re.IGNORECASE,
 )
+# "Opt out" counts only with what a footer opts out of, or as the link it offers ("opt out
+# of these emails", "to opt out, click here"): an article's "opt out with
+# -Zlinker-features=-lld" is advice, and the newsletter went on after it.
 _FOOTER = re.compile(
-    r"unsubscribe|opt[- ]out|manage (?:your )?(?:e-?mail )?(?:preferences|subscriptions?)"
+    r"unsubscribe"
+    r"|opt[- ]out(?:\s+(?:of|from))?(?:\s+(?:these|this|all|our|future|further|marketing|such))*"
+    r"\s+(?:e-?mails?|messages|newsletters?|communications|mailings?|(?:mailing\s+)?lists?)\b"
+    r"|opt[- ]out(?:\s*[,.:]?\s*(?:click|tap)\b|\s+(?:here|at any time|anytime)\b|\s*$)"
+    r"|manage (?:your )?(?:e-?mail )?(?:preferences|subscriptions?)"
     r"|update (?:your )?(?:subscription |e-?mail )?preferences|e-?mail preferences"
     r"|you(?:'re| are)? (?:receiv(?:ed|ing)|getting) this|you (?:signed|subscribed) up"
     r"|this (?:e-?mail|message|newsletter) was sent to"
@@ -60,6 +67,7 @@ _COPYRIGHT = re.compile(
     r"|diritti riservati|rechte vorbehalten|права защищены)",
     re.IGNORECASE,
 )
+_SECTION_START = re.compile(r"\s*#{1,6}\s")
 _LINK_TARGET = re.compile(r"\]\(<?[^)>]*>?\)")
 _URL = re.compile(r"https?://[^\s<>()\"']+")
 _HERE = re.compile(
@@ -126,7 +134,10 @@ def strip_footer(blocks: list[str]) -> list[str]:
         if not (_FOOTER.search(block) or _COPYRIGHT.search(block)):
             continue
         rest = sum(sizes[index:])
-        if rest <= max(1500, total // 4):
+        # A heading or code after it: the newsletter goes on (another section), so this
+        # is not where its footer starts.
+        goes_on = any(_SECTION_START.match(b) or "```" in b for b in blocks[index + 1 :])
+        if rest <= max(1500, total // 4) and not goes_on:
             blocks = blocks[:index]
             break
     return [b for b in blocks if not (_visible_len(b) <= 300 and _FOOTER.search(b))]

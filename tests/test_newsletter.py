@@ -261,6 +261,28 @@ def test_multi_article_html_newsletter_keeps_every_article() -> None:
     assert item.extra["tracking_pixels_removed"] == 2
 
 
+def test_advice_to_opt_out_of_a_feature_is_not_the_footer() -> None:
+    # Trigger: the demo's Rust newsletter lost its last two sections. "If something breaks,
+    # opt out with -Zlinker-features=-lld" is a short block in the second half, and the cut
+    # for a footer started there.
+    html = """<html><body>
+    <h1>The Dispatch</h1><p>Three changes this week.</p>
+    <h2>Async closures</h2><p>You can now write async closures with the new traits.</p>
+    <h2>A faster linker</h2>
+    <p>Builds link with rust-lld. If something breaks, opt out with
+       <code>-Zlinker-features=-lld</code> and file an issue.</p>
+    <h2>Check your lockfile in CI</h2><p><code>cargo build --locked</code> fails early.</p>
+    <p>Until next week.</p>
+    <p>You receive this because you subscribed. <a href="https://x/u">Unsubscribe</a>
+       · To opt out of these emails, click here.</p>
+    </body></html>"""
+    item = parse_email(_mail("Dispatch", html, subtype="html"))
+    assert item is not None
+    assert "opt out with `-Zlinker-features=-lld`" in item.text
+    assert "## Check your lockfile in CI" in item.text and "--locked" in item.text
+    assert "Unsubscribe" not in item.text and "these emails" not in item.text
+
+
 def test_plain_text_newsletter_view_online_and_footer() -> None:
     body = (
         "View this email in your browser (https://mailchi.mp/abc/issue-3?e=42ab)\n\n"
