@@ -441,6 +441,21 @@ def test_body_demotes_the_contents_headings() -> None:
     ]
 
 
+def test_content_whose_sections_are_h2_nests_them_one_level_down() -> None:
+    # Trigger: a page's sections are "##" under its "#" title (stripped as the note's
+    # title); moved two levels they became "####" right under "## Content", skipping "###".
+    text = "## Setup\n\ntext\n\n### Details\n\n```sh\n# a comment, not a heading\n```\n"
+    body = render_body(Item(source_kind="rss", source_id="f", title="T", text=text))
+    content = body.split("## Content")[1].split("## Source")[0]
+    assert re.findall(r"^#+ .*$", content, re.M) == [
+        "### Setup",
+        "#### Details",
+        "# a comment, not a heading",  # in the code block: left as it is
+    ]
+    deep = render_body(Item(source_kind="rss", source_id="f", title="T", text="#### Deep\n\nx"))
+    assert "#### Deep" in deep  # a deeper outline is never moved up
+
+
 def test_summary_takes_prose_not_a_flattened_code_block() -> None:
     from signaldesk.items import Item
     from signaldesk.pipeline.triage.note_render import render_body
@@ -495,7 +510,7 @@ def test_the_content_does_not_open_with_the_title_again() -> None:
     body = render_body(Item(source_kind="rss", source_id="f", title=title, text=page))
     content = body.split("## Content")[1].split("## Source")[0]
     assert content.strip().startswith("tarsafe wraps `tarfile`.")
-    assert "#### Am I affected?" in content  # the other headings stay, demoted
+    assert "### Am I affected?" in content  # the other headings stay, under "## Content"
     # A text drop's first line became its title: not said twice.
     drop = render_body(
         Item(

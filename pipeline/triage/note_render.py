@@ -381,19 +381,25 @@ def _without_leading_title(markdown: str, title: str) -> str:
 
 
 def _demote_headings(markdown: str) -> str:
-    """Push the content's headings two levels down, so they nest under "## Content"."""
-    out: list[str] = []
+    """Move the content's headings down so they nest under "## Content": its shallowest
+    heading becomes "###" and the others keep their distance from it (a page whose
+    sections are "##" gets "###", not "####": an outline without a skipped level)."""
+    lines = markdown.splitlines()
+    levels: list[int | None] = []
     in_code = False
-    for line in markdown.splitlines():
+    for line in lines:
         if _FENCE.match(line):
             in_code = not in_code
-        if not in_code:
-            match = _HEADING.match(line)
-            if match:
-                level = min(6, len(match.group(1)) + 2)
-                line = "#" * level + line[len(match.group(1)) :]
-        out.append(line)
-    return "\n".join(out)
+        match = None if in_code else _HEADING.match(line)
+        levels.append(len(match.group(1)) if match else None)
+    present = [level for level in levels if level is not None]
+    if not present:
+        return markdown
+    shift = max(0, 3 - min(present))
+    return "\n".join(
+        line if level is None else "#" * min(6, level + shift) + line[level:]
+        for line, level in zip(lines, levels, strict=True)
+    )
 
 
 def _excerpt(markdown: str, max_chars: int) -> tuple[str, int]:
