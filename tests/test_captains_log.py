@@ -9,6 +9,7 @@ import pytest
 
 from signaldesk.pipeline.reports.captains_log import (
     gather,
+    open_loops,
     period_for,
     render,
     summary_line,
@@ -266,3 +267,30 @@ def test_sections_are_one_blank_line_apart(vault: Path, repo: Path) -> None:
     # Two blank lines after the commit tables showed as a gap in reading view.
     text = render(gather(vault, CaptainsLogSettings(repos=[str(repo)]), date(2026, 11, 27), tz=UTC))
     assert "### engine" in text and "\n\n\n" not in text
+
+
+def test_one_loop_written_in_the_code_and_in_notes_is_listed_once(vault: Path, repo: Path) -> None:
+    # Trigger: the demo's log listed "TODO: shield the rollback from cancellation" from the
+    # code and "Shield the rollback from cancellation." from the session notes as two loops.
+    for name in ("thoughts", "session"):
+        (vault / "00-inbox" / f"{name}.md").write_text(
+            "---\ncreated: 2026-11-29\n---\n- [ ] Handle empty input.\n- [ ] write the benchmark\n"
+        )
+    settings = CaptainsLogSettings(repos=[str(repo)], covers="previous_day")
+    log = gather(vault, settings, date(2026, 11, 30), tz=UTC)
+    assert len(log.todos) + len(log.unchecked) == 6  # what was found stays as found
+    loops = {loop.text: set(loop.sources) for loop in open_loops(log)}
+    assert loops == {
+        "TODO: handle empty input": {
+            "`engine/a.py`",
+            "[[00-inbox/session]]",
+            "[[00-inbox/thoughts]]",
+        },
+        "FIXME: slow path": {"`engine/c.py`"},
+        "write the benchmark": {"[[00-inbox/session]]", "[[00-inbox/thoughts]]"},
+    }
+    text = render(log)
+    assert text.count("handle empty input") + text.count("Handle empty input") == 1
+    assert "- [ ] TODO: handle empty input (`engine/a.py`; [[00-inbox/" in text
+    assert summary_line(log).endswith("3 open loops, 0 signals")
+    assert "3 open loops." in text

@@ -27,6 +27,7 @@ from signaldesk.pipeline.ledger.store import open_ledger
 from signaldesk.pipeline.reports.captains_log import (
     gather,
     log_path,
+    open_loops,
     summary_line,
     write_captains_log,
 )
@@ -333,6 +334,7 @@ def log(app: AppContext, day_text: str | None, as_json: bool) -> None:
     if as_json:
         gathered = gather(workspace.vault, settings, day, tz=tz, skip=skip)
         data: dict[str, Any] = to_jsonable(gathered)
+        data["open_loops"] = to_jsonable(open_loops(gathered))  # each said once, as the log
         data["path"] = str(log_path(workspace.vault, settings, day))
         print_json(data)
         return

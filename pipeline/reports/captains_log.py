@@ -222,6 +222,33 @@ def _gather_notes(vault: Path, log: CaptainsLog, top_signals: int, skip: Sequenc
     log.signals = signals[:top_signals]
 
 
+@dataclass(frozen=True, slots=True)
+class OpenLoop:
+    """One open loop and every place it was written (a code TODO, a note's checkbox)."""
+
+    text: str
+    sources: tuple[str, ...]
+
+
+def _loop_key(text: str) -> str:
+    # "TODO: shield the rollback from cancellation" in the code and "- [ ] Shield the
+    # rollback from cancellation." in the session's notes are one loop.
+    return " ".join(re.findall(r"\w+", text.lower()))
+
+
+def open_loops(log: CaptainsLog) -> list[OpenLoop]:
+    """The log's open loops, each said once: the same words in several places (the code's
+    TODO and a note's checkbox) are one loop with all its sources, first seen first."""
+    merged: dict[str, tuple[str, list[str]]] = {}
+    written = [(f"{t.tag}: {t.text}", t.text, f"`{t.repo}/{t.path}`") for t in log.todos]
+    written += [(u.text, u.text, note_link(u.path)) for u in log.unchecked]
+    for shown, words, source in written:
+        _, sources = merged.setdefault(_loop_key(words) or shown, (shown, []))
+        if source not in sources:
+            sources.append(source)
+    return [OpenLoop(shown, tuple(sources)) for shown, sources in merged.values()]
+
+
 def summary_line(log: CaptainsLog) -> str:
     """What the log holds, in one line (``signaldesk log`` prints it)."""
     commits = sum(len(c) for c in log.commits.values())
@@ -229,7 +256,7 @@ def summary_line(log: CaptainsLog) -> str:
         f"{plural(commits, 'commit')} in "
         f"{plural(len(log.commits), 'repository', 'repositories')}, "
         f"{plural(len(log.decisions), 'decision')}, "
-        f"{plural(len(log.todos) + len(log.unchecked), 'open loop')}, "
+        f"{plural(len(open_loops(log)), 'open loop')}, "
         f"{plural(len(log.signals), 'signal')}"
     )
 
@@ -240,13 +267,14 @@ def render(log: CaptainsLog) -> str:
     zone = log.period.start.tzinfo  # the log's day is counted there; its times are shown there
     first, last = log.period.days[0], log.period.days[-1]
     span = first.isoformat() if first == last else f"{first.isoformat()} to {last.isoformat()}"
+    loops = open_loops(log)
     lines = [f"# Captain's log {log.day.isoformat()}", ""]
     lines.append(
         f"Covers {span}: {plural(len(total), 'commit')} in "
         f"{plural(len(log.commits), 'repository', 'repositories')} "
         f"(+{sum(c.insertions for c in total)} / -{sum(c.deletions for c in total)} lines), "
         f"{plural(len(log.signals), 'top signal')}, "
-        f"{plural(len(log.todos) + len(log.unchecked), 'open loop')}."
+        f"{plural(len(loops), 'open loop')}."
     )
     lines += ["", "## Commits", ""]
     if not log.repositories and not log.errors:
@@ -272,10 +300,7 @@ def render(log: CaptainsLog) -> str:
     lines += ["", "## Decisions and learnings", ""]
     lines += [f"- {d}" for d in log.decisions] or ["Nothing recorded."]
     lines += ["", "## Open loops", ""]
-    lines += [f"- [ ] {t.tag}: {t.text} (`{t.repo}/{t.path}`)" for t in log.todos]
-    lines += [f"- [ ] {u.text} ({note_link(u.path)})" for u in log.unchecked]
-    if not log.todos and not log.unchecked:
-        lines.append("None.")
+    lines += [f"- [ ] {loop.text} ({'; '.join(loop.sources)})" for loop in loops] or ["None."]
     lines += ["", "## Top signals", ""]
     lines += [
         f"- {note_link(s.path, s.title)} · {s.domain} · {s.composite:.2f}" for s in log.signals
