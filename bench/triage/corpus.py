@@ -58,7 +58,17 @@ Mode = Literal["feed", "clipper"]
 MODES: tuple[Mode, ...] = ("feed", "clipper")
 # The labelled sets, oldest first: each was labelled, by LABELLING.md, after the figures of
 # the ones before it were known, from sources they do not use, and is split on its own.
-SETS = ("first", "fresh", "fresh2", "fresh3", "fresh4", "fresh5", "fresh6", "fresh7")
+SETS = (
+    "first",
+    "fresh",
+    "fresh2",
+    "fresh3",
+    "fresh4",
+    "fresh5",
+    "fresh6",
+    "fresh7",
+    "fresh8",
+)
 LABELS = Path(__file__).resolve().parent / "labels.jsonl"
 CACHE_ENV = "SIGNALDESK_BENCH_CACHE"
 _REPO = Path(__file__).resolve().parents[2]
