@@ -145,8 +145,17 @@ def readable_text(markdown: str) -> str:
     if "&" in text:
         text = html.unescape(text)
     if code:
-        text = CODE_PLACEHOLDER.sub(lambda m: f" {code[int(m.group(1))]} ", text)
+        text = CODE_PLACEHOLDER.sub(lambda m: _restored_code(m, code), text)
     return " ".join(text.split())
+
+
+def _restored_code(match: re.Match[str], code: list[str]) -> str:
+    """The code's words where its placeholder was, spaced from a word beside it only:
+    "a reader (`BEGIN`, then" reads "a reader (BEGIN, then", not "( BEGIN , then"."""
+    text, start, end = match.string, match.start(), match.end()
+    before = " " if start and text[start - 1].isalnum() else ""
+    after = " " if end < len(text) and text[end].isalnum() else ""
+    return f"{before}{code[int(match.group(1))]}{after}"
 
 
 def embedding_input(

@@ -71,6 +71,14 @@ def test_code_keeps_its_words_but_not_its_fences() -> None:
     assert "plain <b>fence</b> [[not a link]]" in text  # code is left exactly as written
 
 
+def test_inline_code_sits_in_its_sentence_as_written() -> None:
+    # Trigger: search's snippet read "a reader ( BEGIN , then a SELECT )": restored code
+    # was padded with spaces on both sides, also next to punctuation.
+    text = readable_text("A reader (`BEGIN`, then a `SELECT`) cannot upgrade; `a`/`b`.")
+    assert text == "A reader (BEGIN, then a SELECT) cannot upgrade; a/b."
+    assert readable_text("use`x`now") == "use x now"  # beside a word it stays a word apart
+
+
 def test_unclosed_fence_and_stray_backtick_do_not_lose_text() -> None:
     assert readable_text("a ` stray backtick and more words") == "a ` stray backtick and more words"
     assert readable_text("```\ncode to the end\nstill code") == "code to the end still code"
