@@ -215,7 +215,9 @@ class Scorer:
             # What triage gave the corrected items itself: where the person's line sits.
             composites = [
                 card.composite
-                for card in self._plain_cards(items, views, vectors, [None] * len(items))
+                for card in self._plain_cards(
+                    items, views, vectors, [c.prior for c in self._corrections]
+                )
             ]
             background = None
             if vectors is None:

@@ -307,3 +307,26 @@ def test_only_corrections_near_the_threshold_move_the_line() -> None:
     assert near.line > 0.01 and near.line_corrections == 4
     with pytest.raises(ValueError, match="composites"):
         Feedback(kept, vectors, composites=[0.5])
+
+
+def test_the_persons_line_reads_the_composite_triage_gave_with_the_feeds_prior() -> None:
+    # Triage scored these items with their feed's prior; the line must be read against
+    # those composites, not the lower ones of the same items without it.
+    from signaldesk.scoring.feedback import fit_line
+
+    embedder = real_embedder()
+    plain = Scorer(ScoringSettings(), embedder)
+    kept = [_item(f"Garden log {n}", _GARDEN + f" Week {n}: the beans came up.") for n in range(4)]
+    given = [c.composite for c in plain.score_many(kept, priors=[0.95] * 4)]
+    bare = [c.composite for c in plain.score_many(kept)]
+    assert min(given) > max(bare)  # the prior moved them: the test can tell the two apart
+    settings = ScoringSettings(threshold=max(given) + 0.02)
+
+    def line(prior: float | None) -> float:
+        corrections = [Correction(i, True, None, "`triage accept`", prior) for i in kept]
+        return Scorer(settings, embedder, corrections=corrections).learned_line()[0]
+
+    with_prior = fit_line(given, [True] * 4, settings.threshold)
+    assert line(0.95) == pytest.approx(with_prior)
+    assert line(None) == pytest.approx(fit_line(bare, [True] * 4, settings.threshold))
+    assert line(0.95) < line(None)  # items kept nearer the line move it less

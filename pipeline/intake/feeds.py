@@ -9,7 +9,7 @@ new state and the items it produced commit in one transaction.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -17,6 +17,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
+from signaldesk.items import Item
 from signaldesk.pipeline.errors import FeedRegistryError
 from signaldesk.pipeline.ledger.base import ItemLedger
 from signaldesk.pipeline.ledger.records import utcnow
@@ -34,6 +35,7 @@ __all__ = [
     "FeedRegistry",
     "ImportReport",
     "check_feed",
+    "prior_of",
     "validate_feed_url",
 ]
 
@@ -200,6 +202,11 @@ def _record(row: Sequence[Any]) -> FeedRecord:
     )
 
 
+def prior_of(item: Item, priors: Mapping[str, float]) -> float | None:
+    """The prior of the feed ``item`` came from (:meth:`FeedRegistry.priors`), if any."""
+    return priors.get(item.source_id) if item.source_kind == "rss" else None
+
+
 class FeedRegistry:
     """Feed subscriptions in the ledger database.
 
@@ -220,6 +227,10 @@ class FeedRegistry:
         """Every subscription, by URL."""
         rows = await self._ledger.fetch_all(f"SELECT {', '.join(_COLUMNS)} FROM feeds ORDER BY url")
         return [_record(row) for row in rows]
+
+    async def priors(self) -> dict[str, float]:
+        """The prior of every feed that has one, by feed URL (its items' ``source_id``)."""
+        return {r.url: r.prior for r in await self.records() if r.prior is not None}
 
     async def due(self, now: datetime | None = None) -> list[FeedRecord]:
         """Enabled subscriptions whose next check has come (never-checked ones first)."""

@@ -33,6 +33,7 @@ from typing import Literal
 from signaldesk.frontmatter import parse_note
 from signaldesk.frontmatter_patch import FrontmatterPatchError, patch_frontmatter
 from signaldesk.pipeline.errors import PipelineError
+from signaldesk.pipeline.intake.feeds import FeedRegistry, prior_of
 from signaldesk.pipeline.ledger.base import ItemLedger
 from signaldesk.pipeline.ledger.corrections import (
     CorrectionRecord,
@@ -184,10 +185,14 @@ async def notice_vault_corrections(
 async def scoring_corrections(ledger: ItemLedger) -> list[Correction]:
     """The corrections in force, with their items, as the scorer takes them."""
     out: list[Correction] = []
+    priors: dict[str, float] | None = None
     for row in await active_corrections(ledger):
         entry = await ledger.get(row.item_id)
         if entry is not None:
-            out.append(Correction(entry.item, row.accept, row.domain, row.how))
+            if priors is None:
+                priors = await FeedRegistry(ledger).priors()
+            prior = prior_of(entry.item, priors)
+            out.append(Correction(entry.item, row.accept, row.domain, row.how, prior))
     return out
 
 

@@ -38,7 +38,7 @@ from signaldesk.errors import SignaldeskError
 from signaldesk.items import Item
 from signaldesk.pipeline.config import Workspace
 from signaldesk.pipeline.errors import PipelineError
-from signaldesk.pipeline.intake.feeds import FeedRegistry
+from signaldesk.pipeline.intake.feeds import FeedRegistry, prior_of
 from signaldesk.pipeline.intake.stages import normalise
 from signaldesk.pipeline.ledger.base import ItemLedger
 from signaldesk.pipeline.ledger.clippings import resolve_clipping
@@ -268,12 +268,8 @@ class Triager:
 
     async def _prior_of(self, item: Item) -> float | None:
         if self._priors is None:
-            self._priors = {}
-            if self.ledger is not None:
-                for record in await FeedRegistry(self.ledger).records():
-                    if record.prior is not None:
-                        self._priors[record.url] = record.prior
-        return self._priors.get(item.source_id) if item.source_kind == "rss" else None
+            self._priors = {} if self.ledger is None else await FeedRegistry(self.ledger).priors()
+        return prior_of(item, self._priors)
 
     async def _score(self, jobs: Sequence[_Job]) -> list[ScoreCard]:
         scorer = await self._scorer_for_run()
