@@ -142,8 +142,8 @@ class Correction:
     :param accept: True (kept), False (thrown away) or None (only moved to ``domain``).
     :param domain: the domain folder the person put it in, if they chose one.
     :param how: how it was recorded ("moved the note", "archived", "`triage reject`", ...).
-    :param prior: the prior of the feed the item came from, as triage scored it with (the
-        person's line is read against the composite triage gave the item).
+    :param prior: the prior of the item's feed, which triage scored it with (the person's
+        line is read against the composite triage gave the item).
     """
 
     item: Item

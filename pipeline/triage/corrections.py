@@ -185,13 +185,12 @@ async def notice_vault_corrections(
 async def scoring_corrections(ledger: ItemLedger) -> list[Correction]:
     """The corrections in force, with their items, as the scorer takes them."""
     out: list[Correction] = []
-    priors: dict[str, float] | None = None
-    for row in await active_corrections(ledger):
+    rows = await active_corrections(ledger)
+    priors = await FeedRegistry(ledger).priors() if rows else {}
+    for row in rows:
         entry = await ledger.get(row.item_id)
         if entry is not None:
-            if priors is None:
-                priors = await FeedRegistry(ledger).priors()
-            prior = prior_of(entry.item, priors)
+            prior = prior_of(entry.item, priors)  # as triage scored the item
             out.append(Correction(entry.item, row.accept, row.domain, row.how, prior))
     return out
 
