@@ -354,16 +354,12 @@ class Feedback:
         if composites is not None and len(composites) != len(self.corrections):
             raise ValueError(f"{len(composites)} composites for {len(corrections)} corrections")
         # Only a keep or a throw near the threshold says where the line is; a move does not.
-        decided = (
-            [
-                (composite, c.accept)
-                for c, composite in zip(self.corrections, composites, strict=True)
-                if c.accept is not None and abs(composite - threshold) <= _LINE_WINDOW
-            ]
-            if composites is not None
-            else []
-        )
-        self.line = fit_line([c for c, _ in decided], [bool(k) for _, k in decided], threshold)
+        decided = [
+            (composite, c.accept)
+            for c, composite in zip(self.corrections, composites or (), strict=False)
+            if c.accept is not None and abs(composite - threshold) <= _LINE_WINDOW
+        ]
+        self.line = fit_line([c for c, _ in decided], [k is True for _, k in decided], threshold)
         self.line_corrections = len(decided)
 
     def _centred(self, vectors: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
