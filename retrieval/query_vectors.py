@@ -19,7 +19,7 @@ from signaldesk.retrieval.embedder import Embedder, fingerprint_for
 from signaldesk.retrieval.errors import ModelError
 from signaldesk.retrieval.store import Connection, get_meta
 from signaldesk.retrieval.vector_cache import cache_token, load_cached, refresh_cache
-from signaldesk.retrieval.vector_matrix import VectorMatrix, load_matrix
+from signaldesk.retrieval.vector_matrix import VectorMatrix, dense_is_faster, load_matrix
 
 __all__ = ["NO_MODEL", "QueryVectors"]
 
@@ -44,6 +44,9 @@ class QueryVectors:
         self._embed_lock = threading.Lock()
         self._model_problem: str | None = None
         self._model_checked = False
+        # Scan a float32 copy of each matrix (decided by warm_matrix; a one-shot
+        # process never decides, and scans the rows as stored).
+        self._dense = False
 
     def new_generation(self, *, available: bool) -> None:
         """A full rebuild was published: the matrix is reloaded on the next search."""
@@ -81,6 +84,22 @@ class QueryVectors:
         if stored_dims is not None and int(stored_dims) != dims:
             return "the index's vector size differs from the model's: keyword search only"
         return None
+
+    def warm_matrix(self) -> None:
+        """Page in the loaded matrix and choose its scan for this machine (a server, once).
+
+        The copy :func:`~vector_matrix.dense_is_faster` may choose is made again for
+        every later generation's matrix.
+        """
+        matrix = self.matrix
+        if matrix is None or matrix.dense is not None:
+            return  # nothing loaded, or chosen already
+        matrix.warm()
+        dense = dense_is_faster(matrix)
+        with self._matrix_lock:
+            self._dense = dense
+            if dense and self.matrix is matrix:
+                self.matrix = matrix.with_dense()
 
     def embed(self, query: str) -> npt.NDArray[np.float32]:
         """The query's unit vector (one model call at a time)."""
@@ -131,5 +150,7 @@ class QueryVectors:
                 len(matrix),
                 (time.perf_counter() - started) * 1000,
             )
+            if self._dense:
+                matrix = matrix.with_dense()
             self.matrix = matrix
             return matrix

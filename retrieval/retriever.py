@@ -144,9 +144,7 @@ class Retriever(SearchCore):
             await anyio.to_thread.run_sync(embedder.encode, ["warm up", "warm up"])
         # The chunks' positions (chunk_keys.py), which a search reads from its second on.
         await self._run(lambda conn: self._keys.index_for(conn, load=True))
-        matrix = self._vectors.matrix
-        if matrix is not None:
-            await anyio.to_thread.run_sync(matrix.warm)
+        await anyio.to_thread.run_sync(self._vectors.warm_matrix)
 
     # -- search ------------------------------------------------------------
 

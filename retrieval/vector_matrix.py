@@ -15,6 +15,15 @@ it from memory: 5.8 ms a scan with one BLAS thread, 6.4 ms inside a hybrid searc
 into a small float32 buffer that lives in L2 costs less than reading 4x the bytes.
 Outcome: 2.4-2.7 ms a scan, and 48 MB less memory in a server.
 
+A long-lived process (a server, after :meth:`VectorMatrix.warm`) may instead keep a float32
+copy of the rows (:meth:`VectorMatrix.with_dense`) when that scans faster here. Trigger: on a
+machine whose last-level cache holds the 48 MB copy (480 MB reported on one), the copy
+scanned in 1.7 ms against 2.9 ms for the int8 blocks, whose conversion is then the whole
+cost; on the 32 MB machine above it streamed at 5.8 ms. Why measured, not guessed: cache
+sizes as reported by virtual machines do not say what the scan sees. Outcome: each server
+times both once (:func:`dense_is_faster`) and keeps the faster; the copy holds the same
+float32 values in the same blocks, so every score is the same to the last bit.
+
 The product is BLAS's mat-vec when OpenBLAS runs one thread, the caller's (what
 ``signaldesk/__init__.py`` asks for before numpy loads), else numpy's own
 single-threaded ``einsum``. Why not BLAS with its default thread per core: on a
@@ -29,9 +38,11 @@ from __future__ import annotations
 
 import logging
 import os
+import statistics
 import threading
+import time
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -40,7 +51,7 @@ import numpy.typing as npt
 from signaldesk.retrieval.schema import VECTOR_TABLE
 from signaldesk.retrieval.store import Connection
 
-__all__ = ["VectorMatrix", "load_matrix", "query_blob", "row_norms"]
+__all__ = ["VectorMatrix", "dense_is_faster", "load_matrix", "query_blob", "row_norms"]
 
 logger = logging.getLogger(__name__)
 
@@ -51,6 +62,11 @@ IdArray = npt.NDArray[np.int64]
 # (2048 measured 2.4 ms a scan at 47k rows, 512 2.9 ms, 8192 2.4-3.0 ms).
 _BLOCK_ROWS = 2048
 _GROUP = 16  # a multiple of every BLAS mat-vec row group (see _dot_block)
+# The largest float32 copy a server keeps (about 260k chunks at 256 dimensions): past it the
+# memory is worth more than a faster scan.
+_DENSE_LIMIT = 256 * 1024 * 1024
+# The copy is kept only if it scans this much faster (timing noise must not flip it).
+_DENSE_GAIN = 0.85
 # Each scanning thread converts into a buffer of its own, made once (a new 2 MB
 # array every scan would be mapped and faulted in afresh).
 _buffers = threading.local()
@@ -114,6 +130,8 @@ class VectorMatrix:
     generation: str | None
     sorted_ids: IdArray
     order: IdArray
+    # The rows as float32, zero rows up to a multiple of _GROUP (:meth:`with_dense`).
+    dense: FloatArray | None = None
 
     @classmethod
     def from_arrays(
@@ -142,13 +160,33 @@ class VectorMatrix:
         request rather than during it."""
         self.scores(np.zeros(self.raw.shape[1], dtype=np.float32))
 
+    def with_dense(self) -> VectorMatrix:
+        """This matrix with a float32 copy of its rows to scan (the same scores); itself
+        when it has one, its rows are float32 already or the copy would pass the limit."""
+        rows, dims = self.raw.shape
+        if self.dense is not None or self.raw.dtype == np.float32 or rows == 0:
+            return self
+        if rows * dims * 4 > _DENSE_LIMIT:
+            return self
+        dense: FloatArray = np.zeros((-(-rows // _GROUP) * _GROUP, dims), dtype=np.float32)
+        for start in range(0, rows, _BLOCK_ROWS):
+            stop = min(start + _BLOCK_ROWS, rows)
+            dense[start:stop] = self.raw[start:stop]
+        return replace(self, dense=dense)
+
     def scores(self, query: FloatArray) -> FloatArray:
         """The cosine of ``query`` with every row."""
         query = np.asarray(query, dtype=np.float32)  # every path multiplies in float32
         out = np.empty(len(self), dtype=np.float32)
+        dense = self.dense
         for start in range(0, len(self), _BLOCK_ROWS):
             stop = min(start + _BLOCK_ROWS, len(self))
-            out[start:stop] = _dot_block(self.raw[start:stop], query)
+            if dense is None:
+                out[start:stop] = _dot_block(self.raw[start:stop], query)
+            else:
+                # The rows _dot_block would put in its buffer, zero padding included.
+                padded = min(-(-(stop - start) // _GROUP) * _GROUP, _BLOCK_ROWS)
+                out[start:stop] = _dot_rows(dense[start : start + padded], query)[: stop - start]
         out /= self.norms[:, 0]
         return out
 
@@ -195,6 +233,31 @@ class VectorMatrix:
             values[start : start + len(rows)] = _dot_block(self.raw[rows], query)
         values /= self.norms[idx, 0]
         return dict(zip(cids, values.tolist(), strict=True))
+
+
+def dense_is_faster(matrix: VectorMatrix, runs: int = 7) -> bool:
+    """Whether scanning a float32 copy of ``matrix`` (int8 rows, no copy yet) beats its
+    int8 blocks on this machine (timed in turn, medians)."""
+    dense = matrix.with_dense()
+    if dense is matrix:
+        return False
+    query = np.zeros(matrix.raw.shape[1], dtype=np.float32)
+    query[0] = 1.0
+    times: dict[bool, list[float]] = {False: [], True: []}
+    dense.scores(query)  # the new copy's pages are faulted in, not timed
+    for _ in range(runs):
+        for copy, candidate in ((False, matrix), (True, dense)):
+            started = time.perf_counter()
+            candidate.scores(query)
+            times[copy].append(time.perf_counter() - started)
+    faster = statistics.median(times[True]) < _DENSE_GAIN * statistics.median(times[False])
+    logger.debug(
+        "vector scan: int8 blocks %.2f ms, float32 copy %.2f ms: %s",
+        statistics.median(times[False]) * 1000,
+        statistics.median(times[True]) * 1000,
+        "keeping the copy" if faster else "scanning the int8 rows",
+    )
+    return faster
 
 
 def _best_rows(scores: FloatArray, k: int) -> IdArray:

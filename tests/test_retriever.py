@@ -440,6 +440,32 @@ async def test_open_retriever_sees_another_writers_update(
     assert all(r.path != "notes/quokka.md" for r in gone)
 
 
+@pytest.mark.parametrize("dense", [True, False])
+async def test_a_server_keeps_its_scan_choice_for_every_generation(
+    indexed: Path, embedder: Embedder, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, dense: bool
+) -> None:
+    """Whichever scan warm-up finds faster here (forced both ways), the results are the
+    ones a one-shot search (the rows as stored) gives, and a later generation's matrix
+    is scanned the same way."""
+    from signaldesk.retrieval import query_vectors
+
+    vault = _copy_index(indexed, tmp_path)
+    async with await _open(vault, embedder) as plain:
+        expected = await plain.search("sourdough bread starter", limit=5)
+    monkeypatch.setattr(query_vectors, "dense_is_faster", lambda matrix: dense)
+    async with await _open(vault, embedder) as retriever:
+        await retriever.warm_up()
+        matrix = retriever._vectors.matrix
+        assert matrix is not None and (matrix.dense is not None) is dense
+        assert await retriever.search("sourdough bread starter", limit=5) == expected
+        (vault / "notes" / "quokka.md").write_text("# Quokka\n\nA small marsupial.\n")
+        await Indexer(vault, _settings(vault), embedder).run()
+        found = await retriever.search("quokka marsupial", mode="vector", limit=1)
+        later = retriever._vectors.matrix
+    assert found[0].path == "notes/quokka.md"
+    assert later is not None and later is not matrix and (later.dense is not None) is dense
+
+
 async def test_concurrent_searches_agree_with_sequential(indexed: Path, embedder: Embedder) -> None:
     queries = [
         "bread starter",

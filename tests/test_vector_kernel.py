@@ -62,6 +62,14 @@ def test_a_row_scores_the_same_in_a_block_a_subset_and_the_whole(
     top = matrix.top_k(query, 20)
     assert [cid for cid, _ in top] == [int(ids[i]) for i in np.argsort(-whole, kind="stable")[:20]]
     assert [score for _, score in top] == [float(whole[cid - 10]) for cid, _ in top]
+    # A server's float32 copy of the rows scans to the same bits, and ranks the same.
+    dense = matrix.with_dense()
+    assert dense.dense is not None and dense.dense.shape == (9008, 64)
+    assert np.array_equal(dense.scores(query), whole)
+    assert dense.top_k(query, 20) == top
+    assert dense.with_dense() is dense
+    monkeypatch.setattr(vector_matrix, "_DENSE_LIMIT", 9000 * 64 * 4 - 1)
+    assert matrix.with_dense() is matrix  # past the limit the rows are scanned as stored
 
 
 @pytest.mark.parametrize("k", [1, 5, 100, 2999, 3000, 4000])
@@ -98,6 +106,8 @@ for wanted in ([7], [7, 4999], [5002, 1, 2, 3, 4], list(range(0, 5003, 7))):
     assert subset == {i: float(whole[i]) for i in wanted}, wanted
 floats = v.VectorMatrix.from_arrays(matrix.ids, raw.astype(np.float32), "g2")
 assert np.array_equal(floats.scores(query), whole)
+assert np.array_equal(matrix.with_dense().scores(query), whole)
+assert isinstance(v.dense_is_faster(matrix), bool) and not v.dense_is_faster(floats)
 print(v.BLAS_IN_CALLER)
 """
 
@@ -108,6 +118,7 @@ def test_a_row_scores_the_same_in_any_subset_with_the_kernel_a_process_runs(
 ) -> None:
     """In a new process, as the CLI and the server run: one-thread BLAS (signaldesk's
     own setting) or numpy's loop (numpy loaded first). A gathered subset of one, two or
-    five rows, the whole matrix, float32 rows and a float64 query all agree to the bit."""
+    five rows, the whole matrix, float32 rows, a float32 copy of int8 rows and a float64
+    query all agree to the bit."""
     code = _SAME_EVERYWHERE if blas else "import numpy; " + _SAME_EVERYWHERE
     assert _probe(code) == ("True" if blas else "False")
