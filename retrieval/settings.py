@@ -175,10 +175,10 @@ class SearchSettings(SettingsModel):
     vector_matrix: bool = Field(
         True,
         description=(
-            "Keep an in-memory copy of the vectors for fast exact KNN (about 1 KB per chunk "
-            "once a process has searched twice; a first search maps `index.db.vectors`, "
-            "about 0.3 KB per chunk). Off: sqlite-vec is queried directly, slower but "
-            "using no extra memory."
+            "Scan the vectors in memory for fast exact KNN (mapped from `index.db.vectors`, "
+            "about 0.3 KB per chunk; a server also keeps a float32 copy, 1 KB per chunk at "
+            "256 dimensions, where that scans faster on its machine). Off: sqlite-vec is "
+            "queried directly, slower but using no extra memory."
         ),
     )
     context_results: int = Field(
