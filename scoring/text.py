@@ -187,7 +187,8 @@ _NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
 _VERSION = re.compile(r"\d+\.\d+(?:\.\d+){0,2}(?!\d|\.[a-wyz]\b)")
 # An arXiv id (2406.13249) or a year-and-number is not a version.
 _NOT_VERSION = re.compile(r"\d{4}\.\d{4,5}|\d{5,}|\d+\.\d{5,}")
-_V_VERSION = re.compile(r"v\d")
+# "v2" of a bare "v2"; in "v2.0" the dotted number is the version (_VERSION), counted once.
+_V_VERSION = re.compile(r"v\d+(?!\d|\.\d)")
 _CVE = re.compile(r"cve-\d{4}-\d{4,}|ghsa(?:-[0-9a-z]{4}){3}|rustsec-\d{4}-\d{4}")
 # One literal-led pattern per phrase: a fix or patched version named in words.
 _FIX_PATTERNS = tuple(
@@ -414,13 +415,19 @@ def analyse(item: Item, *, max_chars: int) -> TextView:
         if any(hint in body for hint in _FIX_HINTS)
         else 0
     )
-    # "v2" counts only at the start of a word; the check is done here because a
+    # Versions the text names, not its links: one "v2.0" in a feed teaser read as 7
+    # versions, each counted as "v2" and "2.0" and its image's link ("...-v2-0-App") once
+    # more. "v2" counts only at the start of a word; the check is done here because a
     # literal-led pattern scans much faster than one that starts with a lookbehind.
+    plain_body = _ANY_URL.sub(" ", body)
+    named = f"{_ANY_URL.sub(' ', lowered_title)}\n{plain_body}"
     v_versions = sum(
-        1 for m in _V_VERSION.finditer(both) if m.start() == 0 or not both[m.start() - 1].isalnum()
+        1
+        for m in _V_VERSION.finditer(named)
+        if m.start() == 0 or not named[m.start() - 1].isalnum()
     )
-    versions = sum(1 for v in _VERSION.findall(both) if not _NOT_VERSION.fullmatch(v)) + v_versions
-    body_tokens = tuple(tokens(_ANY_URL.sub(" ", body)))
+    versions = sum(1 for v in _VERSION.findall(named) if not _NOT_VERSION.fullmatch(v)) + v_versions
+    body_tokens = tuple(tokens(plain_body))
     return TextView(
         title=lowered_title,
         body=body,

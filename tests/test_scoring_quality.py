@@ -549,3 +549,27 @@ def test_section_numbers_are_not_versions() -> None:
     card = _score("1.8.g — Container Queries", text)
     assert "release notes" not in card.actionability.reason
     assert card.actionability.features["release"] == 0
+
+
+def test_a_v_prefixed_version_counts_once_and_links_not_at_all() -> None:
+    # A feed teaser (heise, Atom) about "Microsofts v2.0 App Model": its title, its text and
+    # its image link to "...-v2-0-App-Model..." read as "release notes with 7 version
+    # number(s)", each "v2.0" counted twice ("v2" and "2.0") and the link's path as more.
+    from signaldesk.scoring.text import analyse
+
+    link = "http://www.example.de/meldung/Aenderungen-in-Microsofts-v2-0-App-Model-3088319.html"
+    text = (
+        f"[![Änderungen an Microsofts v2.0 App Model](http://www.example.de/imgs/auth.jpeg)]({link})"
+        "\n\nMicrosoft ändert das v2.0 Auth Protocol; see https://example.org/v3.1/docs. "
+        "Version v2 of the SDK follows."
+    )
+    view = analyse(
+        Item(
+            source_kind="rss",
+            source_id="f",
+            title="Änderungen bei der Authentifizierung in Microsofts v2.0 App Model",
+            text=text,
+        ),
+        max_chars=5000,
+    )
+    assert view.versions == 4  # "2.0" in the title, the image's alt text and the text; "v2"
