@@ -21,9 +21,18 @@ import yaml
 
 from signaldesk.errors import SignaldeskError
 
-__all__ = ["FrontmatterPatchError", "RawNote", "patch_frontmatter", "split_raw", "yaml_scalar"]
+__all__ = [
+    "FrontmatterPatchError",
+    "RawNote",
+    "Value",
+    "patch_frontmatter",
+    "split_raw",
+    "yaml_scalar",
+]
 
 Scalar = str | float | int | bool | None
+# A key's value: a scalar, or a list of strings (a note's tags), written one item a line.
+Value = Scalar | list[str]
 
 _BOM = b"\xef\xbb\xbf"
 _OPEN = re.compile(rb"---[ \t]*")
@@ -143,7 +152,7 @@ def _load(lines: list[bytes] | tuple[bytes, ...]) -> dict[str, object] | None:
 
 def patch_frontmatter(
     data: bytes,
-    fields: Mapping[str, Scalar],
+    fields: Mapping[str, Value],
     *,
     only_if_missing: Collection[str] = (),
 ) -> bytes:
@@ -161,12 +170,12 @@ def patch_frontmatter(
     nl = raw.newline
     block = list(raw.block)
     for key, value in fields.items():
-        line = f"{key}: {yaml_scalar(value)}".encode()
+        lines = _lines(key, value)
         span = _key_span(block, key)
         if span is None:
-            block.append(line)
+            block.extend(lines)
         elif key not in only_if_missing:
-            block[span[0] : span[1]] = [line]
+            block[span[0] : span[1]] = lines
     before = _load(raw.block) if raw.has_frontmatter else {}
     after = _load(block)
     if after is None:
@@ -183,7 +192,16 @@ def patch_frontmatter(
     return head + b"".join(line + nl for line in block) + tail + raw.body
 
 
-def _same(read: object, wanted: Scalar) -> bool:
+def _lines(key: str, value: Value) -> list[bytes]:
+    """The block lines of ``key: value`` (a list as YAML's one item a line)."""
+    if not isinstance(value, list):
+        return [f"{key}: {yaml_scalar(value)}".encode()]
+    if not value:
+        return [f"{key}: []".encode()]
+    return [f"{key}:".encode(), *(f"- {yaml_scalar(item)}".encode() for item in value)]
+
+
+def _same(read: object, wanted: Value) -> bool:
     if isinstance(wanted, float) and isinstance(read, int | float) and not isinstance(read, bool):
         return float(read) == wanted or (math.isnan(wanted) and math.isnan(float(read)))
     return read == wanted

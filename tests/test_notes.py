@@ -335,6 +335,16 @@ def test_patch_replaces_multi_line_values_and_keeps_others() -> None:
     assert patched == b"---\ntitle: x\nrelevance: 0.5\ntags: [a]\n---\nbody"
 
 
+def test_patch_writes_a_list_one_item_a_line() -> None:
+    data = b"---\ntags:\n- signal\n- other\nstatus: active\n---\nbody"
+    patched = patch_frontmatter(data, {"tags": ["signal", "security", 'a "quoted" tag']})
+    assert patched == (
+        b'---\ntags:\n- "signal"\n- "security"\n- "a \\"quoted\\" tag"\nstatus: active\n---\nbody'
+    )
+    assert yaml.safe_load(patched.split(b"---")[1])["tags"][2] == 'a "quoted" tag'
+    assert patch_frontmatter(data, {"tags": []}) == b"---\ntags: []\nstatus: active\n---\nbody"
+
+
 def test_patch_refuses_an_unclosed_block() -> None:
     with pytest.raises(FrontmatterPatchError):
         patch_frontmatter(b"---\ntitle: x\nno end\n", {"a": 1.0})

@@ -12,6 +12,7 @@ from click.testing import CliRunner
 from rich.console import Console
 
 from signaldesk.frontmatter import parse_note
+from signaldesk.frontmatter_patch import patch_frontmatter
 from signaldesk.items import Item
 from signaldesk.pipeline.cli import cli
 from signaldesk.pipeline.cli.triage import print_triage_report
@@ -141,11 +142,18 @@ async def test_reject_archives_and_move_moves_the_note(vault: Path) -> None:
     meta = parse_note((vault / notes[first]).read_text(encoding="utf-8")).frontmatter
     assert meta["status"] == "archived"  # archived, never deleted
 
+    # The person tags the note before moving it; the domain's tag moves with the note.
+    path = vault / notes[second]
+    filed_as = parse_note(path.read_text(encoding="utf-8")).frontmatter
+    old_domain = filed_as["domain"]
+    assert filed_as["tags"][:2] == ["signal", old_domain]
+    path.write_bytes(patch_frontmatter(path.read_bytes(), {"tags": [*filed_as["tags"], "to-read"]}))
     result, _ = await correct(ws, second, "move", "devops", embedder=None)
     assert result.note_path is not None and result.note_path.startswith("05-signals/devops/")
     assert not (vault / notes[second]).exists() and (vault / result.note_path).exists()
     meta = parse_note((vault / result.note_path).read_text(encoding="utf-8")).frontmatter
     assert meta["domain"] == "devops"
+    assert meta["tags"] == ["signal", "devops", *filed_as["tags"][2:], "to-read"]
     async with open_ledger(ws) as ledger:
         entry = await ledger.get(second)
     assert entry is not None and entry.note_path == result.note_path and entry.domain == "devops"

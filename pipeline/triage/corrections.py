@@ -31,7 +31,7 @@ from pathlib import Path, PurePosixPath
 from typing import Literal
 
 from signaldesk.frontmatter import parse_note
-from signaldesk.frontmatter_patch import FrontmatterPatchError, patch_frontmatter
+from signaldesk.frontmatter_patch import FrontmatterPatchError, Value, patch_frontmatter
 from signaldesk.pipeline.errors import PipelineError
 from signaldesk.pipeline.intake.feeds import FeedRegistry, prior_of
 from signaldesk.pipeline.ledger.base import ItemLedger
@@ -212,13 +212,30 @@ def _move(writer: NoteWriter, rel: str, domain: str) -> str:
     source = writer.vault / rel
     data = source.read_bytes()
     try:
-        data = patch_frontmatter(data, {"domain": domain})
+        data = patch_frontmatter(data, _moved_fields(data, domain))
     except FrontmatterPatchError as exc:
         logger.info("domain of %s not updated: %s", rel, exc.message)
     name = PurePosixPath(rel)
     target = write_new_file(writer.folder_for(domain), name.stem, name.suffix or ".md", data)
     source.unlink()
     return target.relative_to(writer.vault).as_posix()
+
+
+def _moved_fields(data: bytes, domain: str) -> dict[str, Value]:
+    """What a move sets in the note's frontmatter: ``domain``, and in ``tags`` the old
+    domain's tag (which the note was filed with) renamed, the person's other tags kept."""
+    fields: dict[str, Value] = {"domain": domain}
+    meta = parse_note(data.decode("utf-8", errors="replace")).frontmatter
+    old, tags = meta.get("domain"), meta.get("tags")
+    if (
+        isinstance(old, str)
+        and old != domain
+        and isinstance(tags, list)
+        and all(isinstance(tag, str) for tag in tags)
+        and old in tags
+    ):
+        fields["tags"] = list(dict.fromkeys(domain if tag == old else tag for tag in tags))
+    return fields
 
 
 async def apply_command(
