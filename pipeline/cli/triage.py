@@ -250,7 +250,8 @@ def reject(app: AppContext, item_id: str) -> None:
 @click.argument("domain", type=click.Choice(DOMAINS))
 @click.pass_obj
 def move(app: AppContext, item_id: str, domain: str) -> None:
-    """File ITEM_ID under DOMAIN (its note moves there); routing learns from it."""
+    """File ITEM_ID under DOMAIN (its note moves there, its domain and domain tag with it);
+    routing learns from it."""
     _correct(app, item_id, "move", domain)
 
 
