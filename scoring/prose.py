@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 from signaldesk.scoring.keywords import KeywordMatcher, tokens
 
-__all__ = ["ProseView", "analyse_prose"]
+__all__ = ["MEASUREMENT", "ProseView", "analyse_prose"]
 
 _SENTENCE = re.compile(r"(?<=[.!?:])\s+(?=[\"'(\[]?[A-Z0-9`])")
 _LIST_MARK = re.compile(r"^\s*(?:[-*+•]|\d{1,2}[.)])\s+")
@@ -162,7 +162,7 @@ _SQL_SECOND = frozenset(
     ("into", "from", "table", "index", "view", "user", "role", "extension", "as")
 )
 _PROSE_WORDS = re.compile(r"[A-Za-z]{3,}")
-_MEASUREMENT = re.compile(
+MEASUREMENT = re.compile(
     r"\b\d+(?:[.,]\d+)?\s?(?:%|percent\b|ms\b|µs\b|us\b|ns\b|sec\b|seconds?\b|minutes?\b|"
     r"hours?\b|x\b|\u00d7|kb\b|mb\b|gb\b|tb\b|kib\b|mib\b|gib\b|req/s|qps\b|rps\b|ops/s|"
     r"tokens?/s|fps\b|mbps\b|gbps\b|cores?\b|nodes?\b|rows\b|times\s+faster)",
@@ -413,7 +413,7 @@ def analyse_prose(body: str, title: str, body_tokens: tuple[str, ...]) -> ProseV
         guidance=guidance,
         prose_steps=steps,
         code_lines=code_lines,
-        measurements=len(_MEASUREMENT.findall(body)),
+        measurements=len(MEASUREMENT.findall(body)),
         paper=paper,
         announcement=announcement,
         paper_result=bool(paper) and result,

@@ -20,7 +20,7 @@ from urllib.parse import urlsplit
 
 from signaldesk.items import Item
 from signaldesk.scoring.keywords import tokens
-from signaldesk.scoring.prose import ProseView, analyse_prose
+from signaldesk.scoring.prose import MEASUREMENT, ProseView, analyse_prose
 
 __all__ = ["TextView", "analyse", "host_of"]
 
@@ -396,6 +396,16 @@ def _scan_lines(body: str) -> _Lines:
     return out
 
 
+def _is_version(match: re.Match[str], text: str) -> bool:
+    """Whether a number :data:`_VERSION` found is one: not an id, and not a figure with its
+    unit ("2.5x", "49.6 ms", "12.5%", counted as measurements), which read as release
+    notes' versions."""
+    number = match.group()
+    if _NOT_VERSION.fullmatch(number):
+        return False
+    return number.count(".") > 1 or MEASUREMENT.match(text, match.start()) is None
+
+
 def analyse(item: Item, *, max_chars: int) -> TextView:
     """Measure ``item``; all but the word count read only the first ``max_chars`` characters."""
     full_body = item.text if item.text.strip() else (item.summary or "")
@@ -426,7 +436,7 @@ def analyse(item: Item, *, max_chars: int) -> TextView:
         for m in _V_VERSION.finditer(named)
         if m.start() == 0 or not named[m.start() - 1].isalnum()
     )
-    versions = sum(1 for v in _VERSION.findall(named) if not _NOT_VERSION.fullmatch(v)) + v_versions
+    versions = v_versions + sum(1 for m in _VERSION.finditer(named) if _is_version(m, named))
     body_tokens = tuple(tokens(plain_body))
     return TextView(
         title=lowered_title,

@@ -573,3 +573,19 @@ def test_a_v_prefixed_version_counts_once_and_links_not_at_all() -> None:
         max_chars=5000,
     )
     assert view.versions == 4  # "2.0" in the title, the image's alt text and the text; "v2"
+
+
+def test_figures_with_units_are_measurements_not_versions() -> None:
+    # A postmortem's figures read as release notes' versions: "49.6 ms", "2.5x", "12.5%".
+    from signaldesk.scoring.text import analyse
+
+    text = (
+        "After the upgrade to 1.8.0 the p95 went from 49.6 ms to 22.9 ms, 2.5x faster, and "
+        "errors fell by 12.5%. Version 2.4 stays supported."
+    )
+    view = analyse(
+        Item(source_kind="rss", source_id="f", title="Postmortem: the slow checkout", text=text),
+        max_chars=5000,
+    )
+    assert view.versions == 2  # "1.8.0" and "2.4"
+    assert view.prose.measurements == 4
