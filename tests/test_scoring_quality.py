@@ -5,6 +5,7 @@ from __future__ import annotations
 from signaldesk.items import Item
 from signaldesk.scoring import Scorer, ScoringSettings
 from signaldesk.scoring.catalogue import build_profile
+from signaldesk.scoring.text import TextView, analyse
 from signaldesk.vault import DOMAINS
 from tests.index_helpers import real_embedder
 
@@ -14,6 +15,11 @@ def _score(title: str, text: str, *, url: str | None = None, embed: bool = False
         source_kind="rss", source_id="https://feeds.example/f", title=title, text=text, url=url
     )
     return Scorer(ScoringSettings(), real_embedder() if embed else None).score(item)
+
+
+def _view(title: str, text: str) -> TextView:
+    """What the scorer measures in a feed item (scoring/text.py)."""
+    return analyse(Item(source_kind="rss", source_id="f", title=title, text=text), max_chars=5000)
 
 
 NGINX = """Hardening nginx: a checklist for a public server.
@@ -328,9 +334,7 @@ def test_names_from_code_in_the_text_are_hard_facts() -> None:
         "pass --jobs to vacuumdb. A brand name such as JavaScript or GitHub is no such name."
     )
     card = _score("Postgres bloat", text)
-    from signaldesk.scoring.text import analyse
-
-    view = analyse(Item(source_kind="rss", source_id="f", title="t", text=text), max_chars=5000)
+    view = _view("t", text)
     assert view.identifiers == 5  # three snake_case names, one call, one flag
     assert card.depth.features["dense_units"] >= 5.0
 
@@ -535,16 +539,11 @@ def test_registering_a_plugin_is_not_event_registration() -> None:
 def test_section_numbers_are_not_versions() -> None:
     # A course page titled by its section ("1.8.g — Container Queries") read as release
     # notes ("release notes with 6 version number(s)"); a release series ("1.8.x") is one.
-    from signaldesk.scoring.text import analyse
-
     text = (
         "1.8.g — Container Queries. After 1.8.f (subgrid) this lesson of 1.8 CSS Layout "
         "shows `@container (min-width: 400px)` rules. Upgrade from 2.3.1 to the 2.4.x series."
     )
-    view = analyse(
-        Item(source_kind="rss", source_id="f", title="1.8.g — Container Queries", text=text),
-        max_chars=5000,
-    )
+    view = _view("1.8.g — Container Queries", text)
     assert view.versions == 3  # "1.8", "2.3.1" and "2.4.x"; not "1.8.g" nor "1.8.f"
     card = _score("1.8.g — Container Queries", text)
     assert "release notes" not in card.actionability.reason
@@ -555,37 +554,22 @@ def test_a_v_prefixed_version_counts_once_and_links_not_at_all() -> None:
     # A feed teaser (heise, Atom) about "Microsofts v2.0 App Model": its title, its text and
     # its image link to "...-v2-0-App-Model..." read as "release notes with 7 version
     # number(s)", each "v2.0" counted twice ("v2" and "2.0") and the link's path as more.
-    from signaldesk.scoring.text import analyse
-
     link = "http://www.example.de/meldung/Aenderungen-in-Microsofts-v2-0-App-Model-3088319.html"
     text = (
         f"[![Änderungen an Microsofts v2.0 App Model](http://www.example.de/imgs/auth.jpeg)]({link})"
         "\n\nMicrosoft ändert das v2.0 Auth Protocol; see https://example.org/v3.1/docs. "
         "Version v2 of the SDK follows."
     )
-    view = analyse(
-        Item(
-            source_kind="rss",
-            source_id="f",
-            title="Änderungen bei der Authentifizierung in Microsofts v2.0 App Model",
-            text=text,
-        ),
-        max_chars=5000,
-    )
+    view = _view("Änderungen bei der Authentifizierung in Microsofts v2.0 App Model", text)
     assert view.versions == 4  # "2.0" in the title, the image's alt text and the text; "v2"
 
 
 def test_figures_with_units_are_measurements_not_versions() -> None:
     # A postmortem's figures read as release notes' versions: "49.6 ms", "2.5x", "12.5%".
-    from signaldesk.scoring.text import analyse
-
     text = (
         "After the upgrade to 1.8.0 the p95 went from 49.6 ms to 22.9 ms, 2.5x faster, and "
         "errors fell by 12.5%. Version 2.4 stays supported."
     )
-    view = analyse(
-        Item(source_kind="rss", source_id="f", title="Postmortem: the slow checkout", text=text),
-        max_chars=5000,
-    )
+    view = _view("Postmortem: the slow checkout", text)
     assert view.versions == 2  # "1.8.0" and "2.4"
     assert view.prose.measurements == 4
