@@ -19,7 +19,7 @@ from signaldesk.retrieval.embedder import Embedder, fingerprint_for
 from signaldesk.retrieval.errors import ModelError
 from signaldesk.retrieval.store import Connection, get_meta
 from signaldesk.retrieval.vector_cache import cache_token, load_cached, refresh_cache
-from signaldesk.retrieval.vector_matrix import VectorMatrix, dense_is_faster, load_matrix
+from signaldesk.retrieval.vector_matrix import VectorMatrix, faster_scan, load_matrix
 
 __all__ = ["NO_MODEL", "QueryVectors"]
 
@@ -88,18 +88,18 @@ class QueryVectors:
     def warm_matrix(self) -> None:
         """Page in the loaded matrix and choose its scan for this machine (a server, once).
 
-        The copy :func:`~vector_matrix.dense_is_faster` may choose is made again for
+        The float32 copy :func:`~vector_matrix.faster_scan` may choose is made again for
         every later generation's matrix.
         """
         matrix = self.matrix
         if matrix is None or matrix.dense is not None:
             return  # nothing loaded, or chosen already
         matrix.warm()
-        dense = dense_is_faster(matrix)
+        chosen = faster_scan(matrix)
         with self._matrix_lock:
-            self._dense = dense
-            if dense and self.matrix is matrix:
-                self.matrix = matrix.with_dense()
+            self._dense = chosen.dense is not None
+            if self.matrix is matrix:
+                self.matrix = chosen
 
     def embed(self, query: str) -> npt.NDArray[np.float32]:
         """The query's unit vector (one model call at a time)."""

@@ -21,7 +21,7 @@ machine whose last-level cache holds the 48 MB copy (480 MB reported on one), th
 scanned in 1.7 ms against 2.9 ms for the int8 blocks, whose conversion is then the whole
 cost; on the 32 MB machine above it streamed at 5.8 ms. Why measured, not guessed: cache
 sizes as reported by virtual machines do not say what the scan sees. Outcome: each server
-times both once (:func:`dense_is_faster`) and keeps the faster; the copy holds the same
+times both once (:func:`faster_scan`) and keeps the faster; the copy holds the same
 float32 values in the same blocks, so every score is the same to the last bit.
 
 The product is BLAS's mat-vec when OpenBLAS runs one thread, the caller's (what
@@ -51,7 +51,7 @@ import numpy.typing as npt
 from signaldesk.retrieval.schema import VECTOR_TABLE
 from signaldesk.retrieval.store import Connection
 
-__all__ = ["VectorMatrix", "dense_is_faster", "load_matrix", "query_blob", "row_norms"]
+__all__ = ["VectorMatrix", "faster_scan", "load_matrix", "query_blob", "row_norms"]
 
 logger = logging.getLogger(__name__)
 
@@ -235,12 +235,12 @@ class VectorMatrix:
         return dict(zip(cids, values.tolist(), strict=True))
 
 
-def dense_is_faster(matrix: VectorMatrix, runs: int = 7) -> bool:
-    """Whether scanning a float32 copy of ``matrix`` (int8 rows, no copy yet) beats its
-    int8 blocks on this machine (timed in turn, medians)."""
+def faster_scan(matrix: VectorMatrix, runs: int = 7) -> VectorMatrix:
+    """``matrix``, or ``matrix`` with a float32 copy of its rows if scanning the copy beats
+    the int8 blocks on this machine (timed in turn, medians; int8 rows without a copy)."""
     dense = matrix.with_dense()
     if dense is matrix:
-        return False
+        return matrix
     query = np.zeros(matrix.raw.shape[1], dtype=np.float32)
     query[0] = 1.0
     times: dict[bool, list[float]] = {False: [], True: []}
@@ -257,7 +257,7 @@ def dense_is_faster(matrix: VectorMatrix, runs: int = 7) -> bool:
         statistics.median(times[True]) * 1000,
         "keeping the copy" if faster else "scanning the int8 rows",
     )
-    return faster
+    return dense if faster else matrix
 
 
 def _best_rows(scores: FloatArray, k: int) -> IdArray:

@@ -452,7 +452,9 @@ async def test_a_server_keeps_its_scan_choice_for_every_generation(
     vault = _copy_index(indexed, tmp_path)
     async with await _open(vault, embedder) as plain:
         expected = await plain.search("sourdough bread starter", limit=5)
-    monkeypatch.setattr(query_vectors, "dense_is_faster", lambda matrix: dense)
+    monkeypatch.setattr(
+        query_vectors, "faster_scan", lambda matrix: matrix.with_dense() if dense else matrix
+    )
     async with await _open(vault, embedder) as retriever:
         await retriever.warm_up()
         matrix = retriever._vectors.matrix
