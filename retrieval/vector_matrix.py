@@ -7,22 +7,24 @@ the raw blobs of ``chunk_vectors`` (or mapped from the cache beside the index,
 vector_cache.py) and replaced whenever the index's generation changes.
 
 The rows are kept as stored (int8 or float32, mapped from the cache or read) with
-each row's norm, and a row's score is ``dot(float32(row), query) / norm``: no float32
-copy of the matrix is ever made. Trigger: the normalised float32 copy of an int8 index
+each row's norm, and a row's score is ``dot(float32(row), query) / norm``: by default no
+float32 copy of the matrix is made. Trigger: the normalised float32 copy of an int8 index
 (48 MB at 47k x 256) does not fit this machine's 32 MB L3 cache, so every scan streamed
 it from memory: 5.8 ms a scan with one BLAS thread, 6.4 ms inside a hybrid search
 (issue 15). Why: the int8 rows are 12 MB and stay cached; converting a block of them
 into a small float32 buffer that lives in L2 costs less than reading 4x the bytes.
 Outcome: 2.4-2.7 ms a scan, and 48 MB less memory in a server.
 
-A long-lived process (a server, after :meth:`VectorMatrix.warm`) may instead keep a float32
-copy of the rows (:meth:`VectorMatrix.with_dense`) when that scans faster here. Trigger: on a
+A long-lived process (a server, at warm-up) may instead keep a float32 copy of the rows
+(:meth:`VectorMatrix.with_dense`) when that scans faster here. Trigger: on a
 machine whose last-level cache holds the 48 MB copy (480 MB reported on one), the copy
 scanned in 1.7 ms against 2.9 ms for the int8 blocks, whose conversion is then the whole
 cost; on the 32 MB machine above it streamed at 5.8 ms. Why measured, not guessed: cache
 sizes as reported by virtual machines do not say what the scan sees. Outcome: each server
-times both once (:func:`faster_scan`) and keeps the faster; the copy holds the same
-float32 values in the same blocks, so every score is the same to the last bit.
+times both once (:func:`faster_scan`) and keeps the faster (there, the wait for the scan
+inside a hybrid query fell from 0.8-1.1 to 0.0-0.4 ms, its p50 from ~6.6 to ~5.9 ms); the
+copy holds the same float32 values in the same blocks, so every score is the same to the
+last bit.
 
 The product is BLAS's mat-vec when OpenBLAS runs one thread, the caller's (what
 ``signaldesk/__init__.py`` asks for before numpy loads), else numpy's own
