@@ -14,7 +14,7 @@ from signaldesk.items import Item
 from signaldesk.pipeline.config import Config, Workspace
 from signaldesk.pipeline.intake.feeds import FeedRegistry
 from signaldesk.pipeline.intake.run import run_scan, scan
-from signaldesk.pipeline.intake.summary import ScanStats
+from signaldesk.pipeline.intake.summary import ScanStats, problem_lines
 from signaldesk.pipeline.ledger.store import item_identity, open_ledger, utcnow
 from signaldesk.sources.http import build_client
 from tests.feedserver import FeedServer, Reply
@@ -319,6 +319,12 @@ async def test_a_silent_host_costs_one_timeout_per_scan_not_one_per_page(
         10,
         10 - sent,
     )
+    # One line for the ten, naming the first page so the person can look at one.
+    assert problem_lines(stats.problems.values()) == [
+        f"article page: timed out at {group.host} (10 pages, {10 - sent} of them not tried); "
+        f"e.g. {group.example}"
+    ]
+    assert "/a/silent?n=" in group.example
     pending = await _entries(ws, status="pending")
     assert len(pending) == 10 and all(e.item.teaser for e in pending)
     # The breaker lasts one scan: the next (when the pages are due) asks the host again.

@@ -130,8 +130,9 @@ _HOSTS_PER_CAUSE = 5
 def problem_lines(groups: Iterable[ProblemGroup]) -> list[str]:
     """One line per kind of work, cause and host; a cause seen at many hosts is one line.
 
-    ``article page: connection refused at example.org (3 pages, 2 of them not tried)``,
-    or ``article page: timed out at 12 hosts (40 pages): a.org, b.net, c.io, ...``.
+    ``article page: connection refused at example.org (3 pages, 2 of them not tried); e.g.
+    https://example.org/a`` (the first that failed, to look at), or ``article page: timed
+    out at 12 hosts (40 pages): a.org, b.net, c.io, ...``.
     """
     by_cause: dict[tuple[str, str], list[ProblemGroup]] = {}
     for group in groups:
@@ -151,7 +152,7 @@ def problem_lines(groups: Iterable[ProblemGroup]) -> list[str]:
             continue
         for g in found:
             tried = f", {g.skipped} of them not tried" if g.skipped else ""
-            example = f"; e.g. {g.example}" if g.count == 1 and g.example else ""
+            example = f"; e.g. {g.example}" if g.example else ""
             lines.append(f"{what}: {cause} at {g.host} ({_plural(g.count, what)}{tried}){example}")
     return lines
 
