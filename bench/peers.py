@@ -58,6 +58,13 @@ __all__ = ["main"]
 
 _HELPER = Path(__file__).resolve().parent / "peers_qmd.mjs"
 _COLLECTION = "signaldesk-peers"
+# What peers_qmd.mjs prints for one round, under the names the tables use.
+_QMD_TIMINGS = {
+    "keyword": "times_ms",
+    "keyword cpu": "cpu_ms",
+    "any word": "any_times_ms",
+    "any word cpu": "any_cpu_ms",
+}
 
 
 class _Qmd:
@@ -108,14 +115,8 @@ class _Qmd:
             text=True,
         )
         data: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
-        fields = {
-            "keyword": "times_ms",
-            "keyword cpu": "cpu_ms",
-            "any word": "any_times_ms",
-            "any word cpu": "any_cpu_ms",
-        }
         return float(data["cold_ms"]), {
-            key: [float(t) for t in data[field][0]] for key, field in fields.items()
+            key: [float(t) for t in data[field][0]] for key, field in _QMD_TIMINGS.items()
         }
 
     def cli(self, query: str) -> list[str]:
@@ -193,13 +194,7 @@ def run(vault: Path, prefix: Path, n_queries: int, rounds: int, cli_runs: int) -
         "bm25 cpu": [],
         "cold": [],
     }
-    theirs: dict[str, list[float]] = {
-        "keyword": [],
-        "keyword cpu": [],
-        "any word": [],
-        "any word cpu": [],
-        "cold": [],
-    }
+    theirs: dict[str, list[float]] = {key: [] for key in (*_QMD_TIMINGS, "cold")}
     with tempfile.TemporaryDirectory(prefix="signaldesk-peers-") as tmp:
         queries_file = Path(tmp) / "queries.json"
         queries_file.write_text(json.dumps(queries), encoding="utf-8")

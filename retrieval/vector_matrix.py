@@ -97,6 +97,11 @@ def row_norms(raw: npt.NDArray[Any]) -> FloatArray:
     return norms
 
 
+def _whole_groups(rows: int) -> int:
+    """``rows`` rounded up to a multiple of ``_GROUP`` (the row count every product runs on)."""
+    return -(-rows // _GROUP) * _GROUP
+
+
 def _dot_block(rows: npt.NDArray[Any], query: FloatArray) -> FloatArray:
     """``rows @ query`` for at most ``_BLOCK_ROWS`` stored rows, computed in this thread's
     float32 buffer with the row count rounded up to a multiple of ``_GROUP`` (zero rows).
@@ -111,7 +116,7 @@ def _dot_block(rows: npt.NDArray[Any], query: FloatArray) -> FloatArray:
     if buffer is None or buffer.shape[1] != dims:
         buffer = np.empty((_BLOCK_ROWS, dims), dtype=np.float32)
         _buffers.rows = buffer
-    padded = min(-(-n // _GROUP) * _GROUP, _BLOCK_ROWS)
+    padded = min(_whole_groups(n), _BLOCK_ROWS)
     block = buffer[:padded]
     block[:n] = rows
     block[n:] = 0.0
@@ -166,11 +171,10 @@ class VectorMatrix:
         """This matrix with a float32 copy of its rows to scan (the same scores); itself
         when it has one, its rows are float32 already or the copy would pass the limit."""
         rows, dims = self.raw.shape
-        if self.dense is not None or self.raw.dtype == np.float32 or rows == 0:
+        too_large = rows * dims * 4 > _DENSE_LIMIT
+        if self.dense is not None or self.raw.dtype == np.float32 or rows == 0 or too_large:
             return self
-        if rows * dims * 4 > _DENSE_LIMIT:
-            return self
-        dense: FloatArray = np.zeros((-(-rows // _GROUP) * _GROUP, dims), dtype=np.float32)
+        dense: FloatArray = np.zeros((_whole_groups(rows), dims), dtype=np.float32)
         for start in range(0, rows, _BLOCK_ROWS):
             stop = min(start + _BLOCK_ROWS, rows)
             dense[start:stop] = self.raw[start:stop]
@@ -187,8 +191,8 @@ class VectorMatrix:
                 out[start:stop] = _dot_block(self.raw[start:stop], query)
             else:
                 # The rows _dot_block would put in its buffer, zero padding included.
-                padded = min(-(-(stop - start) // _GROUP) * _GROUP, _BLOCK_ROWS)
-                out[start:stop] = _dot_rows(dense[start : start + padded], query)[: stop - start]
+                padded = start + _whole_groups(stop - start)
+                out[start:stop] = _dot_rows(dense[start:padded], query)[: stop - start]
         out /= self.norms[:, 0]
         return out
 
