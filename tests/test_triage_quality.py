@@ -110,12 +110,13 @@ def test_the_fresh_set_is_labelled_like_the_first_and_split_once_on_its_own() ->
         ("fresh6", 40, 0),
         ("fresh7", 36, 0),
         ("fresh8", 37, 0),
+        ("fresh9", 108, 1),
     ],
 )
 def test_the_later_sets_are_labelled_like_the_others_and_kept_apart(
     name: str, size: int, keepers_each: int
 ) -> None:
-    """``"set": "fresh2"`` to ``"fresh8"``, each labelled before anything scored it, from
+    """``"set": "fresh2"`` to ``"fresh9"``, each labelled before anything scored it, from
     sources no earlier set uses, and split once on its own (fresh5 to fresh8, 36-44 pages
     of hosts of their own, do not have a keeper in every domain)."""
     rows = _all_rows()

@@ -68,6 +68,7 @@ SETS = (
     "fresh6",
     "fresh7",
     "fresh8",
+    "fresh9",
 )
 LABELS = Path(__file__).resolve().parent / "labels.jsonl"
 CACHE_ENV = "SIGNALDESK_BENCH_CACHE"

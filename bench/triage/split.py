@@ -1,6 +1,6 @@
 """Assign the tuning / held-out split once: ``python -m bench.triage.split``.
 
-Each labelled set (the first, then ``fresh`` to ``fresh8``, each labelled after the one
+Each labelled set (the first, then ``fresh`` to ``fresh9``, each labelled after the one
 before it) is split on its own. Within each (set, domain, label)
 group the items are ordered by the sha256 of their id and dealt alternately to ``tuning``
 and ``heldout``, the group's first item going to the half of that set that has fewer so
