@@ -23,8 +23,10 @@ _HOW_TO_TITLE = re.compile(
     r"|\bwalkthrough\b|\bmigrat\w*|\bupgrad\w*|\bset(?:ting)?\s+up\b|\bconfigur\w*|\bcheat\s*sheet\b"
     r"|\binstall\w*|\bfix(?:ing)?\b|\bdebug\w*|\busing\b|\bwith\b.+\bin\b|\bwriting\b|\brunning\b"
     r"|\benabling\b|\bcreating\b|\bbuilding\b|\bprepare\b|\bimporting\b"
-    # A title that starts with a gerund ("Preventing double form submissions with ...").
-    r"|^[a-z]+ing\b"
+    # A title that starts with a gerund ("Preventing double form submissions with ..."),
+    # but not one that announces ("Introducing electron/rfcs") or a noun ("String ...").
+    r"|^(?!(?:introduc|announc|welcom|celebrat|unveil|present|th|str|spr|someth|everyth)ing\b)"
+    r"[a-z]+ing\b"
 )
 _RELEASE_TITLE = re.compile(
     r"\brelease[sd]?\b|\breleasing\b|\bannounc\w*|\bversion\b|\bchangelog\b|\bv?\d+\.\d+(?!\d|\.[a-wyz]\b)"

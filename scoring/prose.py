@@ -257,6 +257,8 @@ _ANNOUNCEMENT = KeywordMatcher(
         # link round-ups and newsletters (LABELLING: "link round-ups without content")
         "this week in",
         "weekly update",
+        "community update",
+        "year in review",
         "newsletter",
         "round-up",
         "roundup",

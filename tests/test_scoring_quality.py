@@ -523,6 +523,42 @@ def test_community_programmes_and_milestones_are_announcements() -> None:
         assert card.depth.features["penalty_announcement"] == 1, title
 
 
+def test_community_updates_and_years_in_review_are_round_ups() -> None:
+    for title in ("Widget Community Update - August 2099", "Widget 2099: a year in review"):
+        card = _score(title, CONF_RECAP)
+        assert card.depth.features["penalty_announcement"] == 1, title
+
+
+def test_an_announcing_gerund_is_not_a_how_to_title() -> None:
+    # "Preventing double form submissions with ..." names a task; "Introducing ..." and
+    # "String ..." do not.
+    text = "The new process is described on the project's site."
+    for title, how_to in (
+        ("Preventing double form submissions with a token", 1.0),
+        ("Introducing widget/rfcs", 0.0),
+        ("Announcing the Widget community", 0.0),
+        ("String formatting in Widget", 0.0),
+    ):
+        card = _score(title, text)
+        assert card.actionability.features["how_to_title"] == how_to, title
+
+
+def test_routing_knows_stream_processing_and_that_a_format_is_not_a_form() -> None:
+    stream = _score(
+        "Windowed joins over two event streams",
+        "Stream processing with Kafka topics as sources: the job keys both streams and "
+        "joins them in one-minute windows; late events go to a side output.",
+    )
+    assert stream.route.domain == "data"
+    # "format", "formula" and "former" are not the forms design guidance is about.
+    formats = _score(
+        "Choosing a serialisation format",
+        "The format a formula is stored in: the former encoder wrote a formatted string; "
+        "the new one writes a length-prefixed record.",
+    )
+    assert "form" not in formats.route.reason
+
+
 def test_registering_a_plugin_is_not_event_registration() -> None:
     # "Register" in a how-to's title is what the code does, not a ticket sale.
     how_to = _score(
