@@ -33,3 +33,14 @@ def test_evaluate_counts_queries_without_results() -> None:
     assert m.ndcg10 == pytest.approx(0.5)
     assert m.recall10 == pytest.approx(0.5)
     assert m.mrr10 == pytest.approx(0.5)
+
+
+def test_recall_at_100_can_come_from_the_deeper_rankings() -> None:
+    # The @10 figures of a 10-result search, Recall@100 of the 100-result one beside it.
+    top10 = {"q1": ["d3"]}
+    deep = {"q1": ["d3", *(f"x{i}" for i in range(50)), "d1"]}
+    alone = evaluate(top10, {"q1": JUDGED})
+    both = evaluate(top10, {"q1": JUDGED}, deep)
+    assert both.ndcg10 == alone.ndcg10 and both.mrr10 == alone.mrr10
+    assert both.recall100 > alone.recall100
+    assert both.recall100 == recall_at_k(deep["q1"], JUDGED, 100)

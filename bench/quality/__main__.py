@@ -17,6 +17,11 @@ Examples::
 ``--backend postgres`` indexes each corpus into PostgreSQL as well (a pgserver in
 /tmp/pgindex, or ``--pg-dsn``) and runs every mode on both backends side by side, with
 the nDCG@10 difference and how often the two top-10 lists agree.
+
+Each query is searched for 100 results (Recall@100); with ``--candidates`` below 100 it is
+searched for 10 as well, and the @10 figures come from that search: a search fuses
+``max(candidates, limit)`` candidates, so the top 10 of 100 results is not what a person
+asking for 10 gets.
 """
 
 from __future__ import annotations

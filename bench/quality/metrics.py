@@ -68,8 +68,9 @@ class Metrics:
     hit3: float = 0.0
 
 
-def evaluate(run: Run, qrels: Qrels) -> Metrics:
-    """Mean nDCG@10, Recall@10, Recall@100, MRR@10 and hit@3 of ``run`` over ``qrels``."""
+def evaluate(run: Run, qrels: Qrels, deep: Run | None = None) -> Metrics:
+    """Mean nDCG@10, Recall@10, Recall@100, MRR@10 and hit@3 of ``run`` over ``qrels``
+    (Recall@100 of ``deep`` when given: the 100-result rankings beside 10-result ones)."""
     n = len(qrels)
     if n == 0:
         return Metrics(0.0, 0.0, 0.0, 0.0, 0)
@@ -78,7 +79,7 @@ def evaluate(run: Run, qrels: Qrels) -> Metrics:
         ranking = run.get(qid, ())
         totals[0] += ndcg_at_k(ranking, judged, 10)
         totals[1] += recall_at_k(ranking, judged, 10)
-        totals[2] += recall_at_k(ranking, judged, 100)
+        totals[2] += recall_at_k(ranking if deep is None else deep.get(qid, ()), judged, 100)
         totals[3] += mrr_at_k(ranking, judged, 10)
         totals[4] += hit_at_k(ranking, judged, 3)
     return Metrics(

@@ -67,6 +67,10 @@ async def run_mode(
     :param opener: opens another retriever (the PostgreSQL one) instead of ``vault``'s.
     """
     run: dict[str, list[str]] = {}
+    # A search fuses max(candidates, limit) candidates, so with fewer than DEPTH the top 10
+    # of a 100-result search is not what a 10-result search returns: the @10 figures are
+    # then read from a 10-result search of their own.
+    shallow: dict[str, list[str]] | None = {} if search.candidates < DEPTH else None
     latencies: list[float] = []
     opened = opener() if opener is not None else Retriever.open(vault, index, search, embedder)
     async with await opened as retriever:
@@ -76,9 +80,12 @@ async def run_mode(
             results = await retriever.search(query, limit=DEPTH, mode=mode, max_tokens=10**9)
             latencies.append((time.perf_counter() - started) * 1000)
             run[qid] = ranked_docs(dataset, [r.path for r in results])
+            if shallow is not None:
+                top = await retriever.search(query, limit=10, mode=mode, max_tokens=10**9)
+                shallow[qid] = ranked_docs(dataset, [r.path for r in top])
     return ModeResult(
         label or mode,
-        evaluate(run, dataset.qrels),
+        evaluate(run, dataset.qrels) if shallow is None else evaluate(shallow, dataset.qrels, run),
         statistics.median(latencies) if latencies else 0.0,
         run,
     )
