@@ -513,18 +513,14 @@ def test_figures_and_versions_are_not_an_announcement() -> None:
     assert round_up.actionability.features["penalty_announcement"] == 0
 
 
-def test_community_programmes_and_milestones_are_announcements() -> None:
+def test_community_programmes_milestones_and_round_up_titles_are_announcements() -> None:
     for title in (
         "2099 GSoC Fellows Announced",
         "Halfway Through Google Summer of Code: My Progress",
         "Widget 2.x turns one year old!",
+        "Widget Community Update - August 2099",
+        "Widget 2099: a year in review",
     ):
-        card = _score(title, CONF_RECAP)
-        assert card.depth.features["penalty_announcement"] == 1, title
-
-
-def test_community_updates_and_years_in_review_are_round_ups() -> None:
-    for title in ("Widget Community Update - August 2099", "Widget 2099: a year in review"):
         card = _score(title, CONF_RECAP)
         assert card.depth.features["penalty_announcement"] == 1, title
 
