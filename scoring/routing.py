@@ -1,8 +1,10 @@
 """Routing: which of the 12 domain folders an item belongs in.
 
 Each domain (except ``other``) has weighted keyword rules and a description. The
-keyword evidence for a domain is saturated into [0, 1]; with an embedder, it is
-blended with the item's similarity to the domain description. The item's shape adds
+keyword evidence for a domain is saturated into [0, 1]; with an embedder and a
+``route_embedding_share`` above 0 (the default is 0: the bundled model's likeness to a
+one-line description routed worse than the rules alone), it is blended with the item's
+similarity to the domain description. The item's shape adds
 keyword-equivalent evidence where it says more than words (a paper's abstract is research
 whatever its topic; an advisory is security). The best domain's blended score is the
 confidence; below ``route_min_confidence`` the item goes to ``other``.
@@ -27,11 +29,14 @@ _KEYWORD_SCALE = 7.0
 _CANDIDATES = 3
 # How shape evidence is named among the keywords in a route's reason.
 _SHAPE_NAMES = {"research": "shaped like a paper", "security": "shaped like an advisory"}
-# What an item is outranks what it is about: a decisive shape's domain (a paper's research)
-# wins over any domain less than this much ahead of it. Keyword evidence saturates, so a
-# paper's topic can otherwise tie with research at 0.99 and win on the embedding.
+# What an item is outranks what it is about: a decisive shape's domain (a paper's research,
+# a security notice's security) wins over any domain less than this much ahead of it.
+# Keyword evidence saturates, so a paper's topic can otherwise tie with research at 0.99.
 _DECISIVE_MARGIN = 0.25
-_DECISIVE_NAMES = {"research": "a paper goes under research before its topic"}
+_DECISIVE_NAMES = {
+    "research": "a paper goes under research before its topic",
+    "security": "a title naming a security matter goes under security before its topic",
+}
 
 
 class Router:

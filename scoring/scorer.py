@@ -1,15 +1,17 @@
 """The scorer: four dimensions, the composite, the threshold and the route for each item.
 
 Built once from :class:`~scoring.settings.ScoringSettings` and an optional embedder.
-With an embedder, relevance and routing add the similarity between an item and
-each topic / domain description; without one (``embedder=None``) both use keyword
-evidence only, which is fully deterministic and needs no model. Either way the
+With an embedder, relevance adds the similarity between an item and each topic
+description (and routing each domain description's, when ``route_embedding_share`` asks
+for it: by default the rules route alone); without one (``embedder=None``) both use
+keyword evidence only, which is fully deterministic and needs no model. Either way the
 same item and settings always give the same card: nothing here reads the clock.
 """
 
 from __future__ import annotations
 
 import logging
+import re
 import threading
 from collections.abc import Sequence
 from dataclasses import replace
@@ -368,6 +370,14 @@ class Scorer:
         return np.round(mapped, 4)
 
 
+# A paper with three of its four marks (an abstract, "we propose" or the like, a result, an
+# arXiv id) is one beyond doubt and goes under research whatever its topic; an "Abstract"
+# heading and one more mark is also what a PEP or a design document has, and those belong
+# with their topic, so they get no research evidence from their shape either. (The domain
+# descriptions' embedding used to pull such a PEP back to programming; routing by the rules
+# alone, stop 35, it tied with research. No tuning-half route moved with this.)
+_DECISIVE_PAPER_MARKS = 3
+_PAPER_DECIDES = frozenset({"research"})
 # Keyword-equivalent routing evidence from an item's shape (one title keyword is ~2.5-7.5).
 _PAPER_EVIDENCE = 8.0
 _ADVISORY_EVIDENCE = 6.0
@@ -375,23 +385,31 @@ _ADVISORY_EVIDENCE = 6.0
 
 def _shape(view: TextView) -> dict[str, float]:
     shape = {}
-    if view.prose.paper_shaped:
+    if view.prose.paper >= _DECISIVE_PAPER_MARKS:
         shape["research"] = _PAPER_EVIDENCE
     if is_advisory(view):
         shape["security"] = _ADVISORY_EVIDENCE
     return shape
 
 
-# A paper with three of its four marks (an abstract, "we propose" or the like, a result, an
-# arXiv id) is one beyond doubt and goes under research whatever its topic; an "Abstract"
-# heading and one more mark is also what a PEP or a design document has, and those belong
-# with their topic.
-_DECISIVE_PAPER_MARKS = 3
-_PAPER_DECIDES = frozenset({"research"})
+# A title that names a security matter (a notice, a vulnerability, malicious packages, a
+# compromise) says what the item is for, whatever ecosystem it happens in (LABELLING.md: "what
+# the item is for decides"): "crates.io: Malicious crates ..." is security, not programming.
+# On the tuning halves it routed 3 keepers from web, programming and devops to security and
+# moved no other keeper; it moved nothing on the held-out halves (stop 35). Not "leak" or
+# "exploit": a memory leak and exploiting parallelism are not security matters.
+_SECURITY_TITLE = re.compile(
+    r"\b(?:security|vulnerab\w*|cve-\d+|malicious|malware|compromised?|supply[- ]chain)\b",
+    re.IGNORECASE,
+)
+_SECURITY_DECIDES = frozenset({"security"})
 
 
 def _decisive(view: TextView) -> frozenset[str]:
-    return _PAPER_DECIDES if view.prose.paper >= _DECISIVE_PAPER_MARKS else frozenset()
+    decisive = _PAPER_DECIDES if view.prose.paper >= _DECISIVE_PAPER_MARKS else frozenset()
+    if _SECURITY_TITLE.search(view.title):
+        decisive |= _SECURITY_DECIDES
+    return decisive
 
 
 def _with_clipping_intent(score: DimensionScore, intent: float) -> DimensionScore:

@@ -190,8 +190,12 @@ class ScoringSettings(SettingsModel):
             "relevance (keyword hits add to it); ignored when no embedder is given."
         ),
     )
+    # 0 since stop 35: with the bundled model, every share above 0 routed fewer of the
+    # tuning halves' keepers to the curator's domain (240 of 307 at 0.3, 255 at 0; 0.15:
+    # 251); the domain rules say more than a small model's likeness to a one-line
+    # description. bench/triage/README.md has the sweep and the held-out figures.
     route_embedding_share: float = Field(
-        0.3,
+        0.0,
         ge=0.0,
         le=1.0,
         description=(

@@ -177,3 +177,37 @@ def test_a_paper_is_research_whatever_its_topic() -> None:
 def test_the_javascript_toolchain_is_web(scorer: Scorer, title: str, text: str) -> None:
     # LABELLING.md files front-end tooling (Vite) and Node.js under web.
     assert scorer.score(_item(title, text)).route.domain == "web"
+
+
+def test_a_title_naming_a_security_matter_is_security_whatever_its_ecosystem() -> None:
+    # LABELLING.md: what the item is for decides. The ecosystem's words (a registry, a
+    # language, its packages) outnumber the security ones in such a notice.
+    scorer = Scorer(ScoringSettings(), real_embedder())
+    body = (
+        "The crates.io team removed two crates published to the Rust package registry. The "
+        "crates depended on a build script that downloaded a binary; cargo users who built a "
+        "project depending on them should rotate their credentials. The Rust compiler, rustc "
+        "and the standard library are not affected."
+    )
+    notice = scorer.score(_item("crates.io: Malicious crates removed", body)).route
+    assert notice.domain == "security", notice.reason
+    topic = scorer.score(_item("crates.io: two crates removed", body)).route
+    assert topic.domain != "security", topic.reason
+    if notice.candidates[1][1] > notice.confidence:
+        assert "a title naming a security matter goes under security" in notice.reason
+    # A memory leak is no security matter.
+    leak = (
+        "Finding a memory leak in a Rust service: heaptrack showed the allocator holding "
+        "buffers that a cache never released; the fix bounds the cache."
+    )
+    assert scorer.score(_item("Hunting a memory leak", leak)).route.domain != "security"
+
+
+def test_routing_blends_the_domain_descriptions_only_when_asked() -> None:
+    # By default the rules route alone (route_embedding_share = 0, bench/triage/README.md);
+    # a share above 0 adds the embedding's likeness to each domain's description.
+    title, text = EXAMPLES["data"]
+    plain = Scorer(ScoringSettings(), real_embedder()).score(_item(title, text)).route
+    assert "similar to its description" not in plain.reason
+    blended = Scorer(ScoringSettings(route_embedding_share=0.3), real_embedder())
+    assert "similar to its description" in blended.score(_item(title, text)).route.reason
