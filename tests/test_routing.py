@@ -211,3 +211,16 @@ def test_routing_blends_the_domain_descriptions_only_when_asked() -> None:
     assert "similar to its description" not in plain.reason
     blended = Scorer(ScoringSettings(route_embedding_share=0.3), real_embedder())
     assert "similar to its description" in blended.score(_item(title, text)).route.reason
+
+
+def test_a_background_job_is_no_career_evidence() -> None:
+    text = (
+        "Log one line per request or job with its duration. The cron job and the CI jobs "
+        "write JSON logs with request ids through Python's logging module."
+    )
+    route = Scorer(ScoringSettings(), None).score(_item("Structured logging", text)).route
+    assert dict(route.candidates).get("career", 0.0) == 0.0, route.candidates
+    search = "Advice for a job search: resumes, interviews and salary negotiation."
+    assert Scorer(ScoringSettings(), None).score(_item("Job search", search)).route.domain == (
+        "career"
+    )
