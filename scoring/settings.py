@@ -200,7 +200,7 @@ class ScoringSettings(SettingsModel):
         le=1.0,
         description=(
             "Share of embedding similarity to the domain descriptions (versus keyword rules) "
-            "in routing; ignored when no embedder is given."
+            "in routing; 0 routes by the rules alone; ignored when no embedder is given."
         ),
     )
     similarity_range: tuple[float, float] = Field(
