@@ -383,9 +383,13 @@ _PAPER_EVIDENCE = 8.0
 _ADVISORY_EVIDENCE = 6.0
 
 
+def _is_paper(view: TextView) -> bool:
+    return view.prose.paper >= _DECISIVE_PAPER_MARKS
+
+
 def _shape(view: TextView) -> dict[str, float]:
     shape = {}
-    if view.prose.paper >= _DECISIVE_PAPER_MARKS:
+    if _is_paper(view):
         shape["research"] = _PAPER_EVIDENCE
     if is_advisory(view):
         shape["security"] = _ADVISORY_EVIDENCE
@@ -406,7 +410,7 @@ _SECURITY_DECIDES = frozenset({"security"})
 
 
 def _decisive(view: TextView) -> frozenset[str]:
-    decisive = _PAPER_DECIDES if view.prose.paper >= _DECISIVE_PAPER_MARKS else frozenset()
+    decisive = _PAPER_DECIDES if _is_paper(view) else frozenset()
     if _SECURITY_TITLE.search(view.title):
         decisive |= _SECURITY_DECIDES
     return decisive
