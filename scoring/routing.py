@@ -116,7 +116,8 @@ class Router:
         if share and round(semantic, 2) > 0:  # "similar ... (0.00)" would say the opposite
             detail.append(f"similar to its description ({semantic:.2f})")
         runner_up = ""
-        if len(scored) > 1:
+        # A runner-up the rules found nothing for ("next ai-tooling (0.00)") says nothing.
+        if len(scored) > 1 and round(scored[1][0], 2) > 0:
             other_value, other = scored[1][0], scored[1][1]
             # "next ai-tooling (0.80)" beside "research (0.65)" would read as a mistake.
             lead = (

@@ -82,6 +82,16 @@ def test_triage_files_then_has_nothing_left(vault: Path) -> None:
     assert [(i["id"], i["note_path"]) for i in items] == [(good, note)]
 
 
+def test_score_names_only_candidates_with_evidence(vault: Path, tmp_path: Path) -> None:
+    path = tmp_path / "logging.md"
+    text = "Python asyncio tasks, exceptions and the standard library's logging module.\n"
+    path.write_text("---\ntitle: Python logging\n---\n\n" + text, encoding="utf-8")
+    out = _ok(vault, "score", str(path)).stdout
+    (candidates,) = [line for line in out.splitlines() if line.startswith("candidates:")]
+    assert candidates.startswith("candidates: programming ")
+    assert " 0.00" not in candidates  # a domain the rules found nothing for is no candidate
+
+
 def test_score_a_markdown_file_explains_every_dimension(vault: Path, tmp_path: Path) -> None:
     path = tmp_path / "howto.md"
     path.write_text("---\ntitle: Profiling with py-spy\n---\n\n" + HOWTO, encoding="utf-8")

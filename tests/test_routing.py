@@ -224,3 +224,10 @@ def test_a_background_job_is_no_career_evidence() -> None:
     assert Scorer(ScoringSettings(), None).score(_item("Job search", search)).route.domain == (
         "career"
     )
+
+
+def test_a_runner_up_without_evidence_is_not_named() -> None:
+    text = "Python asyncio tasks, exceptions and the standard library's logging module."
+    route = Scorer(ScoringSettings(), None).score(_item("Python logging", text)).route
+    assert route.domain == "programming"
+    assert "(0.00)" not in route.reason, route.reason

@@ -404,8 +404,9 @@ def score(app: AppContext, target: str, explain: bool, as_json: bool) -> None:
         markup=False,
         highlight=False,
     )
-    if route.candidates:
-        shown = ", ".join(f"{domain} {value:.2f}" for domain, value in route.candidates)
+    # Only the domains the rules found evidence for: "ai-tooling 0.00" is not a candidate.
+    shown = ", ".join(f"{d} {value:.2f}" for d, value in route.candidates if round(value, 2) > 0)
+    if shown:
         console.print(f"candidates: {shown}", highlight=False)
     if card.teaser:
         console.print(f"[yellow]{TEASER_NOTE}[/]", highlight=False)
