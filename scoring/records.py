@@ -45,8 +45,8 @@ class LearnedShift:
 
     :param value: the signed amount added to the weighted sum of the four dimensions.
     :param reason: one line naming the corrections behind it ("you kept 2 similar items
-        and 1 other paper (+0.09)"; with the person's line, "...; your 6 corrections near
-        the threshold put your line 0.03 lower (+0.03); in all (+0.12)").
+        and 1 other item from this site (+0.11)"; with the person's line, "...; your 6
+        corrections near the threshold put your line 0.03 lower (+0.03); in all (+0.14)").
     :param features: the votes and the line behind ``value`` (names are stable).
     """
 

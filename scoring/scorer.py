@@ -28,7 +28,7 @@ from signaldesk.scoring.authority import AuthorityModel
 from signaldesk.scoring.catalogue import build_domain_rules, build_profile, build_reputation
 from signaldesk.scoring.depth import score_depth
 from signaldesk.scoring.errors import EmbeddingFailed
-from signaldesk.scoring.feedback import Correction, Feedback, feed_of, item_kind, text_vector
+from signaldesk.scoring.feedback import Correction, Feedback, feed_of, text_vector
 from signaldesk.scoring.keywords import FieldCounts, KeywordMatcher
 from signaldesk.scoring.records import DIMENSIONS, TEASER_NOTE, DimensionScore, ScoreCard
 from signaldesk.scoring.relevance import RelevanceModel
@@ -136,9 +136,8 @@ class Scorer:
                 feedback,
                 vectors[i] if vectors is not None else text_vector(item),
                 item,
-                item_kind(view),
             )
-            for i, (card, item, view) in enumerate(zip(cards, items, views, strict=True))
+            for i, (card, item) in enumerate(zip(cards, items, strict=True))
         ]
 
     def _plain_cards(
@@ -226,12 +225,10 @@ class Scorer:
                 vectors = np.stack([text_vector(item) for item in items])
             else:
                 background = self._anchor_matrix().mean(axis=0)
-            kinds = [item_kind(view) for view in views]
             self._feedback = Feedback(
                 self._corrections,
                 vectors,
                 background,
-                kinds,
                 composites=composites,
                 threshold=self.settings.threshold,
             )
@@ -243,9 +240,10 @@ class Scorer:
         feedback: Feedback,
         vector: npt.NDArray[np.float32],
         item: Item,
-        kind: str | None,
     ) -> ScoreCard:
-        learned, route = feedback.adjust(card.route, vector, item.url, kind, feed_of(item))
+        learned, route = feedback.adjust(
+            card.route, vector, item.url, feed_of(item), card.composite
+        )
         if learned is None and route is card.route:
             return card
         composite = card.composite

@@ -130,14 +130,14 @@ def test_same_site_votes_a_little_and_says_so() -> None:
     url = "https://blog.example.org/a"
     item = _item("Running SQLite in Docker", _DOCKER, url="https://blog.example.org/b")
     other = _clipping("Something else entirely", _GARDEN, url=url)
-    card = Scorer(ScoringSettings(), None, corrections=[Correction(other, False, None, "x")]).score(
+    card = Scorer(ScoringSettings(), None, corrections=[Correction(other, True, None, "x")]).score(
         item
     )
     assert card.route.domain != "other"
     assert card.learned is not None
     shift = card.learned.value
-    assert card.learned.reason == f"you rejected 1 other item from this site ({shift:+.2f})"
-    assert -0.06 < card.learned.value < 0
+    assert card.learned.reason == f"you kept 1 other item from this site ({shift:+.2f})"
+    assert 0 < card.learned.value < 0.06
     assert card.learned.features["same_site"] == 1.0
 
 
@@ -166,7 +166,7 @@ def test_the_site_says_nothing_of_an_item_routed_to_no_domain() -> None:
 
 
 def test_feed_entries_share_a_source_through_their_feed_not_a_redirecting_host() -> None:
-    # Two blogs behind one redirector (as feedproxy.google.com was): a rejected entry of the
+    # Two blogs behind one redirector (as feedproxy.google.com was): a kept entry of the
     # ads blog says nothing of the testing blog; one of the testing blog's own entries does.
     ads = "https://ads.example/feed"
     testing = "https://testing.example/feed"
@@ -177,25 +177,52 @@ def test_feed_entries_share_a_source_through_their_feed_not_a_redirecting_host()
     same_feed = _item("Something else", _GARDEN, url="https://testing.example/3", feed=testing)
     settings = ScoringSettings()
     plain = Scorer(settings, None).score(item)
-    unrelated = Correction(other_feed, False, None, "x")
+    unrelated = Correction(other_feed, True, None, "x")
     assert Scorer(settings, None, corrections=[unrelated]).score(item) == plain
-    card = Scorer(settings, None, corrections=[Correction(same_feed, False, None, "x")]).score(item)
-    assert card.learned is not None and card.learned.value < 0
+    card = Scorer(settings, None, corrections=[Correction(same_feed, True, None, "x")]).score(item)
+    assert card.learned is not None and card.learned.value > 0
     shift = card.learned.value
-    assert card.learned.reason == f"you rejected 1 other item from this feed ({shift:+.2f})"
+    assert card.learned.reason == f"you kept 1 other item from this feed ({shift:+.2f})"
     assert card.learned.features["same_site"] == 1.0
-    assert card.composite < plain.composite
+    assert card.composite > plain.composite
+
+
+def test_a_correction_votes_only_on_its_side_of_the_items_score() -> None:
+    # One topic, two items triage scores far apart: a thin announcement and a how-to.
+    thin = _item(
+        "SQLite WAL mode news",
+        "SQLite WAL mode is here. WAL mode in SQLite is the mode we like for the database; "
+        "readers and writers and WAL. More on SQLite WAL soon.",
+    )
+    howto = _item("Fixing database is locked in SQLite", _SQLITE_2)
+    settings, embedder = ScoringSettings(), real_embedder()
+    plain = Scorer(settings, embedder)
+    assert plain.score(howto).composite - plain.score(thin).composite > 0.1
+
+    def learned(correction: Correction, item: Item) -> float:
+        card = Scorer(settings, embedder, corrections=[correction]).score(item)
+        return card.learned.value if card.learned is not None else 0.0
+
+    # Throwing the announcement away pulls down what is like it and no better, not the how-to.
+    assert learned(Correction(thin, False, None, "x"), thin) < 0
+    assert learned(Correction(thin, False, None, "x"), howto) == 0
+    # Keeping the how-to lifts what is like it and no worse, not the announcement.
+    assert learned(Correction(howto, True, "data", "x"), howto) > 0
+    assert learned(Correction(howto, True, "data", "x"), thin) == 0
+    # The other way round both vote: a kept announcement says its betters are wanted too.
+    assert learned(Correction(thin, True, "data", "x"), howto) > 0
+    assert learned(Correction(howto, False, None, "x"), thin) < 0
 
 
 def test_both_sides_are_named_when_votes_disagree() -> None:
     url = "https://blog.example.org/a"
     item = _item("Fixing database is locked in SQLite", _SQLITE_2, url="https://blog.example.org/b")
-    kept = Correction(_item("SQLite WAL mode", _SQLITE), True, "data", "x")
-    thrown = Correction(_clipping("Tomatoes", _GARDEN, url=url), False, None, "x")
+    thrown = Correction(_item("SQLite WAL mode", _SQLITE), False, None, "x")
+    kept = Correction(_clipping("Tomatoes", _GARDEN, url=url), True, None, "x")
     card = Scorer(ScoringSettings(), real_embedder(), corrections=[kept, thrown]).score(item)
-    assert card.learned is not None and card.learned.value > 0
-    assert card.learned.reason.startswith("you kept 1 similar item; ")
-    assert "; you rejected 1 other item from this site (" in card.learned.reason
+    assert card.learned is not None and card.learned.value < 0
+    assert card.learned.reason.startswith("you rejected 1 similar item; ")
+    assert "; you kept 1 other item from this site (" in card.learned.reason
     assert card.learned.features["kept"] == 1.0 and card.learned.features["rejected"] == 1.0
 
 
@@ -237,8 +264,8 @@ def test_feedback_checks_its_inputs() -> None:
     correction = Correction(_item("a", _SQLITE), True, None, "x")
     with pytest.raises(ValueError, match="vectors"):
         Feedback([correction], np.zeros((2, 4), dtype=np.float32))
-    with pytest.raises(ValueError, match="kinds"):
-        Feedback([correction], np.zeros((1, 4), dtype=np.float32), kinds=[None, None])
+    with pytest.raises(ValueError, match="composites"):
+        Feedback([correction], np.zeros((1, 4), dtype=np.float32), composites=[0.5, 0.6])
     vector = text_vector(correction.item)
     assert abs(float(np.linalg.norm(vector)) - 1.0) < 1e-5
     assert dataclasses.is_dataclass(correction)
