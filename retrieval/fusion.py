@@ -21,9 +21,12 @@ Ties are broken deterministically by the caller (see :func:`sort_key`).
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Literal
+
+import numpy as np
+import numpy.typing as npt
 
 __all__ = [
     "Candidate",
@@ -31,10 +34,13 @@ __all__ = [
     "FusionParams",
     "Normalisation",
     "fuse",
+    "fused_array",
     "fused_scores",
     "sort_key",
 ]
 
+FloatArray = npt.NDArray[np.float64]
+IntArray = npt.NDArray[np.int64]
 FusionMethod = Literal["blend", "rrf"]
 Normalisation = Literal["minmax", "zscore"]
 
@@ -75,49 +81,67 @@ class FusionParams:
     normalisation: Normalisation = "minmax"
 
 
-def _normalise(values: Sequence[float | None], how: Normalisation) -> list[float]:
-    # A missing BM25 score means "no query word in the chunk": the lowest
-    # possible relevance, i.e. raw 0 before normalising.
-    raw = [0.0 if v is None else v for v in values]
-    if not raw:
-        return []
+def _normalise(raw: FloatArray, how: Normalisation) -> FloatArray:
+    """``raw`` scaled over the candidates (no NaN in it)."""
+    if not raw.size:
+        return raw
     if how == "zscore":
-        mean = sum(raw) / len(raw)
-        std = math.sqrt(sum((v - mean) ** 2 for v in raw) / len(raw))
+        # Left-to-right sums (cumsum), as a plain loop would add them: the same floats.
+        mean = float(np.cumsum(raw)[-1]) / raw.size
+        std = math.sqrt(float(np.cumsum((raw - mean) ** 2)[-1]) / raw.size)
         if std == 0.0:
-            return [0.0 for _ in raw]
-        return [(v - mean) / std for v in raw]
-    low, high = min(raw), max(raw)
+            return np.zeros_like(raw)
+        return (raw - mean) / std
+    low, high = float(raw.min()), float(raw.max())
     if high == low:
         # One candidate, or all equal: the list cannot tell them apart, so it
         # contributes the same amount to each and leaves the order to the other.
-        return [1.0 if high > 0 else 0.0 for _ in raw]
-    return [(v - low) / (high - low) for v in raw]
+        return np.full_like(raw, 1.0 if high > 0 else 0.0)
+    return (raw - low) / (high - low)
+
+
+def fused_array(
+    bm25_rank: IntArray,
+    bm25_score: FloatArray,
+    vector_rank: IntArray,
+    vector_score: FloatArray,
+    params: FusionParams,
+) -> FloatArray:
+    """Every candidate's fused score, from one array per field: a rank is 0 where the
+    candidate is not in that list, a score NaN where it is unknown (float64 throughout)."""
+    if params.method == "rrf":
+        k = params.rrf_k
+        keyword = np.where(bm25_rank > 0, params.bm25_weight / (k + bm25_rank), 0.0)
+        vector = np.where(vector_rank > 0, params.vector_weight / (k + vector_rank), 0.0)
+        out: FloatArray = keyword + vector
+        return out
+    # A missing BM25 score means "no query word in the chunk": the lowest possible
+    # relevance, i.e. raw 0 before normalising; a missing cosine takes the lowest known.
+    bm25 = _normalise(np.nan_to_num(bm25_score, nan=0.0), params.normalisation)
+    known = ~np.isnan(vector_score)
+    if not known.any():
+        vec = np.zeros_like(vector_score)
+    else:
+        floor = float(vector_score[known].min())
+        vec = _normalise(np.where(known, vector_score, floor), params.normalisation)
+    fused: FloatArray = params.bm25_weight * bm25 + params.vector_weight * vec
+    return fused
 
 
 def fused_scores(candidates: Sequence[Candidate], params: FusionParams) -> list[float]:
-    """Every candidate's fused score, in the candidates' order."""
-    if params.method == "rrf":
-        k = params.rrf_k
-        out = []
-        for c in candidates:
-            score = 0.0
-            if c.bm25_rank is not None:
-                score += params.bm25_weight / (k + c.bm25_rank)
-            if c.vector_rank is not None:
-                score += params.vector_weight / (k + c.vector_rank)
-            out.append(score)
-        return out
-    bm25 = _normalise([c.bm25_score for c in candidates], params.normalisation)
-    vec_raw = [c.vector_score for c in candidates]
-    if all(v is None for v in vec_raw):
-        vec = [0.0 for _ in candidates]
-    else:
-        floor = min(v for v in vec_raw if v is not None)
-        vec = _normalise([floor if v is None else v for v in vec_raw], params.normalisation)
-    return [
-        params.bm25_weight * b + params.vector_weight * v for b, v in zip(bm25, vec, strict=True)
-    ]
+    """Every candidate's fused score, in the candidates' order (:func:`fused_array`)."""
+    scores = fused_array(
+        np.array([c.bm25_rank or 0 for c in candidates], dtype=np.int64),
+        _scores(c.bm25_score for c in candidates),
+        np.array([c.vector_rank or 0 for c in candidates], dtype=np.int64),
+        _scores(c.vector_score for c in candidates),
+        params,
+    )
+    return [float(v) for v in scores.tolist()]
+
+
+def _scores(values: Iterable[float | None]) -> FloatArray:
+    return np.array([np.nan if v is None else v for v in values], dtype=np.float64)
 
 
 def fuse(candidates: Sequence[Candidate], params: FusionParams) -> list[Candidate]:

@@ -24,14 +24,22 @@ then the note's best rank in any list, then its path.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Literal
+
+import numpy as np
+import numpy.typing as npt
+
+FloatArray = npt.NDArray[np.float64]
+IntArray = npt.NDArray[np.int64]
 
 __all__ = [
     "NoteCandidate",
     "NoteParams",
+    "NoteSignals",
     "fuse_notes",
+    "note_array",
     "note_scores",
     "note_sort_key",
     "recency_factor",
@@ -86,16 +94,11 @@ class NoteParams:
     rrf_k: int = 60
 
 
-def _minmax(values: Sequence[float | None], floor: float | None = None) -> list[float]:
-    # A missing keyword score means "no query word": the lowest relevance (0). A
-    # missing cosine is unknown, so it takes the lowest cosine seen (``floor``).
-    raw = [(floor if floor is not None else 0.0) if v is None else v for v in values]
-    if not raw:
-        return []
-    low, high = min(raw), max(raw)
+def _minmax(raw: FloatArray) -> FloatArray:
+    low, high = float(raw.min()), float(raw.max())
     if high == low:
-        return [1.0 if high > 0 else 0.0 for _ in raw]
-    return [(v - low) / (high - low) for v in raw]
+        return np.full_like(raw, 1.0 if high > 0 else 0.0)
+    return (raw - low) / (high - low)
 
 
 def fuse_notes(candidates: Sequence[NoteCandidate], params: NoteParams) -> list[NoteCandidate]:
@@ -108,48 +111,83 @@ def fuse_notes(candidates: Sequence[NoteCandidate], params: NoteParams) -> list[
 
 
 def note_scores(candidates: Sequence[NoteCandidate], params: NoteParams) -> list[float]:
-    """Every candidate note's fused score, in the candidates' order."""
+    """Every candidate note's fused score, in the candidates' order (:func:`note_array`)."""
     if not candidates:
         return []
+    scores = note_array(
+        NoteSignals(
+            note_rank=_ranks(c.note_rank for c in candidates),
+            note_score=_scores(c.note_score for c in candidates),
+            chunk_rank=_ranks(c.chunk_rank for c in candidates),
+            chunk_score=_scores(c.chunk_score for c in candidates),
+            vector_rank=_ranks(c.vector_rank for c in candidates),
+            vector_score=_scores(c.vector_score for c in candidates),
+            exact=np.array([c.exact for c in candidates], dtype=bool),
+            recency=np.array([c.recency for c in candidates], dtype=np.float64),
+        ),
+        params,
+    )
+    return [float(v) for v in scores.tolist()]
+
+
+@dataclass(frozen=True, slots=True)
+class NoteSignals:
+    """The candidate notes' signals, one array each (a rank 0 where the note is not in
+    that list, a score NaN where it is unknown): what :func:`note_array` fuses."""
+
+    note_rank: IntArray
+    note_score: FloatArray
+    chunk_rank: IntArray
+    chunk_score: FloatArray
+    vector_rank: IntArray
+    vector_score: FloatArray
+    exact: npt.NDArray[np.bool_]
+    recency: FloatArray
+
+
+def note_array(notes: NoteSignals, params: NoteParams) -> FloatArray:
+    """Every candidate note's fused score (float64, in the arrays' order)."""
+    total = params.note_weight + params.chunk_weight + params.vector_weight
     if params.method == "rrf":
         k = params.rrf_k
-        scores = [
-            sum(
-                w / (k + r)
-                for w, r in (
-                    (params.note_weight, c.note_rank),
-                    (params.chunk_weight, c.chunk_rank),
-                    (params.vector_weight, c.vector_rank),
-                )
-                if r is not None
-            )
-            for c in candidates
-        ]
+        scores = np.zeros(notes.note_rank.shape, dtype=np.float64)
+        for weight, ranks in (
+            (params.note_weight, notes.note_rank),
+            (params.chunk_weight, notes.chunk_rank),
+            (params.vector_weight, notes.vector_rank),
+        ):
+            scores = scores + np.where(ranks > 0, weight / (k + ranks), 0.0)
         # The bonus must outweigh a rank-1 in every list for an exact name match.
-        total = params.note_weight + params.chunk_weight + params.vector_weight
-        bonus = (
-            params.exact_boost
-            * (params.note_weight + params.chunk_weight + params.vector_weight)
-            * total
-            / (k + 1)
-        )
+        bonus = params.exact_boost * total * total / (k + 1)
     else:
-        notes = _minmax([c.note_score for c in candidates])
-        chunks = _minmax([c.chunk_score for c in candidates])
-        cosines = [c.vector_score for c in candidates]
-        known = [v for v in cosines if v is not None]
-        vectors = _minmax(cosines, floor=min(known)) if known else [0.0] * len(candidates)
-        scores = [
-            params.note_weight * n + params.chunk_weight * b + params.vector_weight * v
-            for n, b, v in zip(notes, chunks, vectors, strict=True)
-        ]
-        bonus = params.exact_boost * (
-            params.note_weight + params.chunk_weight + params.vector_weight
+        # A missing keyword score means "no query word": the lowest relevance (0). A
+        # missing cosine is unknown, so it takes the lowest cosine seen.
+        keyword = _minmax(np.nan_to_num(notes.note_score, nan=0.0))
+        chunks = _minmax(np.nan_to_num(notes.chunk_score, nan=0.0))
+        known = ~np.isnan(notes.vector_score)
+        if known.any():
+            floor = float(notes.vector_score[known].min())
+            vectors = _minmax(np.where(known, notes.vector_score, floor))
+        else:
+            vectors = np.zeros_like(notes.vector_score)
+        scores = (
+            params.note_weight * keyword
+            + params.chunk_weight * chunks
+            + params.vector_weight * vectors
         )
-    return [
-        s + (bonus if c.exact else 0.0) + params.recency_weight * c.recency
-        for c, s in zip(candidates, scores, strict=True)
-    ]
+        bonus = params.exact_boost * total
+    out: FloatArray = (
+        scores + np.where(notes.exact, bonus, 0.0) + params.recency_weight * notes.recency
+    )
+    return out
+
+
+def _ranks(values: Iterable[int | None]) -> IntArray:
+    return np.array([v or 0 for v in values], dtype=np.int64)
+
+
+def _scores(values: Iterable[float | None]) -> FloatArray:
+    return np.array([np.nan if v is None else v for v in values], dtype=np.float64)
 
 
 def recency_factor(age_days: float, half_life_days: float) -> float:

@@ -200,7 +200,7 @@ class SearchCore:
         started = time.perf_counter()
 
         effective, ranked = self._plan_and_rank(
-            conn, query, match, requested, depth, limit, filters, degraded, timings, side
+            conn, query, match, requested, depth, limit, filters, degraded, timings, side, explain
         )
         use_bm25 = effective in ("hybrid", "bm25")
         if use_bm25 and not ranked.notes_used and NOTES_NOT_READY not in degraded:
@@ -247,6 +247,7 @@ class SearchCore:
         degraded: list[str],
         timings: dict[str, float],
         side: Connection | None,
+        explain: bool = False,
     ) -> tuple[SearchMode, Ranked]:
         """Choose the lists this search can use, embed the query and rank (worker thread)."""
         s = self._settings
@@ -300,6 +301,7 @@ class SearchCore:
             filters=filters,
             settings=s,
             query=query,
+            explain=explain,
         )
         return effective, self._rank(conn, request, timings, side)
 

@@ -298,3 +298,37 @@ def test_a_list_read_beside_is_computed_once_and_its_error_reaches_the_asker() -
     failed.run(broken)  # never raises where it runs ...
     with pytest.raises(ValueError, match="notes_fts"):
         failed.result()  # ... but where the value is asked for
+
+
+def test_notes_are_ordered_as_note_sort_key_orders_them_ties_and_all() -> None:
+    import random
+
+    import numpy as np
+
+    from signaldesk.retrieval.ranking import _note_order
+
+    rng = random.Random(5)
+    for _ in range(200):
+        n = rng.randint(1, 40)
+        # Few distinct values, so that scores, exact matches and ranks tie often and the
+        # paths (some repeated, as across vaults) decide.
+        notes = [
+            NoteCandidate(
+                note_id=i,
+                path=rng.choice("abcde"),
+                best_chunk=i,
+                note_rank=rng.choice([None, 1, 2]),
+                chunk_rank=rng.choice([None, 1, 3]),
+                exact=rng.random() < 0.3,
+                score=rng.choice([0.5, 0.25, 1.0]),
+            )
+            for i in range(n)
+        ]
+        expected = [c.note_id for c in sorted(notes, key=note_sort_key)]
+        ranked = _note_order(
+            np.array([c.score for c in notes]),
+            np.array([c.exact for c in notes]),
+            np.array([c.best_rank for c in notes]),
+            [c.path for c in notes],
+        )
+        assert ranked == expected
