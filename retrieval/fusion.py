@@ -30,12 +30,18 @@ import numpy.typing as npt
 
 __all__ = [
     "Candidate",
+    "FloatArray",
     "FusionMethod",
     "FusionParams",
+    "IntArray",
     "Normalisation",
+    "cosines_filled",
     "fuse",
     "fused_array",
     "fused_scores",
+    "normalised",
+    "rank_array",
+    "score_array",
     "sort_key",
 ]
 
@@ -81,7 +87,7 @@ class FusionParams:
     normalisation: Normalisation = "minmax"
 
 
-def _normalise(raw: FloatArray, how: Normalisation) -> FloatArray:
+def normalised(raw: FloatArray, how: Normalisation = "minmax") -> FloatArray:
     """``raw`` scaled over the candidates (no NaN in it)."""
     if not raw.size:
         return raw
@@ -116,32 +122,42 @@ def fused_array(
         out: FloatArray = keyword + vector
         return out
     # A missing BM25 score means "no query word in the chunk": the lowest possible
-    # relevance, i.e. raw 0 before normalising; a missing cosine takes the lowest known.
-    bm25 = _normalise(np.nan_to_num(bm25_score, nan=0.0), params.normalisation)
-    known = ~np.isnan(vector_score)
-    if not known.any():
-        vec = np.zeros_like(vector_score)
-    else:
-        floor = float(vector_score[known].min())
-        vec = _normalise(np.where(known, vector_score, floor), params.normalisation)
+    # relevance, i.e. raw 0 before normalising.
+    bm25 = normalised(np.nan_to_num(bm25_score, nan=0.0), params.normalisation)
+    vec = cosines_filled(vector_score, params.normalisation)
     fused: FloatArray = params.bm25_weight * bm25 + params.vector_weight * vec
     return fused
+
+
+def cosines_filled(cosines: FloatArray, how: Normalisation = "minmax") -> FloatArray:
+    """``cosines`` normalised, an unknown one (NaN) taking the lowest known (it is not
+    known to be any worse); all 0 when none is known."""
+    known = ~np.isnan(cosines)
+    if not known.any():
+        return np.zeros_like(cosines)
+    return normalised(np.where(known, cosines, float(cosines[known].min())), how)
 
 
 def fused_scores(candidates: Sequence[Candidate], params: FusionParams) -> list[float]:
     """Every candidate's fused score, in the candidates' order (:func:`fused_array`)."""
     scores = fused_array(
-        np.array([c.bm25_rank or 0 for c in candidates], dtype=np.int64),
-        _scores(c.bm25_score for c in candidates),
-        np.array([c.vector_rank or 0 for c in candidates], dtype=np.int64),
-        _scores(c.vector_score for c in candidates),
+        rank_array(c.bm25_rank for c in candidates),
+        score_array(c.bm25_score for c in candidates),
+        rank_array(c.vector_rank for c in candidates),
+        score_array(c.vector_score for c in candidates),
         params,
     )
     return [float(v) for v in scores.tolist()]
 
 
-def _scores(values: Iterable[float | None]) -> FloatArray:
-    return np.array([np.nan if v is None else v for v in values], dtype=np.float64)
+def rank_array(ranks: Iterable[int | None]) -> IntArray:
+    """1-based ranks as an array, 0 for "not in the list" (``None``)."""
+    return np.array([r or 0 for r in ranks], dtype=np.int64)
+
+
+def score_array(scores: Iterable[float | None]) -> FloatArray:
+    """Scores as a float64 array, NaN for "unknown" (``None``)."""
+    return np.array([np.nan if v is None else v for v in scores], dtype=np.float64)
 
 
 def fuse(candidates: Sequence[Candidate], params: FusionParams) -> list[Candidate]:

@@ -24,15 +24,21 @@ then the note's best rank in any list, then its path.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Literal
 
 import numpy as np
 import numpy.typing as npt
 
-FloatArray = npt.NDArray[np.float64]
-IntArray = npt.NDArray[np.int64]
+from signaldesk.retrieval.fusion import (
+    FloatArray,
+    IntArray,
+    cosines_filled,
+    normalised,
+    rank_array,
+    score_array,
+)
 
 __all__ = [
     "NoteCandidate",
@@ -94,13 +100,6 @@ class NoteParams:
     rrf_k: int = 60
 
 
-def _minmax(raw: FloatArray) -> FloatArray:
-    low, high = float(raw.min()), float(raw.max())
-    if high == low:
-        return np.full_like(raw, 1.0 if high > 0 else 0.0)
-    return (raw - low) / (high - low)
-
-
 def fuse_notes(candidates: Sequence[NoteCandidate], params: NoteParams) -> list[NoteCandidate]:
     """Copies of the candidates with their fused score; the order is left to
     :func:`note_sort_key`."""
@@ -116,12 +115,12 @@ def note_scores(candidates: Sequence[NoteCandidate], params: NoteParams) -> list
         return []
     scores = note_array(
         NoteSignals(
-            note_rank=_ranks(c.note_rank for c in candidates),
-            note_score=_scores(c.note_score for c in candidates),
-            chunk_rank=_ranks(c.chunk_rank for c in candidates),
-            chunk_score=_scores(c.chunk_score for c in candidates),
-            vector_rank=_ranks(c.vector_rank for c in candidates),
-            vector_score=_scores(c.vector_score for c in candidates),
+            note_rank=rank_array(c.note_rank for c in candidates),
+            note_score=score_array(c.note_score for c in candidates),
+            chunk_rank=rank_array(c.chunk_rank for c in candidates),
+            chunk_score=score_array(c.chunk_score for c in candidates),
+            vector_rank=rank_array(c.vector_rank for c in candidates),
+            vector_score=score_array(c.vector_score for c in candidates),
             exact=np.array([c.exact for c in candidates], dtype=bool),
             recency=np.array([c.recency for c in candidates], dtype=np.float64),
         ),
@@ -162,14 +161,9 @@ def note_array(notes: NoteSignals, params: NoteParams) -> FloatArray:
     else:
         # A missing keyword score means "no query word": the lowest relevance (0). A
         # missing cosine is unknown, so it takes the lowest cosine seen.
-        keyword = _minmax(np.nan_to_num(notes.note_score, nan=0.0))
-        chunks = _minmax(np.nan_to_num(notes.chunk_score, nan=0.0))
-        known = ~np.isnan(notes.vector_score)
-        if known.any():
-            floor = float(notes.vector_score[known].min())
-            vectors = _minmax(np.where(known, notes.vector_score, floor))
-        else:
-            vectors = np.zeros_like(notes.vector_score)
+        keyword = normalised(np.nan_to_num(notes.note_score, nan=0.0))
+        chunks = normalised(np.nan_to_num(notes.chunk_score, nan=0.0))
+        vectors = cosines_filled(notes.vector_score)
         scores = (
             params.note_weight * keyword
             + params.chunk_weight * chunks
@@ -180,14 +174,6 @@ def note_array(notes: NoteSignals, params: NoteParams) -> FloatArray:
         scores + np.where(notes.exact, bonus, 0.0) + params.recency_weight * notes.recency
     )
     return out
-
-
-def _ranks(values: Iterable[int | None]) -> IntArray:
-    return np.array([v or 0 for v in values], dtype=np.int64)
-
-
-def _scores(values: Iterable[float | None]) -> FloatArray:
-    return np.array([np.nan if v is None else v for v in values], dtype=np.float64)
 
 
 def recency_factor(age_days: float, half_life_days: float) -> float:

@@ -552,21 +552,28 @@ def _fuse(
     best_rank = np.where(ranks > 0, ranks, _NO_RANK).min(axis=0)
     ranked = _note_order(scores, signals.exact, best_rank, paths)
 
+    made: dict[int, NoteCandidate] = {}
+
     def candidate(i: int) -> NoteCandidate:
-        return NoteCandidate(
-            note_id=nids[i],
-            path=paths[i],
-            best_chunk=cids[int(best[i])],
-            note_rank=_rank(signals.note_rank[i]),
-            note_score=_score(signals.note_score[i]),
-            chunk_rank=_rank(chunk_rank[i]),
-            chunk_score=_score(chunk_best[i]),
-            vector_rank=_rank(vector_rank[i]),
-            vector_score=_score(vector_best[i]),
-            exact=bool(signals.exact[i]),
-            recency=float(signals.recency[i]),
-            score=float(scores[i]),
-        )
+        """The object of note ``i``, made once (the note shown and the note explained are
+        one object)."""
+        note = made.get(i)
+        if note is None:
+            note = made[i] = NoteCandidate(
+                note_id=nids[i],
+                path=paths[i],
+                best_chunk=cids[int(best[i])],
+                note_rank=_rank(signals.note_rank[i]),
+                note_score=_score(signals.note_score[i]),
+                chunk_rank=_rank(chunk_rank[i]),
+                chunk_score=_score(chunk_best[i]),
+                vector_rank=_rank(vector_rank[i]),
+                vector_score=_score(vector_best[i]),
+                exact=bool(signals.exact[i]),
+                recency=float(signals.recency[i]),
+                score=float(scores[i]),
+            )
+        return note
 
     ends = [*starts.tolist()[1:], n]
     shown: list[Candidate] = []
