@@ -158,10 +158,18 @@ def top_rows(
     for j in range(len(bounds) - 1, -1, -1):
         rest[j] = rest[j + 1] + bounds[j][0]
     score = f"bm25({table}, {weights_sql})"
-    # The fewest rarest phrases that can hold k rows at all.
+    # The fewest rarest phrases that can hold k rows at all, and whose bounds outweigh
+    # the others'. Trigger: the first pass failed for 330 of 444 lists of bench.scale's
+    # queries, and a failed pass reads every doclist of the query for nothing (a quarter
+    # of their BM25 time). Why: a pass fails when its k-th score is not above what the
+    # other phrases could give a row (rest[j]), and the k-th score was at most the
+    # rarest phrases' own bounds in 7 passes of 10. Outcome: 10% less BM25 time over the
+    # held-out half of those queries; the rows are the same, whatever pass finds them.
     j, held = 0, 0
     while j < len(bounds) and held < k:
         held += bounds[j][2]
+        j += 1
+    while j < len(bounds) and rest[0] - rest[j] <= rest[j]:
         j += 1
     while j < len(bounds):
         rarest = " OR ".join(phrase for _, phrase, _ in bounds[:j])

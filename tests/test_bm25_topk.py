@@ -70,14 +70,16 @@ def conn(vault: Path) -> Connection:
 
 
 class _Recording:
-    """A connection that remembers the SQL it was given."""
+    """A connection that remembers the SQL it was given, and with what."""
 
     def __init__(self, inner: Connection) -> None:
         self.inner = inner
         self.sql: list[str] = []
+        self.parameters: list[object] = []
 
     def execute(self, sql: str, parameters: object = ()) -> object:
         self.sql.append(sql)
+        self.parameters.append(parameters)
         return self.inner.execute(sql, parameters)
 
 
@@ -109,6 +111,44 @@ def test_top_rows_equal_sorting_every_match(
             # Answered from the rarest phrases' rows alone, never sorting every match:
             pruned += not any("ORDER BY" in sql and "+rowid" not in sql for sql in recording.sql)
     assert pruned >= 10  # the bound does cut work here, so the equality above means something
+
+
+@pytest.mark.parametrize(
+    ("table", "weights"), [("chunks_fts", CHUNK_WEIGHTS), ("notes_fts", NOTE_WEIGHTS)]
+)
+def test_the_first_pass_takes_rarest_phrases_that_outweigh_the_others(
+    conn: Connection, table: str, weights: tuple[float, ...]
+) -> None:
+    # A pass proves its rows only if its k-th score beats what the other phrases could
+    # give a row; when the rarest phrases' own bounds do not outweigh those, it seldom
+    # does, and it has read every doclist of the query for nothing. (A later pass starts
+    # where the failed one's k-th score says it must succeed.)
+    w = ", ".join(repr(x) for x in weights)
+    rows = bm25_topk.row_count(conn, table)
+    assert rows is not None
+    passes = 0
+    for query in QUERIES:
+        match = build_match(query)
+        assert match is not None
+        phrases = match_phrases(match)
+        bound = {p: b for b, p, _ in bm25_topk._bounds(conn, table, phrases, rows, None)}
+        for k in (1, 3, 10, 25, 100):
+            recording = _Recording(conn)
+            bm25_topk.top_rows(recording, table, phrases, w, k)  # type: ignore[arg-type]
+            first = next(
+                (
+                    parameters
+                    for sql, parameters in zip(recording.sql, recording.parameters, strict=True)
+                    if "+rowid IN (SELECT rowid" in sql
+                ),
+                None,
+            )
+            if first is not None:
+                rarest = str(first[1]).split(" OR ")  # type: ignore[index]
+                others = [p for p in bound if p not in rarest]
+                assert sum(bound[p] for p in rarest) > sum(bound[p] for p in others)
+                passes += 1
+    assert passes >= 10  # passes were run, and checked
 
 
 def test_row_count_is_fts5s_own(conn: Connection) -> None:

@@ -10,11 +10,13 @@ from __future__ import annotations
 import os
 import shutil
 import tarfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from datetime import UTC, date, datetime
 from pathlib import Path
 
 import anyio
+import numpy as np
+import numpy.typing as npt
 import pytest
 
 from signaldesk.retrieval.context_block import SOURCE_SEPARATOR as SEP
@@ -294,6 +296,46 @@ async def test_a_query_of_punctuation_or_symbols_alone_finds_nothing(
     assert not embedder.encode([query]).any()
     async with await _open(indexed, embedder) as retriever:
         assert await retriever.search(query, mode=mode) == []  # type: ignore[arg-type]
+
+
+class _FailsOnQueries:
+    """The bundled model, broken after the index was built: every query fails to embed."""
+
+    def __init__(self, model: Embedder) -> None:
+        self._model = model
+
+    @property
+    def name(self) -> str:
+        return self._model.name
+
+    @property
+    def dimensions(self) -> int:
+        return self._model.dimensions
+
+    @property
+    def fingerprint(self) -> str:
+        return self._model.fingerprint
+
+    def encode(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        raise RuntimeError("the model's weights are gone")
+
+
+@pytest.mark.parametrize("mode", ["hybrid", "vector"])
+async def test_a_query_the_model_cannot_embed_is_a_keyword_search_that_says_so(
+    indexed: Path, embedder: Embedder, mode: str
+) -> None:
+    # A model that loads (its fingerprint matches the index) but fails on the query: the
+    # search is the keyword search it can still be, and says why, in both modes.
+    query = "feed the sourdough starter"
+    async with await _open(indexed, _FailsOnQueries(embedder)) as retriever:
+        failed = await retriever.explain(query, mode=mode)  # type: ignore[arg-type]
+        keyword = await retriever.explain(query, mode="bm25")
+    assert failed.mode == "bm25"
+    assert [d for d in failed.degraded if "could not embed the query" in d] == [
+        "could not embed the query: the model's weights are gone: keyword search only"
+    ]
+    shown = [(r.path, r.section, r.score) for r in failed.results]
+    assert shown and shown == [(r.path, r.section, r.score) for r in keyword.results]
 
 
 @pytest.mark.parametrize("query", ["", "   ", "\t\n"])
