@@ -88,6 +88,9 @@ class Connection(Protocol):
 _MIN_SQLITE = (3, 43, 0)
 BUSY_TIMEOUT_MS = 5000
 PAGE_SIZE = 16384
+# How much of an index file a reader maps (a limit, not an allocation: only the pages a
+# search reads are touched; 1 GiB covers an index of ~450k notes).
+READER_MMAP_BYTES = 1 << 30
 
 
 @dataclass(frozen=True, slots=True)
@@ -172,7 +175,14 @@ def connect(path: Path, readonly: bool = False) -> Connection:
         conn = module.connect(str(path), timeout=BUSY_TIMEOUT_MS / 1000, check_same_thread=False)
     conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
     conn.execute("PRAGMA foreign_keys = ON")
-    if not readonly:
+    if readonly:
+        # Trigger: a keyword list walks every doclist of its phrases, twice or three
+        # times a search. Why: through the file, SQLite copies each page it reads from
+        # the OS cache into its own 2 MB cache (a system call a page); mapped, it reads
+        # the pages in place. Outcome: BM25-only searches ~10 % faster, hybrid ~4 %
+        # (issue 15). Readers only: they never write through the mapping.
+        conn.execute(f"PRAGMA mmap_size = {READER_MMAP_BYTES}")
+    else:
         # Only takes effect on a new, empty file (it must precede WAL). Chunk rows
         # are 0.5-4 KB; in 4 KB pages a fifth of the chunks table was slack, in
         # 16 KB pages under 5% (measured on the 45k-note corpus, bench/scale.py).
