@@ -29,6 +29,7 @@ from signaldesk.retrieval.retriever import Retriever
 from signaldesk.retrieval.settings import IndexSettings, SearchSettings
 from signaldesk.retrieval.store import connect
 from tests.hostile_queries import HOSTILE
+from tests.index_helpers import CountingEmbedder
 
 pytestmark = pytest.mark.anyio
 
@@ -298,23 +299,8 @@ async def test_a_query_of_punctuation_or_symbols_alone_finds_nothing(
         assert await retriever.search(query, mode=mode) == []  # type: ignore[arg-type]
 
 
-class _FailsOnQueries:
+class _FailsOnQueries(CountingEmbedder):
     """The bundled model, broken after the index was built: every query fails to embed."""
-
-    def __init__(self, model: Embedder) -> None:
-        self._model = model
-
-    @property
-    def name(self) -> str:
-        return self._model.name
-
-    @property
-    def dimensions(self) -> int:
-        return self._model.dimensions
-
-    @property
-    def fingerprint(self) -> str:
-        return self._model.fingerprint
 
     def encode(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
         raise RuntimeError("the model's weights are gone")
