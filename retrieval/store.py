@@ -179,7 +179,7 @@ def connect(path: Path, readonly: bool = False) -> Connection:
         # Trigger: a keyword list walks every doclist of its phrases, twice or three
         # times a search. Why: through the file, SQLite copies each page it reads from
         # the OS cache into its own 2 MB cache (a system call a page); mapped, it reads
-        # the pages in place. Outcome: BM25-only searches ~10 % faster, hybrid ~4 %
+        # the pages in place. Outcome: BM25-only searches 6-10 % faster, hybrid 4-6 %
         # (issue 15). Readers only: they never write through the mapping.
         conn.execute(f"PRAGMA mmap_size = {READER_MMAP_BYTES}")
     else:
