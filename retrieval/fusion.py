@@ -29,6 +29,7 @@ import numpy as np
 import numpy.typing as npt
 
 __all__ = [
+    "NO_RANK",
     "Candidate",
     "FloatArray",
     "FusionMethod",
@@ -49,6 +50,8 @@ FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
 FusionMethod = Literal["blend", "rrf"]
 Normalisation = Literal["minmax", "zscore"]
+NO_RANK = 1_000_000_000
+"""The best rank of a candidate in no list: after every real rank (sorting by rank)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,7 +76,7 @@ class Candidate:
     @property
     def best_rank(self) -> int:
         ranks = [r for r in (self.bm25_rank, self.vector_rank) if r is not None]
-        return min(ranks) if ranks else 1_000_000_000
+        return min(ranks) if ranks else NO_RANK
 
 
 @dataclass(frozen=True, slots=True)

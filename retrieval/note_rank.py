@@ -32,6 +32,7 @@ import numpy as np
 import numpy.typing as npt
 
 from signaldesk.retrieval.fusion import (
+    NO_RANK,
     FloatArray,
     IntArray,
     cosines_filled,
@@ -84,7 +85,7 @@ class NoteCandidate:
     @property
     def best_rank(self) -> int:
         ranks = [r for r in (self.note_rank, self.chunk_rank, self.vector_rank) if r is not None]
-        return min(ranks) if ranks else 1_000_000_000
+        return min(ranks) if ranks else NO_RANK
 
 
 @dataclass(frozen=True, slots=True)

@@ -36,7 +36,7 @@ import numpy.typing as npt
 from signaldesk.retrieval import search_legs
 from signaldesk.retrieval.bm25_topk import Counts
 from signaldesk.retrieval.chunk_keys import ChunkKeyIndex
-from signaldesk.retrieval.fusion import Candidate, FusionParams, fused_array
+from signaldesk.retrieval.fusion import NO_RANK, Candidate, FusionParams, fused_array
 from signaldesk.retrieval.note_rank import (
     NoteCandidate,
     NoteParams,
@@ -549,7 +549,7 @@ def _fuse(
 
     paths = [chunk_keys[i].path for i in best.tolist()]
     ranks = np.stack([signals.note_rank, chunk_rank, vector_rank])
-    best_rank = np.where(ranks > 0, ranks, _NO_RANK).min(axis=0)
+    best_rank = np.where(ranks > 0, ranks, NO_RANK).min(axis=0)
     ranked = _note_order(scores, signals.exact, best_rank, paths)
 
     made: dict[int, NoteCandidate] = {}
@@ -703,17 +703,13 @@ def _note_order(
     path as an array cost more than all the rest of the order)."""
     order = np.lexsort((best_rank, ~exact, -scores))  # stable: ties stay in the order met
     keyed = np.stack([-scores[order], exact[order], best_rank[order]])
+    # Position i ties with i + 1; a run of such positions i..j is one tie, i..j + 1.
     tied = np.flatnonzero((keyed[:, 1:] == keyed[:, :-1]).all(axis=0))
     ranked: list[int] = order.tolist()
-    start = 0
-    for i in tied.tolist():
-        if i < start:
-            continue
-        end = i + 1
-        while end < len(ranked) - 1 and (keyed[:, end + 1] == keyed[:, end]).all():
-            end += 1
-        ranked[i : end + 1] = sorted(ranked[i : end + 1], key=lambda j: (paths[j], j))
-        start = end + 1
+    for run in np.split(tied, np.flatnonzero(np.diff(tied) != 1) + 1):
+        if run.size:
+            low, high = int(run[0]), int(run[-1]) + 2
+            ranked[low:high] = sorted(ranked[low:high], key=lambda j: (paths[j], j))
     return ranked
 
 
@@ -735,7 +731,6 @@ def _score_chunks(
 
 
 _NAN = float("nan")
-_NO_RANK = 1_000_000_000  # NoteCandidate.best_rank of a note in no list
 
 
 def _rank(value: Any) -> int | None:

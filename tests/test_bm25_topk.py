@@ -83,6 +83,16 @@ class _Recording:
         return self.inner.execute(sql, parameters)
 
 
+def _matches() -> list[tuple[str, str, list[str]]]:
+    """Each of QUERIES with its MATCH expression and that expression's phrases."""
+    out = []
+    for query in QUERIES:
+        match = build_match(query)
+        assert match is not None
+        out.append((query, match, match_phrases(match)))
+    return out
+
+
 def _every(
     conn: Connection, table: str, match: str, weights: tuple[float, ...]
 ) -> list[tuple[int, float]]:
@@ -99,14 +109,12 @@ def test_top_rows_equal_sorting_every_match(
 ) -> None:
     w = ", ".join(repr(x) for x in weights)
     pruned = 0
-    for query in QUERIES:
-        match = build_match(query)
-        assert match is not None
+    for query, match, phrases in _matches():
         every = _every(conn, table, match, weights)
         for k in (1, 3, 10, 25, 100, 1000):
             expected = heapq.nsmallest(k, every, key=itemgetter(1, 0))
             recording = _Recording(conn)
-            got = bm25_topk.top_rows(recording, table, match_phrases(match), w, k)  # type: ignore[arg-type]
+            got = bm25_topk.top_rows(recording, table, phrases, w, k)  # type: ignore[arg-type]
             assert got == expected, (query, k)
             # Answered from the rarest phrases' rows alone, never sorting every match:
             pruned += not any("ORDER BY" in sql and "+rowid" not in sql for sql in recording.sql)
@@ -127,10 +135,7 @@ def test_the_first_pass_takes_rarest_phrases_that_outweigh_the_others(
     rows = bm25_topk.row_count(conn, table)
     assert rows is not None
     passes = 0
-    for query in QUERIES:
-        match = build_match(query)
-        assert match is not None
-        phrases = match_phrases(match)
+    for _, _, phrases in _matches():
         bound = {p: b for b, p, _ in bm25_topk._bounds(conn, table, phrases, rows, None)}
         for k in (1, 3, 10, 25, 100):
             recording = _Recording(conn)
@@ -199,10 +204,7 @@ async def test_searches_rank_as_when_every_match_was_scored(
 def test_known_counts_give_the_same_rows_without_counting_again(conn: Connection) -> None:
     w = ", ".join(repr(x) for x in CHUNK_WEIGHTS)
     counts: bm25_topk.Counts = {}
-    for query in QUERIES:
-        match = build_match(query)
-        assert match is not None
-        phrases = match_phrases(match)
+    for query, _, phrases in _matches():
         first = _Recording(conn)
         filled = bm25_topk.top_rows(first, "chunks_fts", phrases, w, 10, counts)  # type: ignore[arg-type]
         again = _Recording(conn)
